@@ -1,0 +1,147 @@
+"""The chunked delta rule as one autograd Function, shared by ``chunk_kda`` and
+``chunk_gated_delta_rule``: the two differ only in the gate (per key for KDA, scalar for GDN) and in
+how the raw gate is activated, which the op passes in :class:`DeltaRuleConfig`.
+
+Forward: pre-processing (l2norm, beta sigmoid, gate activation) -> chunk layout -> the stages of
+:mod:`chunk_fwd` -> token layout. Backward: the stages of :mod:`chunk_bwd` in reverse, then the
+pre-processing backward. Everything is computed in float32 (float64 for float64 inputs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Callable
+
+import torch
+
+from . import chunk_bwd as bwd
+from . import chunk_fwd as fwd
+from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
+from .chunk_plan import ChunkPlan
+
+
+@dataclass(frozen=True)
+class DeltaRuleConfig:
+    scale: float
+    chunk_size: int
+    per_key_gate: bool                       # KDA: g [B,T,HV,K]; GDN: g [B,T,HV]
+    use_qk_l2norm: bool
+    beta_sigmoid_scale: float | None         # None: beta is already post-sigmoid
+    gate_fwd: Callable | None                # (g, A_log, dt_bias) -> log decay; None: g is the log decay
+    gate_bwd: Callable | None                # (g, A_log, dt_bias, dy) -> (dg, dA_log, ddt_bias)
+    state_v_first: bool
+    output_final_state: bool
+    disable_recompute: bool
+    return_intermediate_states: bool
+
+
+def _state_in(s: torch.Tensor | None, cfg: DeltaRuleConfig, dtype) -> torch.Tensor | None:
+    if s is None:
+        return None
+    return (s.transpose(-1, -2) if cfg.state_v_first else s).to(dtype)
+
+
+def _state_out(s: torch.Tensor, cfg: DeltaRuleConfig, dtype) -> torch.Tensor:
+    return (s.transpose(-1, -2) if cfg.state_v_first else s).to(dtype).contiguous()
+
+
+def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan):
+    """Pre-processing and chunk layout. Returns the chunk tensors and what backward needs."""
+    ct = compute_dtype(q, k, v)
+    p = SimpleNamespace(ct=ct, q_rstd=None, k_rstd=None)
+    qf, kf = q.to(ct), k.to(ct)
+    if cfg.use_qk_l2norm:
+        qf, p.q_rstd = l2norm_fwd(qf)
+        kf, p.k_rstd = l2norm_fwd(kf)
+    p.qn, p.kn = qf, kf
+    bf = beta.to(ct)
+    p.beta = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
+    gf = g.to(ct)
+    if cfg.gate_fwd is not None:
+        gf = cfg.gate_fwd(gf, A_log, dt_bias)
+    if not cfg.per_key_gate:
+        gf = gf.unsqueeze(-1)
+
+    groups = v.shape[2] // q.shape[2]
+    p.groups = groups
+    p.q = plan.to_chunks(qf).repeat_interleave(groups, dim=1) * cfg.scale
+    p.k = plan.to_chunks(kf).repeat_interleave(groups, dim=1)
+    p.v = plan.to_chunks(v.to(ct))
+    p.b = plan.to_chunks(p.beta)
+    p.G = fwd.chunk_local_cumsum(plan.to_chunks(gf))
+    return p
+
+
+def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None):
+    if Aqk is None:
+        Aqk, Akk = fwd.chunk_intra_fwd(p.q, p.k, p.b, p.G)
+    p.Aqk, p.Akk = Aqk, Akk
+    p.w, p.u, p.kg = fwd.wy_fwd(p.k, p.v, p.b, p.G, Akk)
+    p.h, p.v_new, p.final = fwd.state_fwd(p.kg, p.w, p.u, p.G, h0, plan)
+    return p
+
+
+class ChunkDeltaRuleFunction(torch.autograd.Function):
+    """``apply(q, k, v, g, beta, A_log, dt_bias, initial_state, cfg, plan)`` -> ``(o, final_state[, h])``."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, g, beta, A_log, dt_bias, initial_state, cfg: DeltaRuleConfig, plan: ChunkPlan):
+        p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan)
+        h0 = _state_in(initial_state, cfg, p.ct)
+        _stages_fwd(p, h0, plan)
+        o = plan.from_chunks(fwd.output_fwd(p.q, p.G, p.h, p.Aqk, p.v_new)).to(q.dtype)
+        final = _state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None
+
+        ctx.cfg, ctx.plan = cfg, plan
+        ctx.h0_dtype = None if initial_state is None else initial_state.dtype
+        ctx.dtypes = (q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype)
+        ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state, p.Aqk, p.Akk)
+        # disable_recompute keeps every intermediate (memory for time), as FLA's option does.
+        ctx.saved = p if cfg.disable_recompute else None
+        if cfg.return_intermediate_states:
+            h = plan.chunk_grid(_state_out(p.h, cfg, k.dtype))
+            return o, final, h
+        return o, final
+
+    @staticmethod
+    def backward(ctx, do, dht, *unused):
+        q, k, v, g, beta, A_log, dt_bias, initial_state, Aqk, Akk = ctx.saved_tensors
+        cfg, plan = ctx.cfg, ctx.plan
+        p = ctx.saved
+        if p is None:
+            p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan)
+            _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, Aqk, Akk)
+        ct = p.ct
+
+        doc = plan.to_chunks(do.to(ct))
+        dht_k = _state_in(dht, cfg, ct) if cfg.output_final_state else None
+        dAqk, dv_local = bwd.output_bwd_local(doc, p.v_new, p.Aqk)
+        dh, dv_new, dh0 = bwd.state_bwd(p.q, p.G, p.kg, p.w, doc, dv_local, dht_k, plan)
+        dq1, dk1, dw, dG1 = bwd.state_output_bwd(p.q, p.k, p.G, p.h, dh, p.v_new, dv_new, doc)
+        dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.G, dAqk)
+        dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.G, p.Akk, dw, dv_new)
+        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3)
+
+        NC, HV, BT, K = p.q.shape
+        dqc = ((dq1 + dq2) * cfg.scale).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
+        dkc = (dk1 + dk2 + dk3).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
+        dq, dk = plan.from_chunks(dqc), plan.from_chunks(dkc)
+        dv, dbeta, dg = plan.from_chunks(dvc), plan.from_chunks(dbc), plan.from_chunks(dgc)
+        if not cfg.per_key_gate:
+            dg = dg.squeeze(-1)
+
+        if cfg.use_qk_l2norm:
+            dq = l2norm_bwd(p.qn, p.q_rstd, dq)
+            dk = l2norm_bwd(p.kn, p.k_rstd, dk)
+        if cfg.beta_sigmoid_scale is not None:
+            dbeta = beta_sigmoid_bwd(beta.to(ct), dbeta, cfg.beta_sigmoid_scale)
+        dA = dbias = None
+        if cfg.gate_bwd is not None:
+            dg, dA, dbias = cfg.gate_bwd(g.to(ct), A_log, dt_bias, dg)
+        dh0_out = None if initial_state is None else _state_out(dh0, cfg, ctx.h0_dtype)
+
+        qd, kd, vd, gd, bd = ctx.dtypes
+        return (dq.to(qd), dk.to(kd), dv.to(vd), dg.to(gd), dbeta.to(bd),
+                None if dA is None else dA.to(A_log.dtype), None if dbias is None else dbias.to(dt_bias.dtype),
+                dh0_out, None, None)

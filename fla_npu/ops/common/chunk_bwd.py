@@ -1,0 +1,101 @@
+"""Backward stages of the chunked delta rule, the reverse of :mod:`chunk_fwd` stage by stage.
+
+Gate gradients are taken with respect to the natural-log cumulative decay ``Gn = G * ln 2``
+(``dGn``), so that the chain through ``e(x) = 2**x`` carries no ``ln 2`` factors; the per-step gate
+gradient is then the reverse chunk-local cumsum of ``dGn``. Every function returns fresh tensors.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .chunk_plan import ChunkPlan
+from .decay import decay_tril, decay_tril_left, decay_tril_right
+
+
+def _sum_to_gate(t: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """Reduce a per-key gate gradient to the gate's width (GDN's scalar gate sums over K)."""
+    return t.sum(-1, keepdim=True) if G.shape[-1] == 1 else t
+
+
+def output_bwd_local(do: torch.Tensor, v_new: torch.Tensor, Aqk: torch.Tensor):
+    """``dAqk`` (lower triangle with diagonal) and the intra-chunk part of ``dv_new``."""
+    dAqk = (do @ v_new.transpose(-1, -2)).tril()
+    dv_local = Aqk.transpose(-1, -2) @ do
+    return dAqk, dv_local
+
+
+def state_bwd(q, G, kg, w, do, dv_local, dht, plan: ChunkPlan):
+    """The reverse state recurrence. Returns ``dh`` ``[NC, HV, K, V]`` (gradient of the state at
+    the *end* of each chunk), the total ``dv_new`` and ``dh0`` ``[N, HV, K, V]``."""
+    NC, HV, _, K = w.shape
+    V = do.shape[-1]
+    dS = torch.zeros(plan.num_seqs, HV, K, V, dtype=do.dtype, device=do.device) if dht is None else dht.to(do.dtype).clone()
+    dh = torch.empty(NC, HV, K, V, dtype=do.dtype, device=do.device)
+    dv_new = torch.empty_like(dv_local)
+    qg = q * torch.exp2(G)
+    decay_last = torch.exp2(G[..., -1, :]).unsqueeze(-1)
+    for chunks, seqs in reversed(plan.steps):
+        dSc = dS.index_select(0, seqs)
+        dh.index_copy_(0, chunks, dSc)
+        dvn = dv_local.index_select(0, chunks) + kg.index_select(0, chunks) @ dSc
+        dv_new.index_copy_(0, chunks, dvn)
+        dSc = (qg.index_select(0, chunks).transpose(-1, -2) @ do.index_select(0, chunks)
+               + decay_last.index_select(0, chunks) * dSc
+               - w.index_select(0, chunks).transpose(-1, -2) @ dvn)
+        dS.index_copy_(0, seqs, dSc)
+    return dh, dv_new, dS
+
+
+def state_output_bwd(q, k, G, h, dh, v_new, dv_new, do):
+    """Gradients through ``o = (q e(G)) h``, ``S' = e(G_last) S + kg^T v'`` and ``v' = u - w S``:
+    ``dq``, ``dk``, ``dw`` and the gate gradient ``dGn`` (last-row terms included)."""
+    eG = torch.exp2(G)
+    kdecay = torch.exp2(G[..., -1:, :] - G)
+    dqg = do @ h.transpose(-1, -2)
+    dkg = v_new @ dh.transpose(-1, -2)
+    dq = dqg * eG
+    dk = dkg * kdecay
+    dw = -dv_new @ h.transpose(-1, -2)
+    qgdq = q * dq
+    kgdk = k * dk
+    dGn = _sum_to_gate(qgdq - kgdk, G)
+    d_last = _sum_to_gate(kgdk.sum(-2) + torch.exp2(G[..., -1, :]) * (h * dh).sum(-1), G)
+    dGn[..., -1, :] += d_last
+    return dq, dk, dw, dGn
+
+
+def intra_qk_bwd(q, k, G, dAqk):
+    """Gradients through ``Aqk``: ``dq``, ``dk``, ``dGn``."""
+    dq = decay_tril_left(dAqk, k, G)
+    dk = decay_tril_right(dAqk, q, G)
+    return dq, dk, _sum_to_gate(q * dq - k * dk, G)
+
+
+def wy_bwd(k, v, beta, G, Akk, dw, du):
+    """Gradients through ``w = Akk (beta k e(G))`` and ``u = Akk (beta v)``, then through
+    ``Akk = (I + L)^-1`` and ``L = beta_i k_i . k_j e(G_i - G_j)``: ``dk``, ``dv``, ``dbeta``, ``dGn``."""
+    b = beta.unsqueeze(-1)
+    eG = torch.exp2(G)
+    kb = b * k * eG
+    AkkT = Akk.transpose(-1, -2)
+    dkb = AkkT @ dw
+    dvb = AkkT @ du
+    dAkk = dw @ kb.transpose(-1, -2) + du @ (b * v).transpose(-1, -2)
+    dL = -(AkkT @ dAkk @ AkkT).tril(-1)
+
+    P = decay_tril(k, k, G, diagonal=False)
+    dP = b * dL
+    dk_left = decay_tril_left(dP, k, G)
+    dk_right = decay_tril_right(dP, k, G)
+
+    dk = b * eG * dkb + dk_left + dk_right
+    dv = b * dvb
+    dbeta = (v * dvb).sum(-1) + (k * eG * dkb).sum(-1) + (dL * P).sum(-1)
+    dGn = _sum_to_gate(kb * dkb + k * dk_left - k * dk_right, G)
+    return dk, dv, dbeta, dGn
+
+
+def chunk_local_cumsum_bwd(dGn: torch.Tensor) -> torch.Tensor:
+    """Per-step gate gradient: the reverse cumsum of ``dGn`` within each chunk."""
+    return dGn.flip(-2).cumsum(-2).flip(-2)

@@ -1,0 +1,130 @@
+"""Argument checks shared by the public ops, run before any computation.
+
+Where FLA defines a check, its exception type and message are reproduced exactly (callers and
+FLA's own tests match on them); the checks FLA lacks raise ``ValueError`` (``TypeError`` for
+unknown keyword arguments) with a message that names the argument.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import torch
+
+logger = logging.getLogger("fla_npu")
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+LAYOUTS = ("BSND", "BNSD")
+_warned: set = set()
+
+
+def warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
+
+
+def pop_state_layout(state_v_first: bool, kwargs: dict) -> bool:
+    """FLA's deprecated ``transpose_state_layout`` alias of ``state_v_first``."""
+    if "transpose_state_layout" in kwargs:
+        if state_v_first:
+            raise ValueError("Cannot pass both `state_v_first` and the deprecated `transpose_state_layout`.")
+        warnings.warn("`transpose_state_layout` is deprecated and renamed to `state_v_first`.",
+                      DeprecationWarning, stacklevel=3)
+        state_v_first = bool(kwargs.pop("transpose_state_layout"))
+    return state_v_first
+
+
+def reject_unknown_kwargs(fn: str, kwargs: dict, known: tuple) -> None:
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise TypeError(f"{fn}() got unexpected keyword argument(s) {unknown}; accepted extra keywords: {list(known)}")
+
+
+def reject_cp(fn: str, cp_context) -> None:
+    if cp_context is not None:
+        raise NotImplementedError(f"{fn}: context parallelism (`cp_context`) is not supported by fla_npu.")
+
+
+def check_varlen(q: torch.Tensor, initial_state, cu_seqlens) -> None:
+    """FLA's two varlen checks, verbatim."""
+    if cu_seqlens is None:
+        return
+    if q.shape[0] != 1:
+        raise ValueError(
+            f"The batch size is expected to be 1 rather than {q.shape[0]} when using `cu_seqlens`."
+            f"Please flatten variable-length inputs before processing.",
+        )
+    if initial_state is not None and initial_state.shape[0] != len(cu_seqlens) - 1:
+        raise ValueError(
+            f"The number of initial states is expected to be equal to the number of input sequences, "
+            f"i.e., {len(cu_seqlens) - 1} rather than {initial_state.shape[0]}.",
+        )
+
+
+def check_neg_eigval(allow_neg_eigval: bool, use_beta_sigmoid_in_kernel: bool) -> None:
+    if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+        raise ValueError("`allow_neg_eigval=True` requires `use_beta_sigmoid_in_kernel=True`.")
+
+
+def check_tensors(fn: str, device: torch.device, **tensors) -> None:
+    """Every given tensor is a floating tensor of a supported dtype on ``device``."""
+    for name, t in tensors.items():
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{fn}: `{name}` must be a torch.Tensor, got {type(t).__name__}.")
+        if t.device != device:
+            raise ValueError(f"{fn}: `{name}` is on {t.device} but `q` is on {device}; all tensors must share one device.")
+        if t.dtype not in FLOAT_DTYPES:
+            raise ValueError(f"{fn}: `{name}` has dtype {t.dtype}; supported: float16, bfloat16, float32, float64.")
+
+
+def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -> None:
+    if t is not None and t.dim() not in ndims:
+        raise ValueError(f"{fn}: `{name}` must have {' or '.join(map(str, ndims))} dimensions ({layout}), got shape {list(t.shape)}.")
+
+
+def check_cu_seqlens(fn: str, cu_seqlens, T: int, device: torch.device, cu_seqlens_cpu=None) -> torch.Tensor | None:
+    """Validate ``cu_seqlens`` (integer, 1-D, starts at 0, non-decreasing, ends at T) and return a
+    CPU copy (``cu_seqlens_cpu`` when given, saving the device-to-host copy)."""
+    if cu_seqlens is None:
+        if cu_seqlens_cpu is not None:
+            raise ValueError(f"{fn}: `cu_seqlens_cpu` was given without `cu_seqlens`.")
+        return None
+    if not isinstance(cu_seqlens, torch.Tensor) or cu_seqlens.dim() != 1 or cu_seqlens.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{fn}: `cu_seqlens` must be a 1-D int32/int64 tensor.")
+    if cu_seqlens.device != device:
+        raise ValueError(f"{fn}: `cu_seqlens` is on {cu_seqlens.device} but `q` is on {device}.")
+    cpu = cu_seqlens.cpu() if cu_seqlens_cpu is None else cu_seqlens_cpu
+    if cpu.shape != cu_seqlens.shape:
+        raise ValueError(f"{fn}: `cu_seqlens_cpu` has shape {list(cpu.shape)}, `cu_seqlens` {list(cu_seqlens.shape)}.")
+    if cpu.numel() < 2:
+        raise ValueError(f"{fn}: `cu_seqlens` needs at least 2 entries, got {cpu.numel()}.")
+    if int(cpu[0]) != 0:
+        raise ValueError(f"{fn}: `cu_seqlens` must start at 0, got {int(cpu[0])}.")
+    if bool((cpu[1:] < cpu[:-1]).any()):
+        raise ValueError(f"{fn}: `cu_seqlens` must be non-decreasing, got {cpu.tolist()}.")
+    if int(cpu[-1]) != T:
+        raise ValueError(f"{fn}: `cu_seqlens` must end at the number of tokens T={T}, got {int(cpu[-1])}.")
+    return cpu
+
+
+def check_state(fn: str, name: str, s, N: int, HV: int, K: int, V: int, state_v_first: bool) -> None:
+    if s is None:
+        return
+    expected = (N, HV, V, K) if state_v_first else (N, HV, K, V)
+    if tuple(s.shape) != expected:
+        layout = "[N, HV, V, K]" if state_v_first else "[N, HV, K, V]"
+        raise ValueError(f"{fn}: `{name}` must have shape {layout}={list(expected)}, got {list(s.shape)}.")
+
+
+def to_bsnd(layout: str, fn: str, *tensors):
+    """Accept FLA's time-major ``BSND`` (``[B, T, H, D]``, the default) or head-major ``BNSD``
+    (``[B, H, T, D]``); returns the tensors in ``BSND``."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"{fn}: `input_layout` must be one of {LAYOUTS}, got {layout!r}.")
+    if layout == "BSND":
+        return tensors
+    return tuple(None if t is None else t.transpose(1, 2) for t in tensors)

@@ -1,0 +1,38 @@
+"""How fla_npu measures correctness: the relative RMS error against a float64 gold, and the
+tolerances, stated once here and used by the tests and by ``fla-npu verify``.
+
+Inputs are first rounded to the dtype under test and the gold runs on those rounded values in
+float64, so a tolerance bounds the implementation's own error (fp32 internal arithmetic plus
+rounding of the outputs to the dtype), not the rounding of the inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Relative RMS error allowed for outputs, states and gradients, by the dtype of q/k/v.
+TOLERANCES = {
+    torch.float64: 1e-9,
+    torch.float32: 5e-5,
+    torch.float16: 2e-3,
+    torch.bfloat16: 1.5e-2,
+}
+
+
+def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """``RMS(x - ref) / RMS(ref)``, in float64 (``RMS(x)`` when ``ref`` is all zeros)."""
+    x, ref = x.double(), ref.double()
+    den = ref.square().mean().sqrt()
+    num = (x - ref).square().mean().sqrt()
+    return float(num / den) if den > 0 else float(num)
+
+
+def check_close(name: str, x: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, factor: float = 1.0) -> float:
+    """Assert ``x`` has no NaN/Inf, the shape of ``ref`` and a relative RMS error within
+    ``factor * TOLERANCES[dtype]``; returns the error."""
+    assert x.shape == ref.shape, f"{name}: shape {list(x.shape)} != gold {list(ref.shape)}"
+    assert torch.isfinite(x).all(), f"{name}: non-finite values"
+    err = rel_rms(x, ref)
+    tol = factor * TOLERANCES[dtype]
+    assert err <= tol, f"{name}: relative RMS error {err:.3e} > {tol:.1e} ({dtype})"
+    return err
