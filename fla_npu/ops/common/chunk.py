@@ -19,6 +19,7 @@ from . import chunk_bwd as bwd
 from . import chunk_fwd as fwd
 from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
+from .decay import ChunkDecay
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,13 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     p.v = plan.to_chunks(v.to(ct))
     p.b = plan.to_chunks(p.beta)
     p.G = fwd.chunk_local_cumsum(plan.to_chunks(gf))
+    p.decay = ChunkDecay(p.G)
     return p
 
 
 def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None):
     if Aqk is None:
-        Aqk, Akk = fwd.chunk_intra_fwd(p.q, p.k, p.b, p.G)
+        Aqk, Akk = fwd.chunk_intra_fwd(p.q, p.k, p.b, p.decay)
     p.Aqk, p.Akk = Aqk, Akk
     p.w, p.u, p.kg = fwd.wy_fwd(p.k, p.v, p.b, p.G, Akk)
     p.h, p.v_new, p.final = fwd.state_fwd(p.kg, p.w, p.u, p.G, h0, plan)
@@ -119,8 +121,8 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         dAqk, dv_local = bwd.output_bwd_local(doc, p.v_new, p.Aqk)
         dh, dv_new, dh0 = bwd.state_bwd(p.q, p.G, p.kg, p.w, doc, dv_local, dht_k, plan)
         dq1, dk1, dw, dG1 = bwd.state_output_bwd(p.q, p.k, p.G, p.h, dh, p.v_new, dv_new, doc)
-        dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.G, dAqk)
-        dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.G, p.Akk, dw, dv_new)
+        dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
+        dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
         dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3)
 
         NC, HV, BT, K = p.q.shape

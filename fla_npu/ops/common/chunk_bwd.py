@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from .chunk_plan import ChunkPlan
-from .decay import decay_tril, decay_tril_left, decay_tril_right
+from .decay import ChunkDecay
 
 
 def _sum_to_gate(t: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
@@ -35,15 +35,15 @@ def state_bwd(q, G, kg, w, do, dv_local, dht, plan: ChunkPlan):
     dv_new = torch.empty_like(dv_local)
     qg = q * torch.exp2(G)
     decay_last = torch.exp2(G[..., -1, :]).unsqueeze(-1)
-    for chunks, seqs in reversed(plan.steps):
-        dSc = dS.index_select(0, seqs)
-        dh.index_copy_(0, chunks, dSc)
-        dvn = dv_local.index_select(0, chunks) + kg.index_select(0, chunks) @ dSc
-        dv_new.index_copy_(0, chunks, dvn)
-        dSc = (qg.index_select(0, chunks).transpose(-1, -2) @ do.index_select(0, chunks)
-               + decay_last.index_select(0, chunks) * dSc
-               - w.index_select(0, chunks).transpose(-1, -2) @ dvn)
-        dS.index_copy_(0, seqs, dSc)
+    for s in reversed(range(plan.num_steps)):
+        dSc = plan.take_seq(dS, s)
+        plan.put(dh, s, dSc)
+        dvn = plan.take(dv_local, s) + plan.take(kg, s) @ dSc
+        plan.put(dv_new, s, dvn)
+        dSc = (plan.take(qg, s).transpose(-1, -2) @ plan.take(do, s)
+               + plan.take(decay_last, s) * dSc
+               - plan.take(w, s).transpose(-1, -2) @ dvn)
+        dS = plan.put_seq(dS, s, dSc)
     return dh, dv_new, dS
 
 
@@ -65,16 +65,17 @@ def state_output_bwd(q, k, G, h, dh, v_new, dv_new, do):
     return dq, dk, dw, dGn
 
 
-def intra_qk_bwd(q, k, G, dAqk):
+def intra_qk_bwd(q, k, decay: ChunkDecay, dAqk):
     """Gradients through ``Aqk``: ``dq``, ``dk``, ``dGn``."""
-    dq = decay_tril_left(dAqk, k, G)
-    dk = decay_tril_right(dAqk, q, G)
-    return dq, dk, _sum_to_gate(q * dq - k * dk, G)
+    dq = decay.left(dAqk, k)
+    dk = decay.right(dAqk, q)
+    return dq, dk, _sum_to_gate(q * dq - k * dk, decay.G)
 
 
-def wy_bwd(k, v, beta, G, Akk, dw, du):
+def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
     """Gradients through ``w = Akk (beta k e(G))`` and ``u = Akk (beta v)``, then through
     ``Akk = (I + L)^-1`` and ``L = beta_i k_i . k_j e(G_i - G_j)``: ``dk``, ``dv``, ``dbeta``, ``dGn``."""
+    G = decay.G
     b = beta.unsqueeze(-1)
     eG = torch.exp2(G)
     kb = b * k * eG
@@ -84,10 +85,10 @@ def wy_bwd(k, v, beta, G, Akk, dw, du):
     dAkk = dw @ kb.transpose(-1, -2) + du @ (b * v).transpose(-1, -2)
     dL = -(AkkT @ dAkk @ AkkT).tril(-1)
 
-    P = decay_tril(k, k, G, diagonal=False)
+    P = decay.tril(k, k, diagonal=False)
     dP = b * dL
-    dk_left = decay_tril_left(dP, k, G)
-    dk_right = decay_tril_right(dP, k, G)
+    dk_left = decay.left(dP, k)
+    dk_right = decay.right(dP, k)
 
     dk = b * eG * dkb + dk_left + dk_right
     dv = b * dvb

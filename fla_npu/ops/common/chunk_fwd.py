@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from .chunk_plan import ChunkPlan
-from .decay import decay_tril
+from .decay import ChunkDecay
 from .validate import check_cu_seqlens
 
 RCP_LN2 = 1.4426950408889634  # log2(e): gate cumsums are kept in log2 units, as the kernels use exp2
@@ -45,10 +45,11 @@ def chunk_local_cumsum_tokens(y, chunk_size, scale, cu_seqlens, chunk_indices, o
     return (G if scale is None else G * scale).to(output_dtype)
 
 
-def chunk_intra_fwd(q: torch.Tensor, k: torch.Tensor, beta: torch.Tensor, G: torch.Tensor):
-    """Stage 2: the intra-chunk matrices ``Aqk`` (with diagonal) and ``Akk = (I + L)^-1``."""
-    Aqk = decay_tril(q, k, G, diagonal=True)
-    L = beta.unsqueeze(-1) * decay_tril(k, k, G, diagonal=False)
+def chunk_intra_fwd(q: torch.Tensor, k: torch.Tensor, beta: torch.Tensor, decay: ChunkDecay):
+    """Stage 2: the intra-chunk matrices ``Aqk`` (with diagonal) and ``Akk = (I + L)^-1``
+    (``decay`` holds the factors of ``G``)."""
+    Aqk = decay.tril(q, k, diagonal=True)
+    L = beta.unsqueeze(-1) * decay.tril(k, k, diagonal=False)
     eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand_as(L)
     Akk = torch.linalg.solve_triangular(L + eye, eye, upper=False, unitriangular=True)
     return Aqk, Akk
@@ -72,13 +73,13 @@ def state_fwd(kg, w, u, G, h0, plan: ChunkPlan):
     h = torch.empty(NC, HV, K, V, dtype=u.dtype, device=u.device)
     v_new = torch.empty_like(u)
     decay_last = torch.exp2(G[..., -1, :]).unsqueeze(-1)          # [NC, HV, Kg, 1]
-    for chunks, seqs in plan.steps:
-        Sc = S.index_select(0, seqs)
-        h.index_copy_(0, chunks, Sc)
-        vn = u.index_select(0, chunks) - w.index_select(0, chunks) @ Sc
-        v_new.index_copy_(0, chunks, vn)
-        Sc = decay_last.index_select(0, chunks) * Sc + kg.index_select(0, chunks).transpose(-1, -2) @ vn
-        S.index_copy_(0, seqs, Sc)
+    for s in range(plan.num_steps):
+        Sc = plan.take_seq(S, s)
+        plan.put(h, s, Sc)
+        vn = plan.take(u, s) - plan.take(w, s) @ Sc
+        plan.put(v_new, s, vn)
+        Sc = plan.take(decay_last, s) * Sc + plan.take(kg, s).transpose(-1, -2) @ vn
+        S = plan.put_seq(S, s, Sc)
     return h, v_new, S
 
 

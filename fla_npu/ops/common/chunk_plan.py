@@ -7,9 +7,9 @@ run of chunks per sequence, in sequence order (the order of FLA's ``prepare_chun
 last chunk of a sequence is padded with zero rows, which leave the state unchanged (zero key, zero
 gate) and are dropped when results go back to the token layout.
 
-The inter-chunk recurrence is the only sequential part: ``steps`` lists, for each chunk position
-``s``, the chunks at that position and the sequences they belong to, so that one step advances all
-sequences at once.
+The inter-chunk recurrence is the only sequential part: step ``s`` advances every sequence that
+has an ``s``-th chunk at once (:meth:`take`/:meth:`put` for chunk tensors, :meth:`take_seq`/
+:meth:`put_seq` for per-sequence states). Dense batches use strided views; varlen batches gather.
 """
 
 from __future__ import annotations
@@ -28,13 +28,16 @@ class ChunkPlan:
     num_chunks: int
     slot_token: torch.Tensor      # [NC * BT] token index of each chunk row; B*T marks a padding row
     token_slot: torch.Tensor      # [B * T] chunk row of each token
-    steps: tuple                  # ((chunk ids, seq ids), ...) per chunk position
+    steps: tuple                  # varlen: ((chunk ids, seq ids), ...) per chunk position; dense: ()
     chunk_counts: tuple           # chunks of each sequence
+    dense: bool                   # B sequences of T tokens: chunk n * NT + s is step s of sequence n
 
     @staticmethod
     def build(B: int, T: int, chunk_size: int, cu_seqlens: torch.Tensor | None, device) -> "ChunkPlan":
         BT = chunk_size
         if cu_seqlens is None:
+            NT = -(-T // BT)
+            return ChunkPlan(B, T, BT, B, B * NT, None, None, (), (NT,) * B, True)
             starts, lengths = [n * T for n in range(B)], [T] * B
         else:
             cu = [int(x) for x in cu_seqlens.tolist()]
@@ -63,10 +66,42 @@ class ChunkPlan:
             ids = torch.nonzero(pos_t == s).squeeze(1)
             steps.append((ids.to(device), seq_t[ids].to(device)))
         return ChunkPlan(B, T, BT, len(lengths), len(seq_of_chunk), slot.to(device), token_slot.to(device),
-                         tuple(steps), tuple(counts))
+                         tuple(steps), tuple(counts), False)
+
+    @property
+    def num_steps(self) -> int:
+        return max(self.chunk_counts, default=0)
+
+    def take(self, xc: torch.Tensor, s: int) -> torch.Tensor:
+        """The chunks at position ``s`` of every sequence that has one."""
+        if self.dense:
+            return xc.view(self.B, -1, *xc.shape[1:])[:, s]
+        return xc.index_select(0, self.steps[s][0])
+
+    def put(self, xc: torch.Tensor, s: int, value: torch.Tensor) -> None:
+        if self.dense:
+            xc.view(self.B, -1, *xc.shape[1:])[:, s] = value
+        else:
+            xc.index_copy_(0, self.steps[s][0], value)
+
+    def take_seq(self, S: torch.Tensor, s: int) -> torch.Tensor:
+        """The per-sequence rows of ``S`` that take part in step ``s``."""
+        return S if self.dense else S.index_select(0, self.steps[s][1])
+
+    def put_seq(self, S: torch.Tensor, s: int, value: torch.Tensor) -> torch.Tensor:
+        if self.dense:
+            return value
+        return S.index_copy_(0, self.steps[s][1], value)
 
     def to_chunks(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, T, H, *D]`` -> ``[NC, H, BT, *D]``, padding rows zero."""
+        if self.dense:
+            NT = self.num_chunks // max(self.B, 1)
+            pad = NT * self.BT - self.T
+            if pad:
+                x = torch.cat([x, x.new_zeros(self.B, pad, *x.shape[2:])], 1)
+            xc = x.reshape(self.B * NT, self.BT, *x.shape[2:])
+            return xc.transpose(1, 2).contiguous()
         flat = x.reshape(self.B * self.T, *x.shape[2:])
         flat = torch.cat([flat, flat.new_zeros(1, *flat.shape[1:])])
         xc = flat.index_select(0, self.slot_token).view(self.num_chunks, self.BT, *x.shape[2:])
@@ -74,6 +109,9 @@ class ChunkPlan:
 
     def from_chunks(self, xc: torch.Tensor) -> torch.Tensor:
         """``[NC, H, BT, *D]`` -> ``[B, T, H, *D]`` (padding rows dropped)."""
+        if self.dense:
+            rows = xc.transpose(1, 2).reshape(self.B, -1, xc.shape[1], *xc.shape[3:])
+            return rows[:, :self.T].contiguous()
         rows = xc.transpose(1, 2).reshape(self.num_chunks * self.BT, xc.shape[1], *xc.shape[3:])
         return rows.index_select(0, self.token_slot).view(self.B, self.T, *rows.shape[1:])
 

@@ -4,19 +4,22 @@ Within a chunk the intra-chunk matrices are
 
     A[i, j] = sum_d x[i, d] * y[j, d] * 2 ** (G[i, d] - G[j, d])      (j < i, or j <= i)
 
-with ``G`` the chunk-local cumulative log2 decay, non-increasing for decaying gates. Factoring the
-exponent as ``2**G[i] * 2**-G[j]`` overflows as soon as a chunk decays by more than 2**127 (gates
-near FLA's -1000 test mask do); evaluating every ``(i, j, d)`` triple exactly costs ``BT`` times the
-memory. Instead the chunk is split recursively in halves: rows of the lower half ``I`` and columns
-of the upper half ``J`` of a block meet through the first row ``r`` of ``I``,
+with ``G`` the chunk-local cumulative log2 decay. For a scalar gate (``G`` of width 1, Gated
+DeltaNet) the ``BT x BT`` decay matrix is formed directly. For KDA's per-key gate the exponent is
+factored through a reference row ``r``: ``2**(G[i]-G[r]) * 2**(G[r]-G[j])``, which turns ``A`` into
+one matmul but overflows once a block decays by more than the float range (FLA's tests mask gates
+to -1000). :class:`ChunkDecay` therefore picks, once per gate tensor, the largest block size ``s``
+(``BT``, ``BT/2``, ...) in which every ``|G[i] - G[mid]|`` stays below ``SAFE_SPAN`` and:
 
-    2 ** (G[i] - G[j]) = 2 ** (G[i] - G[r]) * 2 ** (G[r] - G[j]),   j < r <= i,
+- inside each ``s``-block factors through the block's middle row (factors within ``2**±SAFE_SPAN``);
+- between the two halves of every larger block (levels ``BT/2 .. s``) meets through the first row
+  ``r`` of the lower half: for decaying gates both ``2**(G[i]-G[r])`` (``i >= r``) and
+  ``2**(G[r]-G[j])`` (``j < r``) are at most 1, so nothing overflows and an underflow happens only
+  where the exact product is itself below the smallest float.
 
-and both factors are at most 1 for decaying gates, so nothing overflows and an underflow only
-happens where the exact product is itself below the smallest float. Every level is one batched
-matmul; all levels together cost as much as one dense ``BT x BT`` product. The diagonal has no
-decay. A scalar gate (``G`` of width 1, Gated DeltaNet) needs no such care: its ``BT x BT`` decay
-matrix is formed directly.
+With ordinary gates ``s == BT`` and a product costs one matmul plus two element-wise passes; the
+worst case (every level split) costs as much as one dense ``BT x BT`` product per level. The
+factors are computed once and shared by every product of the forward and backward pass.
 
 Shapes: ``x, y`` ``[..., BT, K]``, ``G`` ``[..., BT, K]`` or ``[..., BT, 1]``, ``M``/``A`` ``[..., BT, BT]``;
 ``BT`` a power of two.
@@ -27,77 +30,115 @@ from __future__ import annotations
 import torch
 
 
-def _scalar_decay(G: torch.Tensor, diagonal: bool) -> torch.Tensor:
-    """``2 ** (G[i] - G[j])`` on the (strictly) lower triangle, zero above it."""
-    g = G[..., 0]
-    BT = g.shape[-1]
-    mask = torch.ones(BT, BT, dtype=torch.bool, device=G.device).tril(0 if diagonal else -1)
-    diff = (g[..., :, None] - g[..., None, :]).masked_fill(~mask, float("-inf"))
-    return torch.exp2(diff)
+def safe_span(dtype: torch.dtype) -> float:
+    """Largest exponent (log2) a factor may reach: well inside the dtype's range (fp32: 60)."""
+    import math
+
+    return float(int(math.log2(torch.finfo(dtype).max)) // 2 - 4)
 
 
-def _levels(BT: int):
-    b = BT // 2
-    while b >= 1:
-        yield BT // (2 * b), b
-        b //= 2
+def _blocks(t: torch.Tensor, n: int, s: int) -> torch.Tensor:
+    return t.reshape(*t.shape[:-2], n, s, t.shape[-1])
 
 
-def _halves(t: torch.Tensor, n: int, b: int):
-    """Split the row axis (-2) into ``n`` blocks of two halves of ``b`` rows: (upper, lower)."""
-    tv = t.reshape(*t.shape[:-2], n, 2, b, t.shape[-1])
-    return tv[..., 0, :, :], tv[..., 1, :, :]
+def _block_diag_view(A: torch.Tensor, n: int, s: int) -> torch.Tensor:
+    """Writable view of the ``n`` diagonal ``s x s`` blocks of ``A``: ``[..., n, s, s]``."""
+    Av = A.view(*A.shape[:-2], n, s, n, s)
+    return torch.diagonal(Av, dim1=-4, dim2=-2).movedim(-1, -3)
 
 
-def _block_view(A: torch.Tensor, n: int, b: int) -> torch.Tensor:
-    """View of the (lower half, upper half) blocks of ``A``: ``[..., n, b, b]`` (writable)."""
+def _off_block_view(A: torch.Tensor, n: int, b: int) -> torch.Tensor:
+    """Writable view of the (lower half, upper half) blocks of each ``2b`` block: ``[..., n, b, b]``."""
     Av = A.view(*A.shape[:-2], n, 2, b, n, 2, b)[..., :, 1, :, :, 0, :]
     return torch.diagonal(Av, dim1=-4, dim2=-2).movedim(-1, -3)
 
 
-def decay_tril(x: torch.Tensor, y: torch.Tensor, G: torch.Tensor, diagonal: bool) -> torch.Tensor:
-    """``A[i, j] = sum_d x[i,d] y[j,d] 2**(G[i,d]-G[j,d])`` for ``j < i`` (``j <= i`` if ``diagonal``)."""
-    if G.shape[-1] == 1:
-        return (x @ y.transpose(-1, -2)) * _scalar_decay(G, diagonal)
-    BT = x.shape[-2]
-    A = x.new_zeros(*x.shape[:-2], BT, BT)
-    if diagonal:
-        A.diagonal(dim1=-2, dim2=-1).copy_((x * y).sum(-1))
-    for n, b in _levels(BT):
-        (_, x_lo), (y_up, _), (G_up, G_lo) = _halves(x, n, b), _halves(y, n, b), _halves(G, n, b)
-        G_ref = G_lo[..., :1, :]
-        xi = x_lo * torch.exp2(G_lo - G_ref)
-        yj = y_up * torch.exp2(G_ref - G_up)
-        _block_view(A, n, b).copy_(xi @ yj.transpose(-1, -2))
-    return A
+class ChunkDecay:
+    """Decay factors of one gate tensor ``G`` ``[..., BT, Kg]`` (log2 units) for :meth:`tril`,
+    :meth:`left` and :meth:`right`."""
 
+    def __init__(self, G: torch.Tensor):
+        self.G = G
+        self.BT = BT = G.shape[-2]
+        self.scalar = G.shape[-1] == 1
+        if self.scalar:
+            g = G[..., 0]
+            mask = torch.ones(BT, BT, dtype=torch.bool, device=G.device).tril()
+            self.D = torch.exp2((g[..., :, None] - g[..., None, :]).masked_fill(~mask, float("-inf")))
+            return
+        span = safe_span(G.dtype)
+        s = BT
+        while s > 1:
+            Gb = _blocks(G, BT // s, s)
+            if float((Gb - Gb[..., s // 2:s // 2 + 1, :]).abs().amax()) <= span:
+                break
+            s //= 2
+        self.leaf = s
+        Gb = _blocks(G, BT // s, s)
+        rel = Gb - Gb[..., s // 2:s // 2 + 1, :]
+        self.Ea = torch.exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
+        self.Eb = torch.exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
+        self.levels = []                                 # (n, b, row factor of lower half, column factor of upper half)
+        b = BT // 2
+        while b >= s:
+            n = BT // (2 * b)
+            Gv = G.reshape(*G.shape[:-2], n, 2, b, G.shape[-1])
+            G_up, G_lo = Gv[..., 0, :, :], Gv[..., 1, :, :]
+            G_ref = G_lo[..., :1, :]
+            self.levels.append((n, b, torch.exp2(G_lo - G_ref), torch.exp2(G_ref - G_up)))
+            b //= 2
 
-def decay_tril_left(M: torch.Tensor, y: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
-    """``out[i, d] = sum_{j<=i} M[i,j] y[j,d] 2**(G[i,d]-G[j,d])`` (gradient of ``decay_tril`` for ``x``)."""
-    if G.shape[-1] == 1:
-        return (M * _scalar_decay(G, True)) @ y
-    M = M.contiguous()
-    out = (M.diagonal(dim1=-2, dim2=-1).unsqueeze(-1) * y).contiguous()
-    BT = y.shape[-2]
-    for n, b in _levels(BT):
-        (y_up, _), (G_up, G_lo) = _halves(y, n, b), _halves(G, n, b)
-        _, out_lo = _halves(out, n, b)
-        G_ref = G_lo[..., :1, :]
-        out_lo += torch.exp2(G_lo - G_ref) * (_block_view(M, n, b) @ (y_up * torch.exp2(G_ref - G_up)))
-    return out
+    def _leaf_mask(self, diagonal: bool) -> torch.Tensor:
+        s = self.leaf
+        return torch.ones(s, s, dtype=torch.bool, device=self.G.device).tril(0 if diagonal else -1)
 
+    def tril(self, x: torch.Tensor, y: torch.Tensor, diagonal: bool) -> torch.Tensor:
+        """``A[i, j] = sum_d x[i,d] y[j,d] 2**(G[i,d]-G[j,d])`` for ``j < i`` (``j <= i`` if ``diagonal``)."""
+        if self.scalar:
+            D = self.D if diagonal else self.D.tril(-1)
+            return (x @ y.transpose(-1, -2)) * D
+        BT, s = self.BT, self.leaf
+        n = BT // s
+        leaf = (_blocks(x * self.Ea, n, s) @ _blocks(y * self.Eb, n, s).transpose(-1, -2))
+        leaf = leaf.masked_fill_(~self._leaf_mask(diagonal), 0)
+        if s == BT:
+            return leaf.reshape(*x.shape[:-2], BT, BT)
+        A = x.new_zeros(*x.shape[:-2], BT, BT)
+        _block_diag_view(A, n, s).copy_(leaf)
+        for nl, b, E_lo, E_up in self.levels:
+            x_lo = x.reshape(*x.shape[:-2], nl, 2, b, x.shape[-1])[..., 1, :, :]
+            y_up = y.reshape(*y.shape[:-2], nl, 2, b, y.shape[-1])[..., 0, :, :]
+            _off_block_view(A, nl, b).copy_((x_lo * E_lo) @ (y_up * E_up).transpose(-1, -2))
+        return A
 
-def decay_tril_right(M: torch.Tensor, x: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
-    """``out[j, d] = sum_{i>=j} M[i,j] x[i,d] 2**(G[i,d]-G[j,d])`` (gradient of ``decay_tril`` for ``y``)."""
-    if G.shape[-1] == 1:
-        return (M * _scalar_decay(G, True)).transpose(-1, -2) @ x
-    M = M.contiguous()
-    out = (M.diagonal(dim1=-2, dim2=-1).unsqueeze(-1) * x).contiguous()
-    BT = x.shape[-2]
-    for n, b in _levels(BT):
-        (_, x_lo), (G_up, G_lo) = _halves(x, n, b), _halves(G, n, b)
-        out_up, _ = _halves(out, n, b)
-        G_ref = G_lo[..., :1, :]
-        blk = _block_view(M, n, b).transpose(-1, -2)
-        out_up += torch.exp2(G_ref - G_up) * (blk @ (x_lo * torch.exp2(G_lo - G_ref)))
-    return out
+    def left(self, M: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``out[i, d] = sum_{j<=i} M[i,j] y[j,d] 2**(G[i,d]-G[j,d])`` (``M`` lower triangular)."""
+        if self.scalar:
+            return (M * self.D) @ y
+        BT, s = self.BT, self.leaf
+        n = BT // s
+        M = M.contiguous()
+        if s == BT:
+            return self.Ea * (M @ (y * self.Eb))
+        out = self.Ea * (_block_diag_view(M, n, s) @ _blocks(y * self.Eb, n, s)).reshape(y.shape)
+        for nl, b, E_lo, E_up in self.levels:
+            y_up = y.reshape(*y.shape[:-2], nl, 2, b, y.shape[-1])[..., 0, :, :]
+            out_lo = out.view(*out.shape[:-2], nl, 2, b, out.shape[-1])[..., 1, :, :]
+            out_lo += E_lo * (_off_block_view(M, nl, b) @ (y_up * E_up))
+        return out
+
+    def right(self, M: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``out[j, d] = sum_{i>=j} M[i,j] x[i,d] 2**(G[i,d]-G[j,d])`` (``M`` lower triangular)."""
+        if self.scalar:
+            return (M * self.D).transpose(-1, -2) @ x
+        BT, s = self.BT, self.leaf
+        n = BT // s
+        M = M.contiguous()
+        if s == BT:
+            return self.Eb * (M.transpose(-1, -2) @ (x * self.Ea))
+        out = self.Eb * (_block_diag_view(M, n, s).transpose(-1, -2) @ _blocks(x * self.Ea, n, s)).reshape(x.shape)
+        for nl, b, E_lo, E_up in self.levels:
+            x_lo = x.reshape(*x.shape[:-2], nl, 2, b, x.shape[-1])[..., 1, :, :]
+            out_up = out.view(*out.shape[:-2], nl, 2, b, out.shape[-1])[..., 0, :, :]
+            out_up += E_up * (_off_block_view(M, nl, b).transpose(-1, -2) @ (x_lo * E_lo))
+        return out
