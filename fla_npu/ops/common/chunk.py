@@ -47,6 +47,11 @@ def _state_out(s: torch.Tensor, cfg: DeltaRuleConfig, dtype) -> torch.Tensor:
     return (s.transpose(-1, -2) if cfg.state_v_first else s).to(dtype).contiguous()
 
 
+def _expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
+    """GVA: value head ``i`` reads q/k head ``i // groups``."""
+    return xc if groups == 1 else xc.repeat_interleave(groups, dim=1)
+
+
 def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan):
     """Pre-processing and chunk layout. Returns the chunk tensors and what backward needs."""
     ct = compute_dtype(q, k, v)
@@ -66,8 +71,8 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
 
     groups = v.shape[2] // q.shape[2]
     p.groups = groups
-    p.q = plan.to_chunks(qf).repeat_interleave(groups, dim=1) * cfg.scale
-    p.k = plan.to_chunks(kf).repeat_interleave(groups, dim=1)
+    p.q = _expand_heads(plan.to_chunks(qf * cfg.scale), groups)
+    p.k = _expand_heads(plan.to_chunks(kf), groups)
     p.v = plan.to_chunks(v.to(ct))
     p.b = plan.to_chunks(p.beta)
     p.G = fwd.chunk_local_cumsum(plan.to_chunks(gf))
@@ -79,8 +84,8 @@ def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None):
     if Aqk is None:
         Aqk, Akk = fwd.chunk_intra_fwd(p.q, p.k, p.b, p.decay)
     p.Aqk, p.Akk = Aqk, Akk
-    p.w, p.u, p.kg = fwd.wy_fwd(p.k, p.v, p.b, p.G, Akk)
-    p.h, p.v_new, p.final = fwd.state_fwd(p.kg, p.w, p.u, p.G, h0, plan)
+    p.w, p.u, p.kg = fwd.wy_fwd(p.k, p.v, p.b, p.decay, Akk)
+    p.h, p.v_new, p.final = fwd.state_fwd(p.kg, p.w, p.u, p.decay, h0, plan)
     return p
 
 
@@ -92,7 +97,7 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan)
         h0 = _state_in(initial_state, cfg, p.ct)
         _stages_fwd(p, h0, plan)
-        o = plan.from_chunks(fwd.output_fwd(p.q, p.G, p.h, p.Aqk, p.v_new)).to(q.dtype)
+        o = plan.from_chunks(fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)).to(q.dtype)
         final = _state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None
 
         ctx.cfg, ctx.plan = cfg, plan
@@ -119,8 +124,8 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         doc = plan.to_chunks(do.to(ct))
         dht_k = _state_in(dht, cfg, ct) if cfg.output_final_state else None
         dAqk, dv_local = bwd.output_bwd_local(doc, p.v_new, p.Aqk)
-        dh, dv_new, dh0 = bwd.state_bwd(p.q, p.G, p.kg, p.w, doc, dv_local, dht_k, plan)
-        dq1, dk1, dw, dG1 = bwd.state_output_bwd(p.q, p.k, p.G, p.h, dh, p.v_new, dv_new, doc)
+        dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, p.kg, p.w, doc, dv_local, dht_k, plan)
+        dq1, dk1, dw, dG1 = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
         dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
         dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
         dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3)

@@ -25,7 +25,7 @@ def output_bwd_local(do: torch.Tensor, v_new: torch.Tensor, Aqk: torch.Tensor):
     return dAqk, dv_local
 
 
-def state_bwd(q, G, kg, w, do, dv_local, dht, plan: ChunkPlan):
+def state_bwd(q, decay: ChunkDecay, kg, w, do, dv_local, dht, plan: ChunkPlan):
     """The reverse state recurrence. Returns ``dh`` ``[NC, HV, K, V]`` (gradient of the state at
     the *end* of each chunk), the total ``dv_new`` and ``dh0`` ``[N, HV, K, V]``."""
     NC, HV, _, K = w.shape
@@ -33,8 +33,8 @@ def state_bwd(q, G, kg, w, do, dv_local, dht, plan: ChunkPlan):
     dS = torch.zeros(plan.num_seqs, HV, K, V, dtype=do.dtype, device=do.device) if dht is None else dht.to(do.dtype).clone()
     dh = torch.empty(NC, HV, K, V, dtype=do.dtype, device=do.device)
     dv_new = torch.empty_like(dv_local)
-    qg = q * torch.exp2(G)
-    decay_last = torch.exp2(G[..., -1, :]).unsqueeze(-1)
+    qg = q * decay.e_row
+    decay_last = decay.e_last.unsqueeze(-1)
     for s in reversed(range(plan.num_steps)):
         dSc = plan.take_seq(dS, s)
         plan.put(dh, s, dSc)
@@ -47,20 +47,19 @@ def state_bwd(q, G, kg, w, do, dv_local, dht, plan: ChunkPlan):
     return dh, dv_new, dS
 
 
-def state_output_bwd(q, k, G, h, dh, v_new, dv_new, do):
+def state_output_bwd(q, k, decay: ChunkDecay, h, dh, v_new, dv_new, do):
     """Gradients through ``o = (q e(G)) h``, ``S' = e(G_last) S + kg^T v'`` and ``v' = u - w S``:
     ``dq``, ``dk``, ``dw`` and the gate gradient ``dGn`` (last-row terms included)."""
-    eG = torch.exp2(G)
-    kdecay = torch.exp2(G[..., -1:, :] - G)
+    G = decay.G
     dqg = do @ h.transpose(-1, -2)
     dkg = v_new @ dh.transpose(-1, -2)
-    dq = dqg * eG
-    dk = dkg * kdecay
+    dq = dqg * decay.e_row
+    dk = dkg * decay.e_tail
     dw = -dv_new @ h.transpose(-1, -2)
     qgdq = q * dq
     kgdk = k * dk
     dGn = _sum_to_gate(qgdq - kgdk, G)
-    d_last = _sum_to_gate(kgdk.sum(-2) + torch.exp2(G[..., -1, :]) * (h * dh).sum(-1), G)
+    d_last = _sum_to_gate(kgdk.sum(-2) + decay.e_last * (h * dh).sum(-1), G)
     dGn[..., -1, :] += d_last
     return dq, dk, dw, dGn
 
@@ -77,7 +76,7 @@ def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
     ``Akk = (I + L)^-1`` and ``L = beta_i k_i . k_j e(G_i - G_j)``: ``dk``, ``dv``, ``dbeta``, ``dGn``."""
     G = decay.G
     b = beta.unsqueeze(-1)
-    eG = torch.exp2(G)
+    eG = decay.e_row
     kb = b * k * eG
     AkkT = Akk.transpose(-1, -2)
     dkb = AkkT @ dw

@@ -55,16 +55,16 @@ def chunk_intra_fwd(q: torch.Tensor, k: torch.Tensor, beta: torch.Tensor, decay:
     return Aqk, Akk
 
 
-def wy_fwd(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, G: torch.Tensor, Akk: torch.Tensor):
+def wy_fwd(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, decay: ChunkDecay, Akk: torch.Tensor):
     """Stage 3: the WY factors ``w``, ``u`` and the end-of-chunk-decayed keys ``kg``."""
     b = beta.unsqueeze(-1)
-    w = Akk @ (b * k * torch.exp2(G))
+    w = Akk @ (b * k * decay.e_row)
     u = Akk @ (b * v)
-    kg = k * torch.exp2(G[..., -1:, :] - G)
+    kg = k * decay.e_tail
     return w, u, kg
 
 
-def state_fwd(kg, w, u, G, h0, plan: ChunkPlan):
+def state_fwd(kg, w, u, decay: ChunkDecay, h0, plan: ChunkPlan):
     """Stage 4, the only sequential loop: chunk-start states ``h`` ``[NC, HV, K, V]``, ``v_new``
     and the final state of every sequence ``[N, HV, K, V]`` (``h0`` ``None`` means zeros)."""
     NC, HV, _, K = w.shape
@@ -72,7 +72,7 @@ def state_fwd(kg, w, u, G, h0, plan: ChunkPlan):
     S = torch.zeros(plan.num_seqs, HV, K, V, dtype=u.dtype, device=u.device) if h0 is None else h0.to(u.dtype).clone()
     h = torch.empty(NC, HV, K, V, dtype=u.dtype, device=u.device)
     v_new = torch.empty_like(u)
-    decay_last = torch.exp2(G[..., -1, :]).unsqueeze(-1)          # [NC, HV, Kg, 1]
+    decay_last = decay.e_last.unsqueeze(-1)                       # [NC, HV, Kg, 1]
     for s in range(plan.num_steps):
         Sc = plan.take_seq(S, s)
         plan.put(h, s, Sc)
@@ -83,6 +83,6 @@ def state_fwd(kg, w, u, G, h0, plan: ChunkPlan):
     return h, v_new, S
 
 
-def output_fwd(q: torch.Tensor, G: torch.Tensor, h: torch.Tensor, Aqk: torch.Tensor, v_new: torch.Tensor):
+def output_fwd(q: torch.Tensor, decay: ChunkDecay, h: torch.Tensor, Aqk: torch.Tensor, v_new: torch.Tensor):
     """Stage 5: ``o = (q e(G)) h + Aqk v_new``."""
-    return (q * torch.exp2(G)) @ h + Aqk @ v_new
+    return (q * decay.e_row) @ h + Aqk @ v_new

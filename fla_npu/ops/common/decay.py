@@ -27,6 +27,8 @@ Shapes: ``x, y`` ``[..., BT, K]``, ``G`` ``[..., BT, K]`` or ``[..., BT, 1]``, `
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import torch
 
 
@@ -54,8 +56,10 @@ def _off_block_view(A: torch.Tensor, n: int, b: int) -> torch.Tensor:
 
 
 class ChunkDecay:
-    """Decay factors of one gate tensor ``G`` ``[..., BT, Kg]`` (log2 units) for :meth:`tril`,
-    :meth:`left` and :meth:`right`."""
+    """Decay factors of one gate tensor ``G`` ``[..., BT, Kg]`` (log2 units): the pairwise products
+    :meth:`tril`, :meth:`left`, :meth:`right`, and the per-row factors every stage uses, each
+    computed once: ``e_row = 2**G`` (from the chunk start), ``e_tail = 2**(G_last - G)`` (to the
+    chunk end) and ``e_last = 2**G_last`` ``[..., Kg]``."""
 
     def __init__(self, G: torch.Tensor):
         self.G = G
@@ -68,14 +72,13 @@ class ChunkDecay:
             return
         span = safe_span(G.dtype)
         s = BT
-        while s > 1:
+        while True:
             Gb = _blocks(G, BT // s, s)
-            if float((Gb - Gb[..., s // 2:s // 2 + 1, :]).abs().amax()) <= span:
+            rel = Gb - Gb[..., s // 2:s // 2 + 1, :]
+            if s == 1 or float(rel.abs().amax()) <= span:
                 break
             s //= 2
         self.leaf = s
-        Gb = _blocks(G, BT // s, s)
-        rel = Gb - Gb[..., s // 2:s // 2 + 1, :]
         self.Ea = torch.exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
         self.Eb = torch.exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
         self.levels = []                                 # (n, b, row factor of lower half, column factor of upper half)
@@ -87,6 +90,18 @@ class ChunkDecay:
             G_ref = G_lo[..., :1, :]
             self.levels.append((n, b, torch.exp2(G_lo - G_ref), torch.exp2(G_ref - G_up)))
             b //= 2
+
+    @cached_property
+    def e_row(self) -> torch.Tensor:
+        return torch.exp2(self.G)
+
+    @cached_property
+    def e_tail(self) -> torch.Tensor:
+        return torch.exp2(self.G[..., -1:, :] - self.G)
+
+    @cached_property
+    def e_last(self) -> torch.Tensor:
+        return torch.exp2(self.G[..., -1, :])
 
     def _leaf_mask(self, diagonal: bool) -> torch.Tensor:
         s = self.leaf
