@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "verify", help="check every implementation against the float64 gold on scaled production shapes",
         description="Run KDA and Gated DeltaNet on the production shapes (scaled down for the CPU: "
-                    "T -> 64*max(1, log2(T)-11) + 32, H -> max(1, H//16) keeping HV/H, B and K/V kept) "
+                    "T -> 64*max(1, floor(log2 T)-11) + 32, H -> max(1, H//16) keeping HV/H, B and K/V kept) "
                     "with every switch set, plus a varlen and a decode case per op, forward and backward, "
                     "and compare with the float64 naive recurrence. Exit code 0 iff every row passes.")
     p.add_argument("--dtype", choices=list(V.DTYPES), default="bf16",
@@ -62,18 +62,22 @@ def _select_impls(names: str | None) -> list[V.Implementation]:
     chosen = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
         if name not in known:
-            raise SystemExit(f"fla-npu verify: unknown implementation {name!r}; registered: {', '.join(known)}")
+            raise ValueError(f"unknown implementation {name!r}; registered: {', '.join(known)}")
         reason = known[name].reason_unavailable()
         if reason is not None:
-            raise SystemExit(f"fla-npu verify: implementation {name!r} is unavailable here: {reason}")
+            raise ValueError(f"implementation {name!r} is unavailable here: {reason}")
         chosen.append(known[name])
     return chosen
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Run ``fla-npu verify``: progress on stderr, rows to ``--json``, the table on stdout.
-    Returns 0 iff every row passes (2 if there was nothing to run)."""
-    impls = _select_impls(args.impl)
+    Returns 0 iff every row passes, 1 if any fails, 2 on a usage error or if nothing ran."""
+    try:
+        impls = _select_impls(args.impl)
+    except ValueError as e:
+        print(f"fla-npu verify: {e}", file=sys.stderr)
+        return 2
     cases = V.build_cases(ops=args.ops, scale=args.scale, quick=args.quick)
     print(f"fla-npu verify: {len(cases)} cases x {len(impls)} implementation(s) "
           f"[{', '.join(i.name for i in impls)}], dtype {args.dtype}, scale {args.scale}"

@@ -33,6 +33,11 @@ forward error is the largest relative RMS error (:func:`fla_npu.testing.rel_rms`
 the final state, the gradient error the largest over the gradients of every input (``q``, ``k``,
 ``v``, ``g``, ``beta``, and ``A_log``, ``dt_bias``, ``initial_state`` where present). A row passes
 when both are finite and within ``fla_npu.testing.TOLERANCES[dtype]``. Decode rows are forward only.
+
+Implementations live in a registry: today only ``reference`` (fla_npu's public ops on CPU
+tensors). Another one, e.g. the host-simulated kernels, joins with
+``register_implementation(Implementation(name, description, ops={"chunk_kda": ..., ...}))`` and is
+then checked on every case whose function it provides.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import json
 import math
 import time
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Iterable, Mapping
@@ -149,7 +155,7 @@ class Case:
     def shape(self) -> dict:
         """The shape as a JSON-ready dict (with ``cu_seqlens`` for varlen, ``steps`` for decode)."""
         d = {"B": self.B, "T": self.T, "H": self.H, "HV": self.HV, "K": self.K, "V": self.V}
-        if self.kind == "chunk" or self.kind == "varlen":
+        if self.kind != "decode":
             d["chunk_size"] = CHUNK_SIZE
         if self.cu_seqlens is not None:
             d["cu_seqlens"] = list(self.cu_seqlens)
@@ -157,14 +163,6 @@ class Case:
             d["steps"] = self.T
         d["initial_state"] = self.initial_state
         return d
-
-    def describe_shape(self) -> str:
-        """Short text form of the shape, as in the progress lines and the table."""
-        t = f"T={self.T}x1" if self.kind == "decode" else f"T={self.T}"
-        s = f"B={self.B} {t} H={self.H} HV={self.HV} K={self.K} V={self.V}"
-        if self.cu_seqlens is not None:
-            s += " cu=" + ",".join(map(str, self.cu_seqlens))
-        return s
 
 
 def _kda_switch_sets(spec: Mapping) -> dict:
@@ -299,6 +297,18 @@ def gold_forward(case: Case, x: Mapping[str, torch.Tensor]):
         return naive_recurrent_kda(q, k, v, g, beta, initial_state=h0, output_final_state=True, cu_seqlens=cu)
     return naive_recurrent_gated_delta_rule(q, k, v, beta, g, initial_state=h0, output_final_state=True,
                                             cu_seqlens=cu)
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run the body with ``n`` intra-op torch threads (``None``: leave the setting alone)."""
+    old = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def compute_gold(case: Case, inputs: Mapping[str, torch.Tensor]) -> dict:
@@ -467,15 +477,24 @@ def run_case(case: Case, impl: Implementation, inputs: Mapping[str, torch.Tensor
 
 
 def verify(cases: Iterable[Case], impls: Iterable[Implementation], dtype_name: str = "bf16",
-           on_row: Callable[[int, int, Case, dict], None] | None = None) -> list[dict]:
+           on_row: Callable[[int, int, Case, dict], None] | None = None, threads: int | None = 1) -> list[dict]:
     """Run every case on every implementation that provides its function; the gold is computed
     once per case. ``on_row(index, total, case, row)`` is called after each row (1-based index).
-    Returns the rows in order (see :func:`run_case`)."""
+    Returns the rows in order (see :func:`run_case`).
+
+    ``threads``: intra-op torch threads during the run (``None``: unchanged). The default is 1: the
+    cases are small and the gold is a long chain of small ops, so more threads gain little, and on
+    a loaded machine (more busy threads than cores) they made the run about 10x slower."""
     if dtype_name not in DTYPES:
         raise ValueError(f"dtype must be one of {list(DTYPES)}, got {dtype_name!r}")
     cases, impls = list(cases), list(impls)
     plan = [(c, [i for i in impls if c.function in i.ops]) for c in cases]
     total = sum(len(i) for _, i in plan)
+    with torch_threads(threads):
+        return _verify(plan, total, dtype_name, on_row)
+
+
+def _verify(plan, total, dtype_name, on_row) -> list[dict]:
     rows, n = [], 0
     for case, case_impls in plan:
         if not case_impls:
@@ -517,15 +536,22 @@ def _shape_text(row: dict) -> str:
     return text
 
 
+def _production_text(p: Mapping | None) -> str:
+    if not p:
+        return "-"
+    return f"T={p['T']} H={p['H']} HV={p['HV']}" + (f" tp={p['tp']}" if "tp" in p else "")
+
+
 def format_table(rows: list[dict]) -> str:
-    """The result table: op, implementation, shape, switches, fwd err, grad err, pass; then a
-    summary line."""
-    header = ("op", "impl", "shape", "switches", "fwd err", "grad err", "pass")
-    body = [(r["op"], r["implementation"], _shape_text(r), r["switch_set"] + (" +h0" if r["shape"]["initial_state"] else ""),
+    """The result table: op, implementation, shape, the production shape it was scaled from,
+    switches, fwd err, grad err, pass; then a summary line."""
+    header = ("op", "impl", "shape", "scaled from", "switches", "fwd err", "grad err", "pass")
+    body = [(r["op"], r["implementation"], _shape_text(r), _production_text(r["production"]),
+             r["switch_set"] + (" +h0" if r["shape"]["initial_state"] else ""),
              _fmt_err(r["fwd_err"]), _fmt_err(r["grad_err"], r["kind"] != "decode"),
              "yes" if r["passed"] else "NO") for r in rows]
     widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
-    right = {4, 5}
+    right = {5, 6}
 
     def line(cells):
         return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
