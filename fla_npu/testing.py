@@ -18,6 +18,12 @@ TOLERANCES = {
     torch.bfloat16: 1.5e-2,
 }
 
+# Relative RMS error allowed against FLA's own pure-PyTorch references (``fla.ops.*.naive``,
+# ``naive_*_gate``): they cast every input to float32 and compute in float32 (token-by-token
+# recurrences, explicit forward substitution), so they are themselves only float32-accurate; this
+# bounds the float32 error of both sides (measured: below 2e-6 on the conformance shapes).
+FLA_NAIVE_TOLERANCE = 1e-4
+
 
 def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
     """``RMS(x - ref) / RMS(ref)``, in float64 (``RMS(x)`` when ``ref`` is all zeros)."""
@@ -27,12 +33,12 @@ def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
     return float(num / den) if den > 0 else float(num)
 
 
-def check_close(name: str, x: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, factor: float = 1.0) -> float:
+def check_close(name: str, x: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> float:
     """Assert ``x`` has no NaN/Inf, the shape of ``ref`` and a relative RMS error within
-    ``factor * TOLERANCES[dtype]``; returns the error."""
+    ``TOLERANCES[dtype]``; returns the error."""
     assert x.shape == ref.shape, f"{name}: shape {list(x.shape)} != gold {list(ref.shape)}"
     assert torch.isfinite(x).all(), f"{name}: non-finite values"
     err = rel_rms(x, ref)
-    tol = factor * TOLERANCES[dtype]
+    tol = TOLERANCES[dtype]
     assert err <= tol, f"{name}: relative RMS error {err:.3e} > {tol:.1e} ({dtype})"
     return err

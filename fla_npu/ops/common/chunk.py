@@ -75,8 +75,7 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     p.k = _expand_heads(plan.to_chunks(kf), groups)
     p.v = plan.to_chunks(v.to(ct))
     p.b = plan.to_chunks(p.beta)
-    p.G = fwd.chunk_local_cumsum(plan.to_chunks(gf))
-    p.decay = ChunkDecay(p.G)
+    p.decay = ChunkDecay(fwd.chunk_local_cumsum(plan.to_chunks(gf).double()), ct)
     return p
 
 
@@ -125,10 +124,10 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         dht_k = _state_in(dht, cfg, ct) if cfg.output_final_state else None
         dAqk, dv_local = bwd.output_bwd_local(doc, p.v_new, p.Aqk)
         dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, p.kg, p.w, doc, dv_local, dht_k, plan)
-        dq1, dk1, dw, dG1 = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
+        dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
         dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
         dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
-        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3)
+        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
 
         NC, HV, BT, K = p.q.shape
         dqc = ((dq1 + dq2) * cfg.scale).view(NC, HV // p.groups, p.groups, BT, K).sum(2)

@@ -49,26 +49,30 @@ def state_bwd(q, decay: ChunkDecay, kg, w, do, dv_local, dht, plan: ChunkPlan):
 
 def state_output_bwd(q, k, decay: ChunkDecay, h, dh, v_new, dv_new, do):
     """Gradients through ``o = (q e(G)) h``, ``S' = e(G_last) S + kg^T v'`` and ``v' = u - w S``:
-    ``dq``, ``dk``, ``dw`` and the gate gradient ``dGn`` (last-row terms included)."""
+    ``dq``, ``dk``, ``dw`` and the gate gradient in three parts (see :func:`chunk_local_cumsum_bwd`):
+    ``dGn`` (row terms of ``e(G_i)``), ``dtail`` (terms of ``e(G_last - G_i)``) and ``dlast``
+    (the term of ``e(G_last)``, ``[NC, HV, Kg]``)."""
     G = decay.G
     dqg = do @ h.transpose(-1, -2)
     dkg = v_new @ dh.transpose(-1, -2)
     dq = dqg * decay.e_row
     dk = dkg * decay.e_tail
     dw = -dv_new @ h.transpose(-1, -2)
-    qgdq = q * dq
-    kgdk = k * dk
-    dGn = _sum_to_gate(qgdq - kgdk, G)
-    d_last = _sum_to_gate(kgdk.sum(-2) + decay.e_last * (h * dh).sum(-1), G)
-    dGn[..., -1, :] += d_last
-    return dq, dk, dw, dGn
+    dGn = _sum_to_gate(q * dq, G)
+    dtail = _sum_to_gate(k * dk, G)
+    dlast = _sum_to_gate(decay.e_last * (h * dh).sum(-1), G)
+    return dq, dk, dw, dGn, dtail, dlast
 
 
 def intra_qk_bwd(q, k, decay: ChunkDecay, dAqk):
-    """Gradients through ``Aqk``: ``dq``, ``dk``, ``dGn``."""
-    dq = decay.left(dAqk, k)
-    dk = decay.right(dAqk, q)
-    return dq, dk, _sum_to_gate(q * dq - k * dk, decay.G)
+    """Gradients through ``Aqk``: ``dq``, ``dk``, ``dGn``. The diagonal of ``Aqk`` carries no decay
+    and its two contributions to ``dGn`` cancel exactly, so ``dGn`` is formed from the strictly
+    lower part alone (keeping large cancelling terms out of a small float32 result)."""
+    strict = dAqk.tril(-1)
+    dq_off = decay.left(strict, k)
+    dk_off = decay.right(strict, q)
+    diag = dAqk.diagonal(dim1=-2, dim2=-1).unsqueeze(-1)
+    return dq_off + diag * k, dk_off + diag * q, _sum_to_gate(q * dq_off - k * dk_off, decay.G)
 
 
 def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
@@ -96,6 +100,12 @@ def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
     return dk, dv, dbeta, dGn
 
 
-def chunk_local_cumsum_bwd(dGn: torch.Tensor) -> torch.Tensor:
-    """Per-step gate gradient: the reverse cumsum of ``dGn`` within each chunk."""
-    return dGn.flip(-2).cumsum(-2).flip(-2)
+def chunk_local_cumsum_bwd(dGn: torch.Tensor, dtail: torch.Tensor, dlast: torch.Tensor) -> torch.Tensor:
+    """Per-step gate gradient within each chunk. ``G_i = sum_{t<=i} g_t`` gives step ``t`` the
+    suffix sum of the row terms ``dGn``; ``G_last - G_i = sum_{i<t<=last} g_t`` gives it the
+    *prefix* sum (rows before ``t``) of the tail terms; ``G_last`` gives every step ``dlast``. The
+    tail terms are summed directly rather than as a chunk total minus a suffix: for strongly
+    decaying gates the true gradient is tiny and that difference of large sums would cancel."""
+    suffix = dGn.flip(-2).cumsum(-2).flip(-2)
+    prefix = dtail.cumsum(-2) - dtail
+    return suffix + prefix + dlast.unsqueeze(-2)

@@ -61,16 +61,21 @@ class ChunkDecay:
     computed once: ``e_row = 2**G`` (from the chunk start), ``e_tail = 2**(G_last - G)`` (to the
     chunk end) and ``e_last = 2**G_last`` ``[..., Kg]``."""
 
-    def __init__(self, G: torch.Tensor):
-        self.G = G
+    def __init__(self, G: torch.Tensor, dtype: torch.dtype):
+        # Differences of G are formed from G as given (pass the cumsum in float64: with strongly
+        # decaying gates |G| reaches 1e4, where float32 would lose the small differences that
+        # matter) and the factors are stored in the compute dtype ``dtype``.
+        self.G = G.to(dtype)
+        self._G = G
+        self.dtype = dtype
         self.BT = BT = G.shape[-2]
         self.scalar = G.shape[-1] == 1
         if self.scalar:
             g = G[..., 0]
             mask = torch.ones(BT, BT, dtype=torch.bool, device=G.device).tril()
-            self.D = torch.exp2((g[..., :, None] - g[..., None, :]).masked_fill(~mask, float("-inf")))
+            self.D = self._exp2((g[..., :, None] - g[..., None, :]).masked_fill(~mask, float("-inf")))
             return
-        span = safe_span(G.dtype)
+        span = safe_span(dtype)
         s = BT
         while True:
             Gb = _blocks(G, BT // s, s)
@@ -79,8 +84,8 @@ class ChunkDecay:
                 break
             s //= 2
         self.leaf = s
-        self.Ea = torch.exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
-        self.Eb = torch.exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
+        self.Ea = self._exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
+        self.Eb = self._exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
         self.levels = []                                 # (n, b, row factor of lower half, column factor of upper half)
         b = BT // 2
         while b >= s:
@@ -88,20 +93,23 @@ class ChunkDecay:
             Gv = G.reshape(*G.shape[:-2], n, 2, b, G.shape[-1])
             G_up, G_lo = Gv[..., 0, :, :], Gv[..., 1, :, :]
             G_ref = G_lo[..., :1, :]
-            self.levels.append((n, b, torch.exp2(G_lo - G_ref), torch.exp2(G_ref - G_up)))
+            self.levels.append((n, b, self._exp2(G_lo - G_ref), self._exp2(G_ref - G_up)))
             b //= 2
+
+    def _exp2(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.exp2(x).to(self.dtype)
 
     @cached_property
     def e_row(self) -> torch.Tensor:
-        return torch.exp2(self.G)
+        return self._exp2(self._G)
 
     @cached_property
     def e_tail(self) -> torch.Tensor:
-        return torch.exp2(self.G[..., -1:, :] - self.G)
+        return self._exp2(self._G[..., -1:, :] - self._G)
 
     @cached_property
     def e_last(self) -> torch.Tensor:
-        return torch.exp2(self.G[..., -1, :])
+        return self._exp2(self._G[..., -1, :])
 
     def _leaf_mask(self, diagonal: bool) -> torch.Tensor:
         s = self.leaf

@@ -81,6 +81,19 @@ def check_tensors(fn: str, device: torch.device, **tensors) -> None:
             raise ValueError(f"{fn}: `{name}` has dtype {t.dtype}; supported: float16, bfloat16, float32, float64.")
 
 
+def check_index_tensors(fn: str, device: torch.device, **tensors) -> None:
+    """Every given index tensor (``ssm_state_indices``, ``num_accepted_tokens``) is a tensor on ``device``
+    (checked before anything reads it; dtypes and values are checked by the recurrence)."""
+    for name, t in tensors.items():
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{fn}: `{name}` must be a torch.Tensor, got {type(t).__name__}.")
+        if t.device != device:
+            raise ValueError(f"{fn}: `{name}` is on {t.device} but `q` is on {device}; "
+                             f"all tensors must share one device.")
+
+
 def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -> None:
     if t is not None and t.dim() not in ndims:
         raise ValueError(f"{fn}: `{name}` must have {' or '.join(map(str, ndims))} dimensions ({layout}), got shape {list(t.shape)}.")

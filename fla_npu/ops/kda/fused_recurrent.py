@@ -45,11 +45,33 @@ def fused_recurrent_kda_fwd(
     """
     fn = "fused_recurrent_kda_fwd"
     V.reject_unknown_kwargs(fn, kwargs, ())
+    # FLA's own two checks in this function are asserts (raised before any other of its work).
+    if out is not None:
+        assert not isinstance(out, torch.Tensor) or out.shape == v.shape, (
+            f"{fn}: `out` must have the shape of `v` {list(v.shape)}, got {list(out.shape)}.")
+    if inplace_final_state:
+        assert initial_state is not None, (
+            f"{fn}: `inplace_final_state=True` writes into `initial_state`, which is None.")
+    return _fused_recurrent_kda(
+        fn, q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, initial_state=initial_state, scale=scale,
+        output_final_state=output_final_state, inplace_final_state=inplace_final_state, state_v_first=state_v_first,
+        cu_seqlens=cu_seqlens, ssm_state_indices=ssm_state_indices, num_accepted_tokens=num_accepted_tokens,
+        use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
+        use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
+        lower_bound=lower_bound, out=out)
+
+
+def _fused_recurrent_kda(fn, q, k, v, g, beta, *, A_log, dt_bias, initial_state, scale, output_final_state,
+                         inplace_final_state, state_v_first, cu_seqlens, ssm_state_indices, num_accepted_tokens,
+                         use_qk_l2norm_in_kernel, use_gate_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
+                         lower_bound, out):
+    """The checks FLA lacks (``ValueError``, naming ``fn``), the gate activation and the recurrence."""
     for name, t in (("q", q), ("k", k), ("v", v), ("g", g)):
         V.check_ndim(fn, name, t, (4,), "BSND")
     V.check_ndim(fn, "beta", beta, (3, 4), "BSND")
     V.check_tensors(fn, q.device, q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias,
                     initial_state=initial_state, out=out)
+    V.check_index_tensors(fn, q.device, ssm_state_indices=ssm_state_indices, num_accepted_tokens=num_accepted_tokens)
     B, T, H, K = q.shape
     HV = v.shape[2]
     if k.shape != q.shape or v.shape[:2] != (B, T) or HV % H:
@@ -114,8 +136,8 @@ def fused_recurrent_kda(
     V.reject_unknown_kwargs(fn, kwargs, ("ssm_state_indices", "num_accepted_tokens", "inplace_final_state", "out"))
     V.check_varlen(q, initial_state, cu_seqlens if kwargs.get("ssm_state_indices") is None else None)
     V.check_neg_eigval(allow_neg_eigval, use_beta_sigmoid_in_kernel)
-    return fused_recurrent_kda_fwd(
-        q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, initial_state=initial_state, scale=scale,
+    return _fused_recurrent_kda(
+        fn, q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, initial_state=initial_state, scale=scale,
         output_final_state=output_final_state, inplace_final_state=kwargs.get("inplace_final_state", False),
         state_v_first=state_v_first, cu_seqlens=cu_seqlens, ssm_state_indices=kwargs.get("ssm_state_indices"),
         num_accepted_tokens=kwargs.get("num_accepted_tokens"), use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,

@@ -78,16 +78,18 @@ def fused_kda_gate(g: torch.Tensor, A_log: torch.Tensor | None = None, dt_bias: 
 def kda_gate_chunk_cumsum(g: torch.Tensor, A_log: torch.Tensor | None, chunk_size: int, scale: float | None = None,
                           dt_bias: torch.Tensor | None = None, cu_seqlens: torch.Tensor | None = None,
                           output_dtype: torch.dtype | None = torch.float, chunk_indices: torch.Tensor | None = None,
-                          lower_bound: float | None = None, **kwargs) -> torch.Tensor:
+                          lower_bound: float | None = None, use_graph: bool = False, **kwargs) -> torch.Tensor:
     """The first stage of chunked KDA: the gate activation followed by the chunk-local cumsum
     (restarting at every chunk of every sequence), multiplied by ``scale`` when given (the
     kernels pass ``1/ln 2`` to work in log2 units). ``g`` ``[B, T, H, K]``; forward only, like FLA's.
-    ``chunk_indices`` is accepted for signature compatibility and checked against ``cu_seqlens``."""
-    if g.dim() != 4:
-        raise ValueError(f"kda_gate_chunk_cumsum: `g` must be [B, T, H, K], got shape {list(g.shape)}.")
-    if chunk_size <= 0 or chunk_size & (chunk_size - 1):
-        raise ValueError(f"kda_gate_chunk_cumsum: `chunk_size` must be a power of 2, got {chunk_size}.")
+    ``chunk_indices`` is accepted for signature compatibility and checked against ``cu_seqlens``
+    (not with ``use_graph``, where FLA pads it with sentinel rows; the result does not depend on it)."""
+    # FLA's checks, in FLA's order and with FLA's exception type (its asserts).
+    if cu_seqlens is not None:
+        assert g.shape[0] == 1, "Only batch size 1 is supported when cu_seqlens are provided"
+    assert g.dim() == 4, f"kda_gate_chunk_cumsum: `g` must be [B, T, H, K], got shape {list(g.shape)}."
+    assert chunk_size > 0 and not chunk_size & (chunk_size - 1), "chunk_size must be a power of 2"
     y = kda_gate_fwd(g, A_log, dt_bias, lower_bound, None)
-    return chunk_local_cumsum_tokens(y, chunk_size, scale, cu_seqlens, chunk_indices, output_dtype or g.dtype,
-                                     "kda_gate_chunk_cumsum")
+    return chunk_local_cumsum_tokens(y, chunk_size, scale, cu_seqlens, None if use_graph else chunk_indices,
+                                     output_dtype or g.dtype, "kda_gate_chunk_cumsum")
 
