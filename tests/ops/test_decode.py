@@ -316,3 +316,20 @@ def test_serving_multi_token(op, sw, dtype, inplace):
     else:
         assert final.shape[0] == T and final.dtype == FP32
         assert torch.equal(pool, before), "the pool changed without inplace_final_state"
+
+
+@pytest.mark.parametrize("op", ["kda", "gdn"])
+def test_recurrent_is_forward_only(op):
+    """Like FLA's, the decode ops keep no autograd history, even for inputs that require grad."""
+    torch.manual_seed(0)
+    B, T, H, K = 1, 5, 2, 16
+    q, k, v = (torch.randn(B, T, H, K, requires_grad=True) for _ in range(3))
+    beta = torch.rand(B, T, H, requires_grad=True)
+    if op == "kda":
+        g = torch.nn.functional.logsigmoid(torch.randn(B, T, H, K)).requires_grad_()
+        o, ht = fused_recurrent_kda(q, k, v, g, beta, output_final_state=True)
+    else:
+        g = torch.nn.functional.logsigmoid(torch.randn(B, T, H)).requires_grad_()
+        o, ht = fused_recurrent_gated_delta_rule(q, k, v, g, beta=beta, output_final_state=True)
+    assert not o.requires_grad and not ht.requires_grad
+    assert torch.isfinite(o).all()

@@ -9,6 +9,7 @@ from ..common.recurrent import run_recurrent
 from .gate import gdn_gate_fwd
 
 
+@torch.no_grad()
 def fused_recurrent_gated_delta_rule(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -30,7 +31,8 @@ def fused_recurrent_gated_delta_rule(
     cu_seqlens: torch.LongTensor | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Token-by-token Gated DeltaNet (FLA's ``fused_recurrent_gated_delta_rule``; forward only).
+    """Token-by-token Gated DeltaNet (FLA's ``fused_recurrent_gated_delta_rule``; forward only: the
+    results carry no autograd history, where FLA's raise ``NotImplementedError`` in backward).
 
     Args:
         q, k ``[B, T, H, K]``; v ``[B, T, HV, V]``; g ``[B, T, HV]`` scalar log decay (raw gate with

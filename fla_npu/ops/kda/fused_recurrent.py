@@ -41,7 +41,8 @@ def fused_recurrent_kda_fwd(
     (``[N]`` or ``[N, L]``) makes ``initial_state`` a state pool read at slot
     ``idx[n, num_accepted_tokens[n] - 1]`` (or ``idx[n, 0]``) and written after every token ``t`` at
     ``idx[n, t]`` (in place) or at row ``bos + t`` of a new per-token state tensor; ``out`` receives ``o``.
-    Returns ``(o, final_state)``; ``o`` has ``v``'s dtype, new states are float32.
+    Returns ``(o, final_state)``; ``o`` has ``v``'s dtype, new states are float32. Forward only:
+    the results carry no autograd history (as FLA's).
     """
     fn = "fused_recurrent_kda_fwd"
     V.reject_unknown_kwargs(fn, kwargs, ())
@@ -61,6 +62,7 @@ def fused_recurrent_kda_fwd(
         lower_bound=lower_bound, out=out)
 
 
+@torch.no_grad()
 def _fused_recurrent_kda(fn, q, k, v, g, beta, *, A_log, dt_bias, initial_state, scale, output_final_state,
                          inplace_final_state, state_v_first, cu_seqlens, ssm_state_indices, num_accepted_tokens,
                          use_qk_l2norm_in_kernel, use_gate_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
