@@ -5,8 +5,10 @@ Measured side by side in one run, fp32, ``[B=1, T=4096, H=16, K=V=128]`` by defa
   when FLA is not installed);
 - forward + backward: ``fla_npu.chunk_kda`` vs autograd through that naive recurrence;
 - the same for Gated DeltaNet (``--ops kda,gdn``);
-- peak memory (resident set growth) of ``chunk_kda`` forward + backward at ``T=8192``, measured
-  in a fresh subprocess.
+- peak memory (resident set growth) of ``chunk_kda`` forward + backward at ``T=8192``.
+
+The peak memory and the autograd-through-naive baseline run in fresh subprocesses (the latter
+keeps every step's state for backward: several GB at T=4096).
 
 Times are medians over ``--repeats`` runs after one warm-up (the slow autograd-through-naive
 baseline runs once). Not a test: nothing here gates CI.
@@ -92,27 +94,36 @@ def bench_op(op: str, args, naive_kda, naive_gdn) -> dict:
     t_naive_fwd = timed(fwd(naive), args.repeats)
     print(f"[{op}] forward+backward ...", file=sys.stderr, flush=True)
     t_fb = timed(fwdbwd(chunk), args.repeats)
-    print(f"[{op}] autograd through the naive recurrence (slow) ...", file=sys.stderr, flush=True)
-    t_naive_fb = timed(fwdbwd(naive), 1, warmup=0)
+    print(f"[{op}] autograd through the naive recurrence (slow; in a subprocess) ...", file=sys.stderr, flush=True)
+    t_naive_fb = child("naive-fwdbwd", op, T, H, D)["seconds"]
     return {"op": op, "B": B, "T": T, "H": H, "D": D,
             "chunk_fwd_s": t_fwd, "naive_fwd_s": t_naive_fwd, "fwd_speedup": t_naive_fwd / t_fwd,
             "chunk_fwdbwd_s": t_fb, "naive_fwdbwd_s": t_naive_fb, "fwdbwd_speedup": t_naive_fb / t_fb}
 
 
-def peak_memory_child(T: int, H: int, D: int) -> None:
-    ins = make_inputs("kda", 1, T, H, D, True)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    o = fla_npu.chunk_kda(*ins)[0]
-    o.backward(torch.ones_like(o))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"peak_growth_gb": (peak - base) / 2**20}))
+def run_child(what: str, op: str, T: int, H: int, D: int) -> None:
+    """Measurements that must not share a process with the others (their memory would stay)."""
+    if what == "peak-memory":
+        ins = make_inputs(op, 1, T, H, D, True)
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        chunk = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+        o = chunk(*ins)[0]
+        o.backward(torch.ones_like(o))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps({"peak_growth_gb": (peak - base) / 2**20}))
+    else:
+        _, naive_kda, naive_gdn = naive_baselines()
+        ins = make_inputs(op, 1, T, H, D, True)
+        t0 = time.perf_counter()
+        o = naive_kda(*ins)[0] if op == "kda" else naive_gdn(ins[0], ins[1], ins[2], ins[4], ins[3])[0]
+        o.backward(torch.ones_like(o))
+        print(json.dumps({"seconds": time.perf_counter() - t0}))
 
 
-def peak_memory(T: int, H: int, D: int) -> float:
-    """Growth of the peak resident set over a forward + backward, in a fresh process (GB)."""
-    out = subprocess.run([sys.executable, __file__, "--memory-child", str(T), str(H), str(D)],
+def child(what: str, op: str, T: int, H: int, D: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", what, op, str(T), str(H), str(D)],
                          check=True, capture_output=True, text=True, env=dict(os.environ))
-    return json.loads(out.stdout.strip().splitlines()[-1])["peak_growth_gb"]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -124,18 +135,19 @@ def main() -> None:
     ap.add_argument("--mem-T", type=int, default=8192)
     ap.add_argument("--ops", default="kda,gdn")
     ap.add_argument("--json", default=None, help="also write the results here")
-    ap.add_argument("--memory-child", nargs=3, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.memory_child:
-        peak_memory_child(*args.memory_child)
+    if args.child:
+        what, op, *dims = args.child
+        run_child(what, op, *map(int, dims))
         return
 
     source, naive_kda, naive_gdn = naive_baselines()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; baseline: {source} naive recurrence",
           file=sys.stderr)
+    print(f"[kda] peak memory of forward+backward at T={args.mem_T} (in a subprocess) ...", file=sys.stderr, flush=True)
+    mem = child("peak-memory", "kda", args.mem_T, args.H, args.D)["peak_growth_gb"]
     rows = [bench_op(op, args, naive_kda, naive_gdn) for op in args.ops.split(",")]
-    print(f"[kda] peak memory of forward+backward at T={args.mem_T} ...", file=sys.stderr, flush=True)
-    mem = peak_memory(args.mem_T, args.H, args.D)
 
     print(f"\nfp32, B=1 T={args.T} H={args.H} K=V={args.D}; baseline = {source} naive recurrence")
     print(f"{'op':5} {'chunk fwd':>10} {'naive fwd':>10} {'ratio':>7} {'chunk f+b':>10} {'naive f+b':>10} {'ratio':>7}")

@@ -75,7 +75,7 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     p.k = _expand_heads(plan.to_chunks(kf), groups)
     p.v = plan.to_chunks(v.to(ct))
     p.b = plan.to_chunks(p.beta)
-    p.decay = ChunkDecay(fwd.chunk_local_cumsum(plan.to_chunks(gf).double()), ct)
+    p.decay = ChunkDecay(fwd.chunk_local_cumsum(plan.to_chunks(gf), torch.float64), ct)
     return p
 
 

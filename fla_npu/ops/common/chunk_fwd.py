@@ -25,9 +25,10 @@ from .validate import check_cu_seqlens
 RCP_LN2 = 1.4426950408889634  # log2(e): gate cumsums are kept in log2 units, as the kernels use exp2
 
 
-def chunk_local_cumsum(g: torch.Tensor) -> torch.Tensor:
-    """Stage 1: cumulative log-decay within each chunk, in log2 units (``g`` ``[NC, HV, BT, Kg]``)."""
-    return g.cumsum(-2) * RCP_LN2
+def chunk_local_cumsum(g: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Stage 1: cumulative log-decay within each chunk, in log2 units (``g`` ``[NC, HV, BT, Kg]``),
+    accumulated and returned in ``dtype`` (default: ``g``'s)."""
+    return g.cumsum(-2, dtype=dtype).mul_(RCP_LN2)
 
 
 def chunk_local_cumsum_tokens(y, chunk_size, scale, cu_seqlens, chunk_indices, output_dtype, fn):

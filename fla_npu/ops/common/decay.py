@@ -64,7 +64,7 @@ class ChunkDecay:
     def __init__(self, G: torch.Tensor, dtype: torch.dtype):
         # Differences of G are formed from G as given (pass the cumsum in float64: with strongly
         # decaying gates |G| reaches 1e4, where float32 would lose the small differences that
-        # matter) and the factors are stored in the compute dtype ``dtype``.
+        # matter); the differences, then the factors, are in the compute dtype ``dtype``.
         self.G = G.to(dtype)
         self._G = G
         self.dtype = dtype
@@ -79,13 +79,14 @@ class ChunkDecay:
         s = BT
         while True:
             Gb = _blocks(G, BT // s, s)
-            rel = Gb - Gb[..., s // 2:s // 2 + 1, :]
-            if s == 1 or float(rel.abs().amax()) <= span:
+            rel = (Gb - Gb[..., s // 2:s // 2 + 1, :]).to(dtype)
+            lo, hi = torch.aminmax(rel)
+            if s == 1 or max(-float(lo), float(hi)) <= span:
                 break
             s //= 2
         self.leaf = s
-        self.Ea = self._exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
-        self.Eb = self._exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
+        self.Ea = torch.exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
+        self.Eb = torch.exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
         self.levels = []                                 # (n, b, row factor of lower half, column factor of upper half)
         b = BT // 2
         while b >= s:
@@ -97,11 +98,12 @@ class ChunkDecay:
             b //= 2
 
     def _exp2(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.exp2(x).to(self.dtype)
+        return torch.exp2(x.to(self.dtype))
 
     @cached_property
     def e_row(self) -> torch.Tensor:
-        return self._exp2(self._G)
+        # 2**G loses relative accuracy only in proportion to |G|, i.e. where it is vanishingly small.
+        return torch.exp2(self.G)
 
     @cached_property
     def e_tail(self) -> torch.Tensor:
@@ -109,7 +111,7 @@ class ChunkDecay:
 
     @cached_property
     def e_last(self) -> torch.Tensor:
-        return self._exp2(self._G[..., -1, :])
+        return torch.exp2(self.G[..., -1, :])
 
     def _leaf_mask(self, diagonal: bool) -> torch.Tensor:
         s = self.leaf
