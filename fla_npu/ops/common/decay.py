@@ -9,9 +9,9 @@ DeltaNet) the ``BT x BT`` decay matrix is formed directly. For KDA's per-key gat
 factored through a reference row ``r``: ``2**(G[i]-G[r]) * 2**(G[r]-G[j])``, which turns ``A`` into
 one matmul but overflows once a block decays by more than the float range (FLA's tests mask gates
 to -1000). :class:`ChunkDecay` therefore picks, once per gate tensor, the largest block size ``s``
-(``BT``, ``BT/2``, ...) in which every ``|G[i] - G[mid]|`` stays below ``SAFE_SPAN`` and:
+(``BT``, ``BT/2``, ...) over which ``G`` varies by at most :func:`safe_span` and:
 
-- inside each ``s``-block factors through the block's middle row (factors within ``2**±SAFE_SPAN``);
+- inside each ``s``-block factors through the block's middle row (factors within ``2**±safe_span``);
 - between the two halves of every larger block (levels ``BT/2 .. s``) meets through the first row
   ``r`` of the lower half: for decaying gates both ``2**(G[i]-G[r])`` (``i >= r``) and
   ``2**(G[r]-G[j])`` (``j < r``) are at most 1, so nothing overflows and an underflow happens only
@@ -77,14 +77,14 @@ class ChunkDecay:
             return
         span = safe_span(dtype)
         s = BT
-        while True:
-            Gb = _blocks(G, BT // s, s)
-            rel = (Gb - Gb[..., s // 2:s // 2 + 1, :]).to(dtype)
-            lo, hi = torch.aminmax(rel)
-            if s == 1 or max(-float(lo), float(hi)) <= span:
+        while s > 1:  # the largest blocks whose range of G stays within the span (a cheap, safe bound)
+            Gb = _blocks(self.G, BT // s, s)
+            if float((Gb.amax(-2) - Gb.amin(-2)).amax()) <= span:
                 break
             s //= 2
         self.leaf = s
+        Gb = _blocks(G, BT // s, s)
+        rel = (Gb - Gb[..., s // 2:s // 2 + 1, :]).to(dtype)
         self.Ea = torch.exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
         self.Eb = torch.exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
         self.levels = []                                 # (n, b, row factor of lower half, column factor of upper half)
