@@ -11,8 +11,9 @@ import torch
 
 from fla_npu import chunk_gated_delta_rule, chunk_gdn
 from fla_npu.testing import check_close
-from helpers import (Switches, check_chunk_op, cu, gold_forward, gold_forward_backward, make_cotangents,
-                     make_inputs, one_thread, round_inputs, run_chunk, seq_bounds, assert_matches)
+from helpers import (check_cu_seqlens_cpu_same_result, check_varlen_equals_separate_calls,
+                     Switches, check_chunk_op, cu, gold_forward, gold_forward_backward, make_cotangents,
+                     make_inputs, one_thread, round_inputs, run_chunk, assert_matches)
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 _ = one_thread  # autouse fixture: run this module single-threaded (see helpers.one_thread)
@@ -133,33 +134,12 @@ def test_chunk_varlen_no_initial_state_state_v_first():
 
 def test_chunk_varlen_cu_seqlens_cpu_same_result():
     """Passing the CPU copy of cu_seqlens (and FLA's chunk_indices) gives bit-identical results."""
-    torch.manual_seed(111)
-    lengths = [20, 65, 0, 31]
-    cs = cu(*lengths)
-    sw = GATE
-    x = round_inputs(make_inputs("gdn", 1, sum(lengths), 2, 2, 32, 32, sw, N=len(lengths)), FP32)
-    do, dht = make_cotangents((1, sum(lengths), 2, 32), len(lengths), 2, 32, 32, FP32)
-    a = run_chunk(chunk_gated_delta_rule, "gdn", x, sw, do, dht, cs)
-    b = run_chunk(chunk_gated_delta_rule, "gdn", x, sw, do, dht, cs, cu_seqlens_cpu=cs.clone())
-    assert a.keys() == b.keys()
-    for name in a:
-        assert torch.equal(a[name], b[name]), name
-    assert_matches(b, gold_forward_backward("gdn", x, sw, do, dht, cs), FP32)
+    check_cu_seqlens_cpu_same_result(chunk_gated_delta_rule, "gdn", GATE, seed=111)
 
 
 def test_chunk_varlen_equals_separate_calls():
-    torch.manual_seed(112)
-    lengths = [50, 9, 77]
-    cs = cu(*lengths)
-    sw = Switches(qk_l2norm=True)
-    x = round_inputs(make_inputs("gdn", 1, sum(lengths), 2, 2, 32, 32, sw, N=3), FP32)
-    full = run_chunk(chunk_gated_delta_rule, "gdn", x, sw, None, None, cs)
-    for n, (b, s, e) in enumerate(seq_bounds(1, sum(lengths), cs)):
-        xs = {k: (v[:, s:e] if k in ("q", "k", "v", "g", "beta") else v[n:n + 1] if k == "h0" else v)
-              for k, v in x.items()}
-        one = run_chunk(chunk_gated_delta_rule, "gdn", xs, sw, None, None)
-        check_close(f"o[seq {n}]", full["o"][:, s:e], one["o"].double(), FP32)
-        check_close(f"ht[seq {n}]", full["ht"][n:n + 1], one["ht"].double(), FP32)
+    """A varlen batch gives each sequence what a call on that sequence alone gives."""
+    check_varlen_equals_separate_calls(chunk_gated_delta_rule, "gdn", seed=112)
 
 
 # --------------------------------------------------------------------------------------------

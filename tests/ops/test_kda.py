@@ -6,24 +6,19 @@ tolerances of fla_npu.testing bound the op's own error (see helpers.py).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 import torch
 
 from fla_npu import chunk_kda
+from fla_npu.verify import load_production_shapes
 from fla_npu.testing import check_close
-from helpers import (Switches, assert_matches, check_chunk_op, cu, gold_forward, gold_forward_backward,
+from helpers import (check_cu_seqlens_cpu_same_result, check_varlen_equals_separate_calls,
+                     Switches, assert_matches, check_chunk_op, cu, gold_forward, gold_forward_backward,
                      gold_state_after, make_cotangents, make_inputs, one_thread, round_inputs, run_chunk, seq_bounds)
 
-# The six switches of the production configuration: shared/shapes/production.json
-# ("kda_switches_production"); shared/ sits beside the repository (also in CI). The defaults below
-# are the file's values, for a checkout without shared/.
-PRODUCTION_JSON = Path(__file__).resolve().parents[2].parent / "shared" / "shapes" / "production.json"
-_PROD_DEFAULT = {"use_gate_in_kernel": True, "use_beta_sigmoid_in_kernel": True, "safe_gate": True,
-                 "lower_bound": -5.0, "use_qk_l2norm_in_kernel": True, "disable_recompute": True}
-PROD = json.loads(PRODUCTION_JSON.read_text())["kda_switches_production"] if PRODUCTION_JSON.exists() else _PROD_DEFAULT
+# The six switches of the production configuration, from the package's copy of the production
+# shapes ("kda_switches_production").
+PROD = load_production_shapes()["kda_switches_production"]
 PROD_SW = Switches(
     qk_l2norm=PROD["use_qk_l2norm_in_kernel"],
     gate=("lower_bound" if PROD["lower_bound"] is not None else "softplus") if PROD["use_gate_in_kernel"] else None,
@@ -168,34 +163,12 @@ def test_chunk_varlen_no_initial_state_state_v_first():
 
 def test_chunk_varlen_cu_seqlens_cpu_same_result():
     """Passing the CPU copy of cu_seqlens gives bit-identical outputs and gradients."""
-    torch.manual_seed(12)
-    lengths = [20, 65, 0, 31]
-    cs = cu(*lengths)
-    sw = Switches(gate="softplus")
-    x = round_inputs(make_inputs("kda", 1, sum(lengths), 2, 2, 32, 32, sw, N=len(lengths)), FP32)
-    do, dht = make_cotangents((1, sum(lengths), 2, 32), len(lengths), 2, 32, 32, FP32)
-    a = run_chunk(chunk_kda, "kda", x, sw, do, dht, cs)
-    b = run_chunk(chunk_kda, "kda", x, sw, do, dht, cs, cu_seqlens_cpu=cs.clone())
-    assert a.keys() == b.keys()
-    for name in a:
-        assert torch.equal(a[name], b[name]), name
-    assert_matches(b, gold_forward_backward("kda", x, sw, do, dht, cs), FP32)
+    check_cu_seqlens_cpu_same_result(chunk_kda, "kda", Switches(gate="softplus"), seed=12)
 
 
 def test_chunk_varlen_equals_separate_calls():
     """A varlen batch gives each sequence what a call on that sequence alone gives."""
-    torch.manual_seed(13)
-    lengths = [50, 9, 77]
-    cs = cu(*lengths)
-    sw = Switches(qk_l2norm=True)
-    x = round_inputs(make_inputs("kda", 1, sum(lengths), 2, 2, 32, 32, sw, N=3), FP32)
-    full = run_chunk(chunk_kda, "kda", x, sw, None, None, cs)
-    for n, (b, s, e) in enumerate(seq_bounds(1, sum(lengths), cs)):
-        xs = {k: (v[:, s:e] if k in ("q", "k", "v", "g", "beta") else v[n:n + 1] if k == "h0" else v)
-              for k, v in x.items()}
-        one = run_chunk(chunk_kda, "kda", xs, sw, None, None)
-        check_close(f"o[seq {n}]", full["o"][:, s:e], one["o"].double(), FP32)
-        check_close(f"ht[seq {n}]", full["ht"][n:n + 1], one["ht"].double(), FP32)
+    check_varlen_equals_separate_calls(chunk_kda, "kda", seed=13)
 
 
 # --------------------------------------------------------------------------------------------

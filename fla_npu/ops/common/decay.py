@@ -17,8 +17,8 @@ to -1000). :class:`ChunkDecay` therefore picks, once per gate tensor, the larges
   ``2**(G[r]-G[j])`` (``j < r``) are at most 1, so nothing overflows and an underflow happens only
   where the exact product is itself below the smallest float.
 
-With ordinary gates ``s == BT`` and a product costs one matmul plus two element-wise passes; the
-worst case (every level split) costs as much as one dense ``BT x BT`` product per level. The
+With mild gates ``s == BT`` and a product costs one matmul plus two element-wise passes; each
+halving adds one level, which costs about as much as the leaf product. The
 factors are computed once and shared by every product of the forward and backward pass.
 
 Shapes: ``x, y`` ``[..., BT, K]``, ``G`` ``[..., BT, K]`` or ``[..., BT, 1]``, ``M``/``A`` ``[..., BT, BT]``;

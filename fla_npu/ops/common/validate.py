@@ -68,8 +68,9 @@ def check_neg_eigval(allow_neg_eigval: bool, use_beta_sigmoid_in_kernel: bool) -
         raise ValueError("`allow_neg_eigval=True` requires `use_beta_sigmoid_in_kernel=True`.")
 
 
-def check_tensors(fn: str, device: torch.device, **tensors) -> None:
-    """Every given tensor is a floating tensor of a supported dtype on ``device``."""
+def check_tensors(fn: str, device: torch.device, *, floating: bool = True, **tensors) -> None:
+    """Every given tensor is a tensor on ``device`` and, if ``floating``, of a supported float dtype
+    (index tensors pass ``floating=False``; their dtypes and values are checked where they are used)."""
     for name, t in tensors.items():
         if t is None:
             continue
@@ -77,21 +78,8 @@ def check_tensors(fn: str, device: torch.device, **tensors) -> None:
             raise ValueError(f"{fn}: `{name}` must be a torch.Tensor, got {type(t).__name__}.")
         if t.device != device:
             raise ValueError(f"{fn}: `{name}` is on {t.device} but `q` is on {device}; all tensors must share one device.")
-        if t.dtype not in FLOAT_DTYPES:
+        if floating and t.dtype not in FLOAT_DTYPES:
             raise ValueError(f"{fn}: `{name}` has dtype {t.dtype}; supported: float16, bfloat16, float32, float64.")
-
-
-def check_index_tensors(fn: str, device: torch.device, **tensors) -> None:
-    """Every given index tensor (``ssm_state_indices``, ``num_accepted_tokens``) is a tensor on ``device``
-    (checked before anything reads it; dtypes and values are checked by the recurrence)."""
-    for name, t in tensors.items():
-        if t is None:
-            continue
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"{fn}: `{name}` must be a torch.Tensor, got {type(t).__name__}.")
-        if t.device != device:
-            raise ValueError(f"{fn}: `{name}` is on {t.device} but `q` is on {device}; "
-                             f"all tensors must share one device.")
 
 
 def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -> None:

@@ -69,7 +69,7 @@ def fused_recurrent_gated_delta_rule(
     V.check_neg_eigval(allow_neg_eigval, use_beta_sigmoid_in_kernel)
     V.check_tensors(fn, q.device, q=q, k=k, v=v, g=g, gk=gk, gv=gv, beta=beta, A_log=A_log if use_gate_in_kernel else None,
                     dt_bias=dt_bias if use_gate_in_kernel else None, initial_state=initial_state, out=kwargs.get("out"))
-    V.check_index_tensors(fn, q.device, ssm_state_indices=idx, num_accepted_tokens=kwargs.get("num_accepted_tokens"))
+    V.check_tensors(fn, q.device, floating=False, ssm_state_indices=idx, num_accepted_tokens=kwargs.get("num_accepted_tokens"))
     for name, t, shape in (("g", g, (B, T, HV)), ("gk", gk, (B, T, HV, K)), ("gv", gv, tuple(v.shape))):
         if t is not None and tuple(t.shape) != shape:
             raise ValueError(f"{fn}: `{name}` must have shape {list(shape)}, got {list(t.shape)}.")

@@ -73,7 +73,7 @@ def _fused_recurrent_kda(fn, q, k, v, g, beta, *, A_log, dt_bias, initial_state,
     V.check_ndim(fn, "beta", beta, (3, 4), "BSND")
     V.check_tensors(fn, q.device, q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias,
                     initial_state=initial_state, out=out)
-    V.check_index_tensors(fn, q.device, ssm_state_indices=ssm_state_indices, num_accepted_tokens=num_accepted_tokens)
+    V.check_tensors(fn, q.device, floating=False, ssm_state_indices=ssm_state_indices, num_accepted_tokens=num_accepted_tokens)
     B, T, H, K = q.shape
     HV = v.shape[2]
     if k.shape != q.shape or v.shape[:2] != (B, T) or HV % H:
