@@ -1,0 +1,157 @@
+"""Host simulation of Ascend C (csrc/sim/): build the test kernels once, run every case.
+
+Each case of csrc/sim/tests/sim_cases.cpp runs in its own process: a correct kernel must exit 0;
+a deliberately broken one must fail its launch (exit 1) with a message naming the kernel, the core
+and the broken rule. The per-SoC dtype rules are compile-time errors, checked by compiling a tiny
+source against the simulation headers.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CSRC = ROOT / "csrc"
+SIM = CSRC / "sim"
+
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+
+
+@pytest.fixture(scope="session")
+def sim_build(tmp_path_factory) -> Path:
+    build = tmp_path_factory.mktemp("sim-build")
+    jobs = str(os.cpu_count() or 2)
+    subprocess.run(["cmake", "-S", str(CSRC), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                    "-DFLA_NPU_TARGET=sim"], check=True, capture_output=True, text=True)
+    r = subprocess.run(["cmake", "--build", str(build), "-j", jobs], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    return build
+
+
+def _run(build: Path, soc: str, case: str) -> subprocess.CompletedProcess:
+    exe = build / "sim" / "tests" / f"sim_cases_{soc}"
+    return subprocess.run([str(exe), case], capture_output=True, text=True, timeout=120)
+
+
+# Correct kernels: run on every SoC profile and compute the right values and counters.
+PASSING = [
+    "vec_add", "vec_ops", "vec_repeat", "f16_numerics", "reduce", "copies", "mixed_ids",
+    "sync_all", "scalar_ok", "poison", "hazard_raw_fixed", "hazard_raw_barrier", "hazard_war_fixed",
+    "cross_fifteen",
+]
+
+
+@pytest.mark.parametrize("soc", ["a2", "a5"])
+@pytest.mark.parametrize("case", PASSING)
+def test_correct_kernel_runs(sim_build, soc, case):
+    r = _run(sim_build, soc, case)
+    assert r.returncode == 0, r.stderr
+
+
+# Broken kernels: (case, kernel name in the message, core, substrings of the message).
+FAILING = [
+    ("hazard_raw", "missing_waitflag", "AIV0",
+     ["hazard RAW", "V op", "'Add' reads UB", "TBuf<VECCALC>#0", "MTE2 op", "'DataCopy(GM->local)' wrote",
+      "SetFlag/WaitFlag<HardEvent::MTE2_V>"]),
+    ("hazard_war", "missing_war_flag", "AIV0",
+     ["hazard WAR", "MTE2 op", "writes UB", "'Muls' read", "HardEvent::V_MTE2"]),
+    ("hazard_scalar", "scalar_hazard", "AIV0",
+     ["hazard RAW", "S op", "GetValue", "HardEvent::MTE2_S"]),
+    ("hazard_queue_skipped", "queue_skipped", "AIV",
+     ["hazard RAW", "'Exp' reads UB", "TQue<VECIN>#0 buffer 0", "EnQue/DeQue"]),
+    ("copy_unaligned_count", "copy_unaligned_count", "AIV0",
+     ["DataCopy 32-byte rule", "10 elements x 4 bytes = 40 bytes", "only 32 bytes", "DataCopyPad"]),
+    ("misaligned_operand", "misaligned_operand", "AIV0",
+     ["misaligned operand", "dst of Add", "UB byte 12", "32-byte aligned"]),
+    ("misaligned_copy", "misaligned_copy", "AIV0", ["misaligned operand", "dst of DataCopy", "UB byte 16"]),
+    ("ub_overflow", "ub_overflow", "AIV0", ["UB overflow", "TQue<VECIN>#0 buffer 1", "UB holds"]),
+    ("double_free", "double_free", "AIV0", ["double free", "TQue<VECOUT>#0 buffer 0"]),
+    ("use_after_free", "use_after_free", "AIV0", ["use after free", "released by FreeTensor"]),
+    ("deque_empty", "deque_empty", "AIV0", ["DeQue of an empty queue", "TQue<VECIN>#0"]),
+    ("alloc_exhausted", "alloc_exhausted", "AIV0", ["AllocTensor with no free buffer", "2 buffer(s)"]),
+    ("wait_without_set", "wait_without_set", "AIV0", ["WaitFlag without SetFlag", "HardEvent::V_MTE3>(2)"]),
+    ("unbalanced_set", "unbalanced_set", "AIV0", ["unbalanced SetFlag", "HardEvent::MTE3_MTE2>(1)"]),
+    ("cross_deadlock", "cross_deadlock", None,
+     ["deadlock", "AIC0 (block 0) finished", "AIV0 (block 0, sub 0) waits in CrossCoreWaitFlag(3)",
+      "AIV3 (block 1, sub 1) waits in CrossCoreWaitFlag(3)"]),
+    ("cross_overflow", "cross_overflow", "AIC0 (block 0)",
+     ["cross-core flag overflow", "CrossCoreSetFlag<2>(5)", "more than 15 pending sets"]),
+    ("syncall_deadlock", "syncall_deadlock", None,
+     ["deadlock", "AIV0 waits in SyncAll<true>() [1 of 3 cores arrived]", "AIV1 finished"]),
+    ("kernel_type_mismatch", "type_mismatch", "AIV0",
+     ["kernel type mismatch", "declares KERNEL_TYPE_MIX_AIC_1_2", "launched as KERNEL_TYPE_AIV_ONLY"]),
+    ("gm_out_of_range", "gm_out_of_range", "AIV0", ["GM access out of range", "GM buffer of 32 elements"]),
+    ("bad_cast_mode", "bad_cast_mode", "AIV0", ["bad Cast round mode", "float -> bfloat16_t"]),
+    ("ub_on_aic", "ub_on_aic", "AIC0", ["buffer position not on this core", "UB", "AIC core"]),
+    ("bad_mask", "bad_mask", "AIV0", ["bad vector mask", "mask 65", "1..64 lanes"]),
+]
+
+
+@pytest.mark.parametrize("soc", ["a2", "a5"])
+@pytest.mark.parametrize("case,kernel,core,parts", FAILING, ids=[f[0] for f in FAILING])
+def test_broken_kernel_fails_with_message(sim_build, soc, case, kernel, core, parts):
+    r = _run(sim_build, soc, case)
+    assert r.returncode == 1, f"exit {r.returncode}: {r.stderr}"
+    msg = r.stderr.strip()
+    assert msg.startswith(f"fla-npu sim: kernel '{kernel}'"), msg
+    if core is not None:
+        assert f"' core {core}" in msg, msg
+    for part in parts:
+        assert part in msg, f"{part!r} not in {msg!r}"
+
+
+def test_ub_size_per_soc(sim_build):
+    # 200 KB of UB: over a2/a3's 192 KB, within a5's 248 KB.
+    r = _run(sim_build, "a2", "big_ub")
+    assert r.returncode == 1 and "UB overflow" in r.stderr and "UB holds 196608 bytes on a2" in r.stderr, r.stderr
+    r = _run(sim_build, "a5", "big_ub")
+    assert r.returncode == 0, r.stderr
+
+
+def test_bf16_vector_arithmetic_runs_on_a5(sim_build):
+    r = _run(sim_build, "a5", "bf16_add")
+    assert r.returncode == 0, r.stderr
+
+
+def test_case_lists_are_complete(sim_build):
+    listed = set(_run(sim_build, "a2", "--list").stdout.split())
+    covered = set(PASSING) | {f[0] for f in FAILING} | {"big_ub"}
+    assert listed == covered
+
+
+# ---- compile-time dtype rules -------------------------------------------------------------------
+
+def _compiler(build: Path) -> str:
+    cache = (build / "CMakeCache.txt").read_text()
+    m = re.search(r"^CMAKE_CXX_COMPILER:\w+=(.+)$", cache, re.M)
+    assert m, "no CMAKE_CXX_COMPILER in the CMake cache"
+    return m.group(1).strip()
+
+
+def _compile(build: Path, soc: str, op: int) -> subprocess.CompletedProcess:
+    src = SIM / "tests" / "compile_fail" / "bf16_vector_arith.cpp"
+    cmd = [_compiler(build), "-std=c++17", "-fsyntax-only", f"-I{SIM}",
+           f"-DFLA_SIM_SOC=FLA_SIM_SOC_{soc.upper()}", f"-DOP={op}", str(src)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+OPS = {1: "Add", 2: "Exp", 3: "Muls", 4: "Mul"}
+
+
+@pytest.mark.parametrize("soc", ["a2", "a3"])
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_bf16_vector_arithmetic_is_a_compile_error_on_a2_a3(sim_build, soc, op):
+    r = _compile(sim_build, soc, op)
+    assert r.returncode != 0
+    assert (f"fla-npu sim: {OPS[op]}: bf16 vector arithmetic is not supported on a2/a3" in r.stderr), r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_bf16_vector_arithmetic_compiles_on_a5(sim_build, op):
+    r = _compile(sim_build, "a5", op)
+    assert r.returncode == 0, r.stderr[-3000:]
