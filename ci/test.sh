@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test command: a fresh virtual environment, the CPU build of PyTorch, fla-npu with its test
-# extra (FLA, Triton, pytest), then the whole suite against the installed package.
+# extra (FLA, Triton, pytest) and the pure-Python fla-npu-adapter (./adapter), then the whole suite
+# against the installed packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${FLA_NPU_TEST_VENV:-.venv-test}"
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q torch==2.13.0
-"$venv/bin/pip" install -q ".[test]"
+"$venv/bin/pip" install -q ".[test]" ./adapter
 "$venv/bin/pytest" -q tests "$@"

@@ -1,0 +1,38 @@
+"""The opt-in switch: ``FLA_ASCENDC`` (environment) unless a Python call decided otherwise."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+ENV_SWITCH = "FLA_ASCENDC"
+logger = logging.getLogger("fla_npu.adapter")
+
+_override: bool | None = None  # set by enable()/disable(); None: follow the environment
+_logged: set[str] = set()
+
+
+def set_override(value: bool | None) -> None:
+    global _override
+    _override = value
+    _logged.discard("off")
+
+
+def is_on() -> bool:
+    """Called by FLA's dispatch on every call of a function fla_npu claims: keep it cheap."""
+    if _override is not None:
+        on = _override
+    else:
+        on = os.environ.get(ENV_SWITCH, "0") not in ("0", "")
+    if not on and "off" not in _logged:
+        _logged.add("off")
+        how = "fla_npu_adapter.disable()" if _override is False else f"{ENV_SWITCH} unset or 0"
+        logger.info("fla_npu_adapter: off (%s) -> FLA's default path", how)
+    return on
+
+
+def log_once(key: str, message: str, *args) -> None:
+    """One log line per distinct key for the life of the process."""
+    if key not in _logged:
+        _logged.add(key)
+        logger.info(message, *args)

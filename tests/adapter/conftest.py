@@ -1,0 +1,38 @@
+"""Fixtures for the adapter tests: FLA and fla_npu_adapter must be installed (``./ci/test.sh``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+fla_backends = pytest.importorskip("fla.backends")
+fla_npu_adapter = pytest.importorskip("fla_npu_adapter")
+
+import fla.ops.gated_delta_rule  # noqa: E402,F401  (the hook registers the backend on import)
+import fla.ops.kda  # noqa: E402,F401
+
+SCRIPT = Path(__file__).with_name("scenarios.py")
+
+
+@pytest.fixture(autouse=True)
+def adapter_switch():
+    """Every test starts with the switch following the environment, and leaves it that way."""
+    fla_npu_adapter.reset()
+    yield fla_npu_adapter
+    fla_npu_adapter.reset()
+
+
+def run_scenario(name: str, **env) -> dict:
+    """Run ``scenarios.py <name>`` in a fresh interpreter (env vars set before torch/triton import)."""
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("FLA_ASCENDC", "FLA_NPU_AUTOLOAD", "FLA_DISABLE_BACKEND_DISPATCH", "TRITON_INTERPRET")}
+    environ.update(env)
+    proc = subprocess.run([sys.executable, str(SCRIPT), name], env=environ, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
