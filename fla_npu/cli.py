@@ -103,6 +103,17 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"fla_npu {__version__}")
     print(f"torch {torch.__version__}")
     print("CPU tensors: the chunked PyTorch reference (fla_npu.ops.common.chunk; decode: fla_npu.ops.common.recurrent)")
+    from . import runtime
+    try:
+        lib = f"{runtime.library_path()} ({runtime.target()})"
+    except runtime.NativeLibraryError:
+        lib = f"not installed ({runtime.library_path()})"
+    print(f"native library: {lib}")
+    try:
+        impl = runtime.cpu_impl()
+    except ValueError as e:
+        impl = f"invalid: {e}"
+    print(f"FLA_NPU_CPU_IMPL: {impl} (sim: kda_gate_chunk_cumsum, gdn_gate_chunk_cumsum run the simulated kernel)")
     return 0
 
 

@@ -377,7 +377,8 @@ Slot* TPipe::Carve(TPosition pos, uint32_t len, const std::string& name) {
     CheckPositionOnCore(c, pos, "InitBuffer");
     const ArenaKind a = ArenaOf(pos);
     const int ai = static_cast<int>(a);
-    static const uint32_t align[] = {32, 32, 512, 512, 512};
+    // UB, L1: 32 B; L0A/L0B: 512 B (one fractal); L0C: 1024 B (one 16 x 16 fp32 fractal).
+    static const uint32_t align[] = {32, 32, 512, 512, 1024};
     const uint32_t start = (used_[ai] + align[ai] - 1) / align[ai] * align[ai];
     const uint32_t rlen = (len + kBlock - 1) / kBlock * kBlock;
     const uint32_t cap = c.L->prof->arenaBytes[ai];

@@ -13,10 +13,10 @@ extern "C" {
 
 /* Counters of one simulated core (or, summed/maxed, of a whole launch). */
 typedef struct FlaSimCounters {
-    uint64_t gm_to_local_bytes;   /* bytes moved GM -> UB/L1 (MTE2) */
-    uint64_t local_to_gm_bytes;   /* bytes moved UB/L0C -> GM (MTE3, FIX) */
+    uint64_t gm_to_local_bytes;   /* bytes moved GM -> UB/L1 (MTE2; ND and ND->NZ) */
+    uint64_t local_to_gm_bytes;   /* bytes moved UB/L0C -> GM (MTE3 DataCopy, FIX Fixpipe) */
     uint64_t vector_elem_ops;     /* vector element operations (one per active lane per instruction) */
-    uint64_t cube_macs;           /* Cube multiply-adds (0 until Mmad exists) */
+    uint64_t cube_macs;           /* Cube multiply-adds (m*n*k per Mmad) */
     uint64_t peak_ub_bytes;       /* peak bytes handed out by TPipe::InitBuffer, per arena */
     uint64_t peak_l1_bytes;
     uint64_t peak_l0a_bytes;

@@ -43,6 +43,12 @@ PASSING = [
     "vec_add", "vec_ops", "vec_repeat", "f16_numerics", "reduce", "copies", "mixed_ids",
     "sync_all", "scalar_ok", "poison", "hazard_raw_fixed", "hazard_raw_barrier", "hazard_war_fixed",
     "cross_fifteen",
+    # Cube path: tiled matmuls (fp16, bf16, fp32; B as [K,N] or B^T; M, N, K tails padded in the
+    # kernel) against a double-precision product within the fp32-accumulation + output-rounding
+    # bound, with exact MAC and GM byte counters; the SoC's L0A layout trait; K padding; GM -> L1
+    # ND and ND -> NZ layouts; a mixed 1:2 AIC -> AIV handshake through GM with cross-core flags.
+    "cube_matmul_f16", "cube_matmul_bf16", "cube_matmul_bf16_bt", "cube_matmul_f16_bt", "cube_matmul_f32",
+    "cube_layout_trait", "cube_k_pad_missing", "cube_l1_copies", "cube_mixed",
 ]
 
 
@@ -89,6 +95,25 @@ FAILING = [
     ("bad_cast_mode", "bad_cast_mode", "AIV0", ["bad Cast round mode", "float -> bfloat16_t"]),
     ("ub_on_aic", "ub_on_aic", "AIC0", ["buffer position not on this core", "UB", "AIC core"]),
     ("bad_mask", "bad_mask", "AIV0", ["bad vector mask", "mask 65", "1..64 lanes"]),
+    # Cube path
+    ("cube_missing_mte1_m", "cube_matmul", "AIC0",
+     ["hazard RAW", "M op", "'Mmad' reads L0A", "TBuf<A2>", "MTE1 op", "'LoadData' wrote",
+      "SetFlag/WaitFlag<HardEvent::MTE1_M>"]),
+    ("cube_missing_m_fix", "cube_matmul", "AIC0",
+     ["hazard RAW", "FIX op", "'Fixpipe' reads L0C", "TBuf<CO1>", "M op", "'Mmad' wrote",
+      "SetFlag/WaitFlag<HardEvent::M_FIX>"]),
+    ("cube_missing_m_mte1", "cube_matmul", "AIC0",
+     ["hazard WAR", "MTE1 op", "'LoadData' writes L0A", "M op", "'Mmad' read", "HardEvent::M_MTE1"]),
+    ("cube_l0a_overflow", "cube_l0a_overflow", "AIC0",
+     ["L0A overflow", "TQue<A2>#0 buffer 1", "L0A holds 65536 bytes"]),
+    ("cube_nd2nz_unaligned", "cube_nd2nz_unaligned", "AIC0",
+     ["Nd2NzParams fractal alignment", "dstNzC0Stride 20 rows is not a multiple of 16"]),
+    ("cube_loaddata_misaligned", "cube_loaddata_misaligned", "AIC0",
+     ["misaligned operand", "dst of LoadData", "L0A byte 256", "512-byte aligned"]),
+    ("cube_fixpipe_quant", "cube_matmul", "AIC0",
+     ["Fixpipe quantisation mode", "quantPre NoQuant with a half destination"]),
+    ("cube_f32_transpose", "cube_matmul", "AIC0",
+     ["LoadData transpose", "ifTranspose with 4-byte elements"]),
 ]
 
 
@@ -133,8 +158,8 @@ def _compiler(build: Path) -> str:
     return m.group(1).strip()
 
 
-def _compile(build: Path, soc: str, op: int) -> subprocess.CompletedProcess:
-    src = SIM / "tests" / "compile_fail" / "bf16_vector_arith.cpp"
+def _compile(build: Path, soc: str, op: int, name: str = "bf16_vector_arith.cpp") -> subprocess.CompletedProcess:
+    src = SIM / "tests" / "compile_fail" / name
     cmd = [_compiler(build), "-std=c++17", "-fsyntax-only", f"-I{SIM}",
            f"-DFLA_SIM_SOC=FLA_SIM_SOC_{soc.upper()}", f"-DOP={op}", str(src)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -155,3 +180,13 @@ def test_bf16_vector_arithmetic_is_a_compile_error_on_a2_a3(sim_build, soc, op):
 def test_bf16_vector_arithmetic_compiles_on_a5(sim_build, op):
     r = _compile(sim_build, "a5", op)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("soc", ["a2", "a5"])
+def test_mmad_dtype_rules(sim_build, soc):
+    r = _compile(sim_build, soc, 0, "mmad_types.cpp")
+    assert r.returncode == 0, r.stderr[-3000:]
+    for op in (1, 2, 3):  # mixed input types, int8 (not simulated), a non-float L0C
+        r = _compile(sim_build, soc, op, "mmad_types.cpp")
+        assert r.returncode != 0
+        assert "fla-npu sim: Mmad: supported are" in r.stderr, r.stderr[-3000:]

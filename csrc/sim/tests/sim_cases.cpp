@@ -6,12 +6,14 @@
 //                             exit 2: wrong values or counters.
 //   sim_cases_<soc> --list    the case names.
 // tests/sim/test_sim.py holds the expected outcome and message of every case.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernel_operator.h"
@@ -937,6 +939,413 @@ static int case_bad_mask() {
 }
 
 // =============================================================================================
+// Cube path
+// =============================================================================================
+
+static uint32_t CeilU(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+
+// Deterministic values in [-1, 1), rounded to T.
+template <class T> static std::vector<T> RandomMatrix(size_t n, uint32_t seed) {
+    std::vector<T> v(n);
+    uint32_t s = seed;
+    for (size_t i = 0; i < n; ++i) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = T(float(int32_t(s >> 8) % 4096) / 2048.0f - 1.0f + 1.0f / 4096.0f * float(i % 7));
+    }
+    return v;
+}
+
+// L1 holds an A tile (mPad x kPad) as NZ: fractal (i along m, j along k) at j * mFrac + i. Load it
+// into L0A in the SoC's layout: a2/a3 Zz (fractal i * kFrac + j: one LoadData per fractal row, stepping
+// over the mFrac fractals of an L1 column), a5 Nz (the L1 order as it is: one LoadData).
+template <class T>
+static void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t mPad, uint32_t kPad, bool flipLayout) {
+    constexpr uint32_t fr = 512 / sizeof(T), c0 = 32 / sizeof(T);
+    const uint32_t mFrac = mPad / 16, kFrac = kPad / c0;
+    bool nz = __NPU_ARCH__ == 3510;
+    if (flipLayout) nz = !nz;
+    if (nz) {
+        LoadData(a2, a1, LoadData2dParams(0, uint8_t(mFrac * kFrac), 1, 0, 0, false, 0));
+    } else {
+        for (uint32_t i = 0; i < mFrac; ++i)
+            LoadData(a2[i * kFrac * fr], a1[i * fr], LoadData2dParams(0, uint8_t(kFrac), uint16_t(mFrac), 0, 0, false, 0));
+    }
+}
+
+template <class O> static constexpr QuantMode_t QuantFor() {
+    return std::is_same_v<O, float> ? NoQuant : std::is_same_v<O, half> ? F322F16 : F322BF16;
+}
+
+// Cube-only tiled matmul C[M,N] = A[M,K] · B with 32 x 32 x 32 tiles, accumulating over K in L0C.
+// B is given as [K,N] (bT = 0: ND -> NZ with k along rows, then LoadData transposes each 16 x 16
+// fractal into L0B's Zn; 2-byte types) or as B^T [N,K] (bT = 1: the NZ fractals are already Zn's).
+// Tails: M and N tiles are padded to 16 rows/columns (padding rows of C are garbage and never
+// written out); K is padded to C0 inside a row by ND -> NZ, and for B [K,N] the padding rows up to 16
+// are zeroed with InitConstValue first. Explicit flags over TBufs; bug selects a broken variant:
+//   1 no MTE1_M between LoadData and Mmad, 2 no M_FIX before Fixpipe, 3 the other SoC's L0A layout,
+//   4 Fixpipe quantPre NoQuant into a 16-bit output, 5 no InitConstValue of B's K padding rows,
+//   6 no M_MTE1 before LoadData overwrites L0A/L0B that the previous Mmad reads (WAR).
+template <class T, class O>
+static void cube_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, int32_t M, int32_t N, int32_t K, int32_t bT, int32_t bug) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    constexpr uint32_t BM = 32, BN = 32, BK = 32, c0 = 32 / sizeof(T), fr = 512 / sizeof(T);
+    TPipe pipe;
+    TBuf<TPosition::A1> bA1;
+    TBuf<TPosition::B1> bB1;
+    TBuf<TPosition::A2> bA2;
+    TBuf<TPosition::B2> bB2;
+    TBuf<TPosition::CO1> bC;
+    pipe.InitBuffer(bA1, BM * BK * sizeof(T));
+    pipe.InitBuffer(bB1, BK * BN * sizeof(T));
+    pipe.InitBuffer(bA2, BM * BK * sizeof(T));
+    pipe.InitBuffer(bB2, BK * BN * sizeof(T));
+    pipe.InitBuffer(bC, BM * BN * sizeof(float));
+    LocalTensor<T> a1 = bA1.Get<T>(), b1 = bB1.Get<T>(), a2 = bA2.Get<T>(), b2 = bB2.Get<T>();
+    LocalTensor<float> lc = bC.Get<float>();
+    GlobalTensor<T> gA, gB;
+    GlobalTensor<O> gC;
+    gA.SetGlobalBuffer((__gm__ T*)a, uint64_t(M) * K);
+    gB.SetGlobalBuffer((__gm__ T*)b, uint64_t(K) * N);
+    gC.SetGlobalBuffer((__gm__ O*)c, uint64_t(M) * N);
+    const int32_t nT = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * nT;
+    int32_t iter = 0;
+    bool firstTile = true;
+    for (int32_t t = int32_t(GetBlockIdx()); t < tiles; t += int32_t(GetBlockNum())) {
+        const uint32_t m0 = (t / nT) * BM, n0 = (t % nT) * BN;
+        const uint32_t mLen = std::min<uint32_t>(BM, M - m0), nLen = std::min<uint32_t>(BN, N - n0);
+        const uint32_t mPad = CeilU(mLen, 16), nPad = CeilU(nLen, 16);
+        for (uint32_t k0 = 0; k0 < uint32_t(K); k0 += BK, ++iter) {
+            const uint32_t kLen = std::min<uint32_t>(BK, K - k0), kPad = CeilU(kLen, c0), kRows = CeilU(kLen, 16);
+            if (iter > 0) {  // L1 is reused: the previous LoadData must have read it
+                SetFlag<HardEvent::MTE1_MTE2>(0);
+                WaitFlag<HardEvent::MTE1_MTE2>(0);
+            }
+            DataCopy(a1, gA[uint64_t(m0) * K + k0], Nd2NzParams(1, mLen, kLen, 0, K, mPad, 1, 0));
+            if (bT) {
+                DataCopy(b1, gB[uint64_t(n0) * K + k0], Nd2NzParams(1, nLen, kLen, 0, K, nPad, 1, 0));
+            } else {
+                if (kLen != kRows && bug != 5) InitConstValue(b1, InitConstValueParams<T>(1, uint16_t(kRows * nPad * sizeof(T) / 32), 0, T(0)));
+                DataCopy(b1, gB[uint64_t(k0) * N + n0], Nd2NzParams(1, kLen, nLen, 0, N, kRows, 1, 0));
+            }
+            SetFlag<HardEvent::MTE2_MTE1>(0);
+            WaitFlag<HardEvent::MTE2_MTE1>(0);
+            if (iter > 0 && bug != 6) {  // L0A/L0B are reused: the previous Mmad must have read them
+                SetFlag<HardEvent::M_MTE1>(0);
+                WaitFlag<HardEvent::M_MTE1>(0);
+            }
+            LoadA(a2, a1, mPad, kPad, bug == 3);
+            if (bT) {
+                LoadData(b2, b1, LoadData2dParams(0, uint8_t((kPad / c0) * (nPad / 16)), 1, 0, 0, false, 0));
+            } else {
+                for (uint32_t j = 0; j < kRows / 16; ++j)
+                    LoadData(b2[j * (nPad / 16) * fr], b1[j * fr], LoadData2dParams(0, uint8_t(nPad / 16), uint16_t(kRows / 16), 0, 0, true, 0));
+            }
+            if (bug != 1) {
+                SetFlag<HardEvent::MTE1_M>(0);
+                WaitFlag<HardEvent::MTE1_M>(0);
+            }
+            if (k0 == 0 && !firstTile) {  // L0C is reused: the previous Fixpipe must have read it
+                SetFlag<HardEvent::FIX_M>(0);
+                WaitFlag<HardEvent::FIX_M>(0);
+            }
+            Mmad(lc, a2, b2, MmadParams(uint16_t(mLen), uint16_t(nLen), uint16_t(kLen), 0, false, k0 == 0));
+        }
+        if (bug != 2) {
+            SetFlag<HardEvent::M_FIX>(0);
+            WaitFlag<HardEvent::M_FIX>(0);
+        }
+        FixpipeParamsV220 fp(uint16_t(nLen), uint16_t(mLen), uint16_t(mPad), uint32_t(N), false);
+        fp.quantPre = bug == 4 ? NoQuant : QuantFor<O>();
+        Fixpipe<O, float, CFG_ROW_MAJOR>(gC[uint64_t(m0) * N + n0], lc, fp);
+        firstTile = false;
+    }
+}
+
+// Rounding bound of one output: fp32 accumulation (one rounding per multiply-add, |partial| <= S)
+// then one rounding to the output type.
+template <class O> static double OutUlp() {
+    return std::is_same_v<O, float> ? std::ldexp(1.0, -24) : std::is_same_v<O, half> ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+}
+
+// Runs the matmul and checks values and counters; returns 0 when right, 2 when wrong.
+template <class T, class O> static int RunMatmul(int M, int N, int K, int bT, int blocks, int bug) {
+    const std::vector<T> A = RandomMatrix<T>(size_t(M) * K, 7), B = RandomMatrix<T>(size_t(K) * N, 11);
+    std::vector<O> C(size_t(M) * N, O(NAN));
+    sim::Launch("cube_matmul", KERNEL_TYPE_AIC_ONLY, blocks, cube_matmul<T, O>, G((void*)A.data()), G((void*)B.data()), G(C.data()), M,
+                N, K, bT, bug);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double ref = 0, s = 0;
+            for (int k = 0; k < K; ++k) {
+                const double av = float(A[size_t(i) * K + k]);
+                const double bv = bT ? float(B[size_t(j) * K + k]) : float(B[size_t(k) * N + j]);
+                ref += av * bv;
+                s += std::fabs(av * bv);
+            }
+            const double acc = K * std::ldexp(1.0, -24) * s;
+            const double bound = acc + OutUlp<O>() * (std::fabs(ref) + acc) + 1e-30;
+            const double got = float(C[size_t(i) * N + j]);
+            if (!(std::fabs(got - ref) <= bound)) {
+                if (bug != 3 && bug != 5) std::fprintf(stderr, "C[%d,%d] = %.9g, expected %.9g +- %.3g\n", i, j, got, ref, bound);
+                return 2;
+            }
+        }
+    const int BM = 32, BN = 32, mT = (M + BM - 1) / BM, nT = (N + BN - 1) / BN;
+    FlaSimCounters tot{}, c{};
+    FlaSimCoreInfo info{};
+    CHECK(fla_sim_last_core_count() == blocks);
+    CHECK(fla_sim_last_total_counters(&tot) == 0);
+    CHECK(tot.cube_macs == uint64_t(M) * N * K);
+    CHECK(tot.gm_to_local_bytes == (uint64_t(M) * K * nT + uint64_t(K) * N * mT) * sizeof(T));
+    CHECK(tot.local_to_gm_bytes == uint64_t(M) * N * sizeof(O));
+    CHECK(tot.vector_elem_ops == 0 && tot.peak_ub_bytes == 0);
+    CHECK(tot.peak_l0a_bytes == BM * 32 * sizeof(T) && tot.peak_l0c_bytes == BM * BN * 4);
+    for (int i = 0; i < blocks; ++i) {
+        CHECK(fla_sim_last_core_counters(i, &c, &info) == 0 && info.core_type == 0);
+        const uint64_t myTiles = uint64_t((mT * nT - i + blocks - 1) / blocks);
+        CHECK(c.cube_macs <= myTiles * BM * BN * uint64_t(K) && (myTiles == 0 || c.cube_macs > 0));
+    }
+    return 0;
+}
+
+static int case_cube_matmul_f16() { return RunMatmul<half, half>(50, 37, 70, 0, 3, 0); }
+static int case_cube_matmul_bf16() { return RunMatmul<bfloat16_t, bfloat16_t>(45, 70, 33, 0, 2, 0); }
+static int case_cube_matmul_bf16_bt() { return RunMatmul<bfloat16_t, float>(33, 40, 100, 1, 3, 0); }
+static int case_cube_matmul_f16_bt() { return RunMatmul<half, bfloat16_t>(64, 20, 17, 1, 1, 0); }
+static int case_cube_matmul_f32() { return RunMatmul<float, float>(37, 29, 45, 1, 2, 0); }
+// The L0A layout is a SoC trait: a kernel that loads A in the other SoC's layout computes garbage.
+static int case_cube_layout_trait() { return RunMatmul<half, half>(64, 32, 64, 0, 1, 3) == 2 ? 0 : 2; }
+// Mmad reads whole fractals along k: B's padding rows (not written by ND -> NZ, poisoned = NaN) must
+// be zeroed by the kernel, or every output is NaN.
+static int case_cube_k_pad_missing() { return RunMatmul<half, half>(32, 32, 20, 0, 1, 5) == 2 ? 0 : 2; }
+static int case_cube_missing_mte1_m() { return RunMatmul<half, half>(50, 37, 70, 0, 1, 1); }
+static int case_cube_missing_m_mte1() { return RunMatmul<half, half>(50, 37, 70, 0, 1, 6); }
+static int case_cube_missing_m_fix() { return RunMatmul<bfloat16_t, bfloat16_t>(20, 20, 20, 0, 1, 2); }
+static int case_cube_fixpipe_quant() { return RunMatmul<half, half>(16, 16, 16, 0, 1, 4); }
+static int case_cube_f32_transpose() { return RunMatmul<float, float>(16, 16, 16, 0, 1, 0); }
+
+// Mixed 1:2, flash-attention-like: per block the AIC loads K once, then for each 32-row tile of Q
+// computes S = Q·K^T (fp16 in, fp32 out) into one of two GM workspace slots and signals both AIVs
+// (flag 0); each AIV scales its 16 rows (vector, fp32) into the output and releases the slot (flag 1).
+// Before reusing a slot the AIC waits for its release; at the end it drains the last releases.
+extern "C" __global__ __aicore__ void cube_mixed(GM_ADDR q, GM_ADDR k, GM_ADDR ws, GM_ADDR out, int32_t M, int32_t N, int32_t D,
+                                                 float scale) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    constexpr int32_t R = 32;
+    const int32_t tiles = (M + R - 1) / R, nb = int32_t(GetBlockNum());
+    const int32_t blk = ASCEND_IS_AIV ? int32_t(GetBlockIdx() / GetSubBlockNum()) : int32_t(GetBlockIdx());
+    const int32_t rounds = tiles > blk ? (tiles - blk + nb - 1) / nb : 0;
+    GlobalTensor<float> gws, gout;
+    gws.SetGlobalBuffer((__gm__ float*)ws + int64_t(blk) * 2 * R * N, 2 * R * N);
+    gout.SetGlobalBuffer((__gm__ float*)out, int64_t(M) * N);
+    if ASCEND_IS_AIC {
+        const uint32_t nPad = CeilU(N, 16), dPad = CeilU(D, 16);
+        TPipe pipe;
+        TBuf<TPosition::A1> bq;
+        TBuf<TPosition::B1> bk;
+        TBuf<TPosition::A2> ba;
+        TBuf<TPosition::B2> bb;
+        TBuf<TPosition::CO1> bc;
+        pipe.InitBuffer(bq, R * dPad * 2);
+        pipe.InitBuffer(bk, nPad * dPad * 2);
+        pipe.InitBuffer(ba, R * dPad * 2);
+        pipe.InitBuffer(bb, nPad * dPad * 2);
+        pipe.InitBuffer(bc, R * nPad * 4);
+        LocalTensor<half> q1 = bq.Get<half>(), k1 = bk.Get<half>(), a2 = ba.Get<half>(), b2 = bb.Get<half>();
+        LocalTensor<float> lc = bc.Get<float>();
+        GlobalTensor<half> gq, gk;
+        gq.SetGlobalBuffer((__gm__ half*)q, int64_t(M) * D);
+        gk.SetGlobalBuffer((__gm__ half*)k, int64_t(N) * D);
+        if (rounds > 0) {  // K^T once per block: rows = keys (n), C0 along d: already L0B's Zn fractals
+            DataCopy(k1, gk, Nd2NzParams(1, uint16_t(N), uint16_t(D), 0, uint16_t(D), uint16_t(nPad), 1, 0));
+            SetFlag<HardEvent::MTE2_MTE1>(1);
+            WaitFlag<HardEvent::MTE2_MTE1>(1);
+            LoadData(b2, k1, LoadData2dParams(0, uint8_t((dPad / 16) * (nPad / 16)), 1, 0, 0, false, 0));
+        }
+        for (int32_t r = 0; r < rounds; ++r) {
+            const int32_t m0 = (blk + r * nb) * R, mLen = std::min(R, M - m0);
+            const uint32_t mPad = CeilU(mLen, 16);
+            if (r > 0) {
+                SetFlag<HardEvent::MTE1_MTE2>(0);
+                WaitFlag<HardEvent::MTE1_MTE2>(0);
+            }
+            DataCopy(q1, gq[int64_t(m0) * D], Nd2NzParams(1, uint16_t(mLen), uint16_t(D), 0, uint16_t(D), uint16_t(mPad), 1, 0));
+            SetFlag<HardEvent::MTE2_MTE1>(0);
+            WaitFlag<HardEvent::MTE2_MTE1>(0);
+            if (r > 0) {
+                SetFlag<HardEvent::M_MTE1>(0);
+                WaitFlag<HardEvent::M_MTE1>(0);
+            }
+            LoadA(a2, q1, mPad, dPad, false);
+            SetFlag<HardEvent::MTE1_M>(0);
+            WaitFlag<HardEvent::MTE1_M>(0);
+            if (r > 0) {
+                SetFlag<HardEvent::FIX_M>(0);
+                WaitFlag<HardEvent::FIX_M>(0);
+            }
+            Mmad(lc, a2, b2, MmadParams(uint16_t(mLen), uint16_t(N), uint16_t(D), 0, false, true));
+            SetFlag<HardEvent::M_FIX>(0);
+            WaitFlag<HardEvent::M_FIX>(0);
+            if (r >= 2) CrossCoreWaitFlag(1);  // both AIVs released this slot (round r - 2)
+            Fixpipe(gws[int64_t(r % 2) * R * N], lc, FixpipeParamsV220(uint16_t(N), uint16_t(mLen), uint16_t(mPad), uint32_t(N), false));
+            CrossCoreSetFlag<2, PIPE_FIX>(0);
+        }
+        for (int32_t r = std::max(0, rounds - 2); r < rounds; ++r) CrossCoreWaitFlag(1);
+    }
+    if ASCEND_IS_AIV {
+        TPipe pipe;
+        TQue<QuePosition::VECIN, 1> qi;
+        TQue<QuePosition::VECOUT, 1> qo;
+        pipe.InitBuffer(qi, 1, 16 * N * 4);
+        pipe.InitBuffer(qo, 1, 16 * N * 4);
+        const int32_t sub = int32_t(GetSubBlockIdx());
+        for (int32_t r = 0; r < rounds; ++r) {
+            const int32_t m0 = (blk + r * nb) * R, mLen = std::min(R, M - m0);
+            const int32_t cnt = std::max(0, std::min(16, mLen - sub * 16));
+            CrossCoreWaitFlag(0);
+            if (cnt > 0) {
+                LocalTensor<float> li = qi.AllocTensor<float>();
+                DataCopy(li, gws[int64_t(r % 2) * R * N + sub * 16 * N], uint32_t(cnt * N));
+                qi.EnQue(li);
+                li = qi.DeQue<float>();
+                LocalTensor<float> lo = qo.AllocTensor<float>();
+                Muls(lo, li, scale, cnt * N);
+                qo.EnQue(lo);
+                qi.FreeTensor(li);
+                lo = qo.DeQue<float>();
+                DataCopy(gout[int64_t(m0 + sub * 16) * N], lo, uint32_t(cnt * N));
+                qo.FreeTensor(lo);
+            }
+            CrossCoreSetFlag<2, PIPE_MTE3>(1);
+        }
+    }
+}
+
+static int case_cube_mixed() {
+    const int M = 80, N = 40, D = 40, blocks = 2;
+    const float scale = 0.125f;
+    const std::vector<half> Q = RandomMatrix<half>(size_t(M) * D, 3), Kt = RandomMatrix<half>(size_t(N) * D, 5);
+    std::vector<float> ws(size_t(blocks) * 2 * 32 * N, NAN), out(size_t(M) * N, NAN);
+    FLA_SIM_LAUNCH(cube_mixed, KERNEL_TYPE_MIX_AIC_1_2, blocks, G((void*)Q.data()), G((void*)Kt.data()), G(ws.data()), G(out.data()), M, N, D,
+                   scale);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double ref = 0, s = 0;
+            for (int d = 0; d < D; ++d) {
+                const double p = double(float(Q[size_t(i) * D + d])) * double(float(Kt[size_t(j) * D + d]));
+                ref += p;
+                s += std::fabs(p);
+            }
+            ref *= scale;
+            const double bound = scale * D * std::ldexp(1.0, -24) * s + std::ldexp(1.0, -23) * std::fabs(ref) + 1e-30;
+            CHECK(std::fabs(double(out[size_t(i) * N + j]) - ref) <= bound);
+        }
+    FlaSimCounters tot{}, c{};
+    FlaSimCoreInfo info{};
+    CHECK(fla_sim_last_total_counters(&tot) == 0);
+    CHECK(tot.cube_macs == uint64_t(M) * N * D);
+    CHECK(tot.local_to_gm_bytes == 2ull * M * N * 4);                               // S by the AICs, out by the AIVs
+    CHECK(tot.gm_to_local_bytes == (uint64_t(blocks) * N * D + uint64_t(M) * D) * 2 + uint64_t(M) * N * 4);
+    CHECK(tot.vector_elem_ops == uint64_t(M) * N);
+    const int rowsOf[2] = {32 + 16, 32};  // block 0: tiles 0 and 2 (16-row tail); block 1: tile 1
+    for (int i = 0; i < fla_sim_last_core_count(); ++i) {
+        CHECK(fla_sim_last_core_counters(i, &c, &info) == 0);
+        if (info.core_type == 0) {  // K read once per AIC, Q rows once
+            CHECK(c.gm_to_local_bytes == (uint64_t(N) * D + uint64_t(rowsOf[info.block_idx]) * D) * 2);
+            CHECK(c.cube_macs == uint64_t(rowsOf[info.block_idx]) * N * D);
+        } else {
+            CHECK(c.cube_macs == 0);
+        }
+    }
+    return 0;
+}
+
+// GM -> L1: ND (plain DataCopy) and ND -> NZ, read back with GetValue (scalar pipe, after MTE2_S).
+// NZ: element (r, c) at (c / 16) * 16 * 16 + r * 16 + c % 16 for a 16-row column pitch; the C0 tail
+// of each row is zero-filled; rows the copy does not reach stay poisoned.
+extern "C" __global__ __aicore__ void cube_l1_copies(GM_ADDR a, GM_ADDR out) {
+    TPipe pipe;
+    TBuf<TPosition::A1> bnz;
+    TBuf<TPosition::B1> bnd;
+    pipe.InitBuffer(bnz, 16 * 32 * 2);
+    pipe.InitBuffer(bnd, 64 * 2);
+    GlobalTensor<half> ga;
+    ga.SetGlobalBuffer((__gm__ half*)a, 3 * 20);
+    LocalTensor<half> nz = bnz.Get<half>(), nd = bnd.Get<half>();
+    DataCopy(nz, ga, Nd2NzParams(1, 3, 20, 0, 20, 16, 1, 0));
+    DataCopy(nd, ga, 48);
+    SetFlag<HardEvent::MTE2_S>(0);
+    WaitFlag<HardEvent::MTE2_S>(0);
+    __gm__ uint16_t* o = (__gm__ uint16_t*)out;
+    for (uint32_t i = 0; i < 16 * 32; ++i) o[i] = nz.GetValue(i).bits;
+    for (uint32_t i = 0; i < 48; ++i) o[16 * 32 + i] = nd.GetValue(i).bits;
+}
+static int case_cube_l1_copies() {
+    std::vector<half> a(3 * 20);
+    for (int i = 0; i < 60; ++i) a[i] = half(float(i + 1));
+    std::vector<uint16_t> out(16 * 32 + 48, 0x1234);
+    FLA_SIM_LAUNCH(cube_l1_copies, KERNEL_TYPE_AIC_ONLY, 1, G(a.data()), G(out.data()));
+    for (int r = 0; r < 16; ++r)
+        for (int c = 0; c < 32; ++c) {
+            const uint16_t got = out[(c / 16) * 256 + r * 16 + c % 16];
+            if (r < 3 && c < 20) CHECK(got == a[r * 20 + c].bits);
+            else if (r < 3) CHECK(got == 0);        // zero-filled C0 tail
+            else CHECK(got == 0xFFFF);              // not reached: poison
+        }
+    for (int i = 0; i < 48; ++i) CHECK(out[512 + i] == a[i].bits);
+    FlaSimCounters tot{};
+    CHECK(fla_sim_last_total_counters(&tot) == 0 && tot.gm_to_local_bytes == (60 + 48) * 2 && tot.peak_l1_bytes == 16 * 32 * 2 + 128);
+    return 0;
+}
+
+// L0A holds 64 KB on every profile: two 40 KB buffers do not fit.
+extern "C" __global__ __aicore__ void cube_l0a_overflow() {
+    TPipe pipe;
+    TQue<QuePosition::A2, 2> q;
+    pipe.InitBuffer(q, 2, 40 * 1024);
+}
+static int case_cube_l0a_overflow() {
+    FLA_SIM_LAUNCH(cube_l0a_overflow, KERNEL_TYPE_AIC_ONLY, 1);
+    return 0;
+}
+
+// ND -> NZ with a C0-column pitch of 20 rows: the NZ columns do not start on 16-row fractals.
+extern "C" __global__ __aicore__ void cube_nd2nz_unaligned(GM_ADDR a) {
+    TPipe pipe;
+    TBuf<TPosition::A1> b;
+    pipe.InitBuffer(b, 32 * 48 * 2);
+    GlobalTensor<half> ga;
+    ga.SetGlobalBuffer((__gm__ half*)a, 20 * 40);
+    DataCopy(b.Get<half>(), ga, Nd2NzParams(1, 20, 40, 0, 40, 20, 1, 0));
+}
+static int case_cube_nd2nz_unaligned() {
+    std::vector<half> a(20 * 40, half(1.0f));
+    FLA_SIM_LAUNCH(cube_nd2nz_unaligned, KERNEL_TYPE_AIC_ONLY, 1, G(a.data()));
+    return 0;
+}
+
+// LoadData into L0A half a fractal (256 bytes) in: L0A operands are 512-byte aligned.
+extern "C" __global__ __aicore__ void cube_loaddata_misaligned(GM_ADDR a) {
+    TPipe pipe;
+    TBuf<TPosition::A1> b1;
+    TBuf<TPosition::A2> b2;
+    pipe.InitBuffer(b1, 16 * 16 * 2);
+    pipe.InitBuffer(b2, 2 * 16 * 16 * 2);
+    GlobalTensor<half> ga;
+    ga.SetGlobalBuffer((__gm__ half*)a, 16 * 16);
+    LocalTensor<half> l1 = b1.Get<half>();
+    DataCopy(l1, ga, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    SetFlag<HardEvent::MTE2_MTE1>(0);
+    WaitFlag<HardEvent::MTE2_MTE1>(0);
+    LoadData(b2.Get<half>()[128], l1, LoadData2dParams(0, 1, 1, 0, 0, false, 0));
+}
+static int case_cube_loaddata_misaligned() {
+    std::vector<half> a(16 * 16, half(1.0f));
+    FLA_SIM_LAUNCH(cube_loaddata_misaligned, KERNEL_TYPE_AIC_ONLY, 1, G(a.data()));
+    return 0;
+}
+
+// =============================================================================================
 static const std::map<std::string, std::function<int()>>& Cases() {
     static const std::map<std::string, std::function<int()>> cases = {
         {"vec_add", case_vec_add},
@@ -979,6 +1388,23 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"bad_cast_mode", case_bad_cast_mode},
         {"ub_on_aic", case_ub_on_aic},
         {"bad_mask", case_bad_mask},
+        {"cube_matmul_f16", case_cube_matmul_f16},
+        {"cube_matmul_bf16", case_cube_matmul_bf16},
+        {"cube_matmul_bf16_bt", case_cube_matmul_bf16_bt},
+        {"cube_matmul_f16_bt", case_cube_matmul_f16_bt},
+        {"cube_matmul_f32", case_cube_matmul_f32},
+        {"cube_layout_trait", case_cube_layout_trait},
+        {"cube_mixed", case_cube_mixed},
+        {"cube_k_pad_missing", case_cube_k_pad_missing},
+        {"cube_l1_copies", case_cube_l1_copies},
+        {"cube_missing_mte1_m", case_cube_missing_mte1_m},
+        {"cube_missing_m_fix", case_cube_missing_m_fix},
+        {"cube_missing_m_mte1", case_cube_missing_m_mte1},
+        {"cube_fixpipe_quant", case_cube_fixpipe_quant},
+        {"cube_f32_transpose", case_cube_f32_transpose},
+        {"cube_l0a_overflow", case_cube_l0a_overflow},
+        {"cube_nd2nz_unaligned", case_cube_nd2nz_unaligned},
+        {"cube_loaddata_misaligned", case_cube_loaddata_misaligned},
     };
     return cases;
 }

@@ -7,6 +7,7 @@ import torch
 
 from ..common.activations import compute_dtype, gate_bwd, gate_fwd
 from ..common.chunk_fwd import chunk_local_cumsum_tokens
+from ...runtime.routing import use_sim
 
 
 def _params(g, A_log, dt_bias, dtype):
@@ -64,6 +65,12 @@ def gdn_gate_chunk_cumsum(g: torch.Tensor, A_log: torch.Tensor, chunk_size: int,
         raise ValueError(f"gdn_gate_chunk_cumsum: `g` must be [B, T, HV], got shape {list(g.shape)}.")
     if chunk_size <= 0 or chunk_size & (chunk_size - 1):
         raise ValueError(f"gdn_gate_chunk_cumsum: `chunk_size` must be a power of 2, got {chunk_size}.")
+    if use_sim("gdn_gate_chunk_cumsum", g):  # FLA_NPU_CPU_IMPL=sim: the Ascend C kernel, simulated
+        if A_log is None:
+            raise ValueError("`A_log` must be provided for the GDN gate.")
+        from ...runtime.gate import gate_chunk_cumsum_tokens
+        return gate_chunk_cumsum_tokens("gdn_gate_chunk_cumsum", g, chunk_size, "softplus", A_log, dt_bias, None, scale,
+                                        cu_seqlens, chunk_indices, output_dtype or g.dtype)
     y = gdn_gate_fwd(g, A_log, dt_bias, None)
     return chunk_local_cumsum_tokens(y, chunk_size, scale, cu_seqlens, chunk_indices, output_dtype or g.dtype,
                                      "gdn_gate_chunk_cumsum")

@@ -8,6 +8,7 @@ import torch
 
 from ..common.activations import compute_dtype, gate_bwd, gate_fwd
 from ..common.chunk_fwd import chunk_local_cumsum_tokens
+from ...runtime.routing import use_sim
 
 
 def _params(g, A_log, dt_bias, dtype):
@@ -89,6 +90,12 @@ def kda_gate_chunk_cumsum(g: torch.Tensor, A_log: torch.Tensor | None, chunk_siz
         assert g.shape[0] == 1, "Only batch size 1 is supported when cu_seqlens are provided"
     assert g.dim() == 4, f"kda_gate_chunk_cumsum: `g` must be [B, T, H, K], got shape {list(g.shape)}."
     assert chunk_size > 0 and not chunk_size & (chunk_size - 1), "chunk_size must be a power of 2"
+    if use_sim("kda_gate_chunk_cumsum", g):  # FLA_NPU_CPU_IMPL=sim: the Ascend C kernel, simulated
+        _check(A_log, lower_bound)
+        from ...runtime.gate import gate_chunk_cumsum_tokens
+        return gate_chunk_cumsum_tokens("kda_gate_chunk_cumsum", g, chunk_size,
+                                        "softplus" if lower_bound is None else "sigmoid", A_log, dt_bias, lower_bound,
+                                        scale, cu_seqlens, None if use_graph else chunk_indices, output_dtype or g.dtype)
     y = kda_gate_fwd(g, A_log, dt_bias, lower_bound, None)
     return chunk_local_cumsum_tokens(y, chunk_size, scale, cu_seqlens, None if use_graph else chunk_indices,
                                      output_dtype or g.dtype, "kda_gate_chunk_cumsum")

@@ -1,0 +1,37 @@
+// Shared host-side pieces of the C entry points (include/fla_npu/kernels.h): the per-thread error
+// message, the single-use executor, tensor-descriptor checks and the flavour's launch facts.
+#ifndef FLA_NPU_API_COMMON_H
+#define FLA_NPU_API_COMMON_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "fla_npu/kernels.h"
+
+struct FlaNpuExecutor {
+    const char* op = "";
+    // Runs the op: (workspace, workspace_size, stream) -> FlaNpuStatus.
+    std::function<int(void*, uint64_t, void*)> launch;
+    uint64_t workspace_size = 0;
+};
+
+namespace fla_npu {
+
+int SetError(int status, const std::string& message);  // returns status
+void ClearError();
+
+// Argument checks; each returns false after SetError(FLA_NPU_ERR_INVALID_ARGUMENT, "<op>: ...").
+bool CheckPresent(const char* op, const char* name, const FlaNpuTensor* t);
+bool CheckContiguous(const char* op, const char* name, const FlaNpuTensor* t);
+int64_t Numel(const FlaNpuTensor* t);
+const char* DtypeName(int32_t dtype);
+
+// Usable UB bytes per vector core of the flavour's SoC.
+uint32_t TargetUbBytes();
+// The SoC profile name of the flavour ("a2", "a3", "a5").
+const char* TargetSoc();
+
+}  // namespace fla_npu
+
+#endif

@@ -1,0 +1,119 @@
+// Host tiling of the gate + chunk-local cumsum kernel; see gate_cumsum_tiling.h.
+#include "gate_cumsum_tiling.h"
+
+#include <cstring>
+
+namespace fla_npu {
+namespace gate {
+
+namespace {
+uint64_t RoundUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+uint32_t ElemAlign(uint32_t in_elem_bytes) { return kBlockBytes / in_elem_bytes; }  // 8 (fp32) or 16 (16-bit)
+uint32_t TmpBufs(uint32_t form) { return form == kGateSoftplus ? 3u : form == kGateSigmoid ? 1u : 0u; }
+}  // namespace
+
+uint32_t UbBytesForSoc(const char* soc) {
+    if (soc == nullptr) return 0;
+    if (std::strcmp(soc, "a2") == 0 || std::strcmp(soc, "a3") == 0) return 192u * 1024 - 8u * 1024 - 256u;
+    if (std::strcmp(soc, "a5") == 0) return 248u * 1024;
+    return 0;
+}
+
+uint32_t TilePitch(uint32_t w, uint32_t in_elem_bytes) {
+    return static_cast<uint32_t>(RoundUp(w, ElemAlign(in_elem_bytes)));
+}
+
+uint32_t UbBytesNeeded(const GateCumsumProblem& p, uint32_t max_pitch) {
+    const uint64_t rows = p.chunk_size, P = max_pitch;
+    uint64_t total = 2 * RoundUp(rows * P * p.in_elem_bytes, kBlockBytes)   // input queue, 2 buffers
+                   + 2 * RoundUp(rows * P * 4, kBlockBytes)                // fp32 output queue, 2 buffers
+                   + TmpBufs(p.gate_form) * RoundUp(rows * P * 4, kBlockBytes);
+    if (p.has_dt_bias) total += RoundUp(P * 4, kBlockBytes);
+    if (p.has_a_log && p.gate_form != kGateNone) total += RoundUp(P * 4, kBlockBytes);
+    return total > 0xFFFFFFFFull ? 0xFFFFFFFFu : static_cast<uint32_t>(total);
+}
+
+int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** err) {
+    static const char* kOk = "";
+    *err = kOk;
+    std::memset(t, 0, sizeof(*t));
+    if (p.H == 0 || p.D == 0) { *err = "gate tiling: H and D must be positive"; return -1; }
+    if (p.chunk_size == 0 || (p.chunk_size & (p.chunk_size - 1)) || p.chunk_size > kMaxChunk) {
+        *err = "gate tiling: chunk_size must be a power of two <= 128"; return -1;
+    }
+    if (p.in_elem_bytes != 2 && p.in_elem_bytes != 4) { *err = "gate tiling: input elements must be 2 or 4 bytes"; return -1; }
+    if (p.gate_form > kGateSigmoid) { *err = "gate tiling: unknown gate form"; return -1; }
+    if (p.gate_form == kGateSoftplus && !p.has_a_log) { *err = "gate tiling: the softplus gate needs A_log"; return -1; }
+    if (p.core_num == 0) { *err = "gate tiling: core_num must be positive"; return -1; }
+    const uint64_t W = uint64_t(p.H) * p.D;
+    if (W > 0x7FFFFFFFull || uint64_t(p.B) * p.T * W > (1ull << 40)) { *err = "gate tiling: tensor too large"; return -1; }
+
+    t->B = p.B; t->T = p.T; t->H = p.H; t->D = p.D; t->W = static_cast<uint32_t>(W);
+    t->chunk_size = p.chunk_size;
+    t->varlen = p.varlen ? 1u : 0u;
+    t->gate_form = p.gate_form;
+    t->has_a_log = (p.has_a_log && p.gate_form != kGateNone) ? 1u : 0u;
+    t->has_dt_bias = p.has_dt_bias ? 1u : 0u;
+    t->in_elem_bytes = p.in_elem_bytes;
+    t->num_tmp_bufs = TmpBufs(p.gate_form);
+    if (p.varlen) {
+        t->num_chunks = p.num_chunks;
+        t->chunks_per_seq = 0;
+    } else {
+        t->chunks_per_seq = (p.T + p.chunk_size - 1) / p.chunk_size;
+        const uint64_t nc = uint64_t(p.B) * t->chunks_per_seq;
+        if (nc > 0x7FFFFFFFull) { *err = "gate tiling: too many chunks"; return -1; }
+        t->num_chunks = static_cast<uint32_t>(nc);
+    }
+    t->coef_scale = p.gate_form == kGateSoftplus ? -p.scale : 1.0f;
+    t->out_scale = p.gate_form == kGateNone ? p.scale : p.gate_form == kGateSigmoid ? p.lower_bound * p.scale : 1.0f;
+
+    // Widest UB pitch that fits: a multiple of the input's 32-byte element count, capped.
+    const uint32_t align = ElemAlign(p.in_elem_bytes);
+    uint32_t pmax = kMaxPitch / align * align;
+    while (pmax >= align && UbBytesNeeded(p, pmax) > p.ub_bytes) pmax -= align;
+    if (pmax < align) { *err = "gate tiling: the UB is too small for one tile of this chunk size"; return -1; }
+
+    // Column tiles.
+    const uint32_t D = p.D, H = p.H;
+    if (D == 1 || (D % 8 == 0 && TilePitch(D, p.in_elem_bytes) <= pmax)) {
+        uint32_t hpt;
+        if (D == 1) {
+            hpt = t->W <= pmax ? t->W : pmax;
+        } else {
+            hpt = pmax / D;  // whole heads; D % 8 == 0 keeps every head 32-byte aligned as fp32
+            if (hpt > H) hpt = H;
+            while (hpt > 1 && TilePitch(hpt * D, p.in_elem_bytes) > pmax) --hpt;
+        }
+        t->heads_per_tile = hpt;
+        t->tile_w = hpt * D;
+        t->tiles_per_head = 0;
+        t->num_col_tiles = (t->W + t->tile_w - 1) / t->tile_w;
+    } else {
+        // Pieces of one head, of equal width (a multiple of the alignment, except a head's last piece).
+        uint32_t pieces = (D + pmax - 1) / pmax;
+        uint32_t w = TilePitch((D + pieces - 1) / pieces, p.in_elem_bytes);
+        if (w > pmax) w = pmax;
+        if (w > D) w = D;
+        pieces = (D + w - 1) / w;
+        t->heads_per_tile = 0;
+        t->tiles_per_head = pieces;
+        t->tile_w = w;
+        t->num_col_tiles = H * pieces;
+    }
+    t->max_pitch = TilePitch(t->tile_w, p.in_elem_bytes);
+    t->ub_bytes_used = UbBytesNeeded(p, t->max_pitch);
+
+    const uint64_t units = uint64_t(t->num_col_tiles) * t->num_chunks;
+    if (units > 0x7FFFFFFFull) { *err = "gate tiling: too many units"; return -1; }
+    t->num_units = static_cast<uint32_t>(units);
+    t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
+    if (t->block_dim > 0) {
+        t->units_per_core = t->num_units / t->block_dim;
+        t->units_rem = t->num_units % t->block_dim;
+    }
+    return 0;
+}
+
+}  // namespace gate
+}  // namespace fla_npu

@@ -1,0 +1,119 @@
+// Host tiling of the gate + chunk-local cumsum kernel (gate_cumsum_kernel.cpp). Plain C++: no
+// Ascend C, no CANN, no simulation; unit-tested on the host (tests/gate_cumsum_tiling_test.cpp).
+//
+// The op: g is [B, T, H, D] (KDA: D = K; GDN: g [B, T, HV] is taken as D = 1), rows of W = H * D
+// contiguous elements per token. Per column c (head h = c / D):
+//   x = g + dt_bias[c]                                     (dt_bias optional, W elements)
+//   none:      y = x
+//   softplus:  y = -exp(A_log[h]) * softplus(x)
+//   sigmoid:   y = lower_bound * sigmoid(exp(A_log[h]) * x)  (A_log optional)
+//   out = scale * (cumsum of y over the tokens of each chunk of each sequence), fp32.
+//
+// Work split: a *unit* is one chunk (<= chunk_size tokens of one sequence) times one *column tile*
+// (tile_w columns). Units are numbered tile-major (unit = tile * num_chunks + chunk), and each core
+// takes a contiguous range, so a core loads the per-column parameters (dt_bias, A_log) of a tile
+// once and then streams chunks. Each unit is read from GM once and written once.
+//
+// Column tiles: when whole heads fit in UB (D == 1, or D a multiple of 8 floats so that every head
+// starts on a 32-byte boundary of the UB tile), a tile is heads_per_tile whole heads; otherwise a tile
+// is a piece of one head (tiles_per_head pieces per head), so a tile never straddles a head boundary
+// at an unaligned column.
+#ifndef FLA_NPU_GATE_CUMSUM_TILING_H
+#define FLA_NPU_GATE_CUMSUM_TILING_H
+
+#include <cstdint>
+
+// The inline helpers below run on the host (tiling, tests) and in kernels: on the device build they
+// must carry __aicore__ (Bisheng defines __CCE_AICORE__ when compiling device code).
+#ifndef FLA_NPU_AICORE
+#if defined(__CCE_AICORE__)
+#define FLA_NPU_AICORE __aicore__
+#else
+#define FLA_NPU_AICORE
+#endif
+#endif
+
+namespace fla_npu {
+namespace gate {
+
+enum GateForm : uint32_t { kGateNone = 0, kGateSoftplus = 1, kGateSigmoid = 2 };
+
+// Passed by value to the kernel (POD; identical layout on host and device).
+struct GateCumsumTiling {
+    uint32_t B, T, H, D, W;      // g [B, T, H, D], W = H * D
+    uint32_t chunk_size;         // BT, power of two, <= kMaxChunk
+    uint32_t num_chunks;         // NC: dense B * ceil(T / BT); varlen: rows of the chunk list
+    uint32_t chunks_per_seq;     // dense: ceil(T / BT); varlen: 0
+    uint32_t varlen;             // 1: chunk list [NC, 2] (sequence, chunk) + cu_seqlens [N + 1], int32
+    uint32_t gate_form;          // GateForm
+    uint32_t has_a_log, has_dt_bias;
+    uint32_t in_elem_bytes;      // 4 (fp32) or 2 (fp16 / bf16)
+    uint32_t tile_w;             // columns of a full tile
+    uint32_t max_pitch;          // UB row pitch (elements) of the widest tile: buffers are sized by it
+    uint32_t heads_per_tile;     // > 0: tiles are whole heads; 0: tiles are pieces of one head
+    uint32_t tiles_per_head;     // pieces per head when heads_per_tile == 0
+    uint32_t num_col_tiles;
+    uint32_t num_units;          // num_col_tiles * num_chunks
+    uint32_t block_dim;          // cores launched (<= num_units, >= 1 when num_units > 0)
+    uint32_t units_per_core, units_rem;  // core b takes units_per_core + (b < units_rem) units
+    uint32_t num_tmp_bufs;       // fp32 scratch tiles the gate form needs
+    uint32_t ub_bytes_used;      // UB the kernel carves (InitBuffer total, each rounded to 32 bytes)
+    float coef_scale;            // softplus: exp(A_log) is multiplied by -scale; sigmoid: 1
+    float out_scale;             // none: scale; softplus: 1 (folded into coef); sigmoid: lower_bound * scale
+};
+
+constexpr uint32_t kMaxChunk = 128;      // rows of a unit: repeat counts and DataCopyPad block counts
+constexpr uint32_t kMaxPitch = 1024;     // UB row pitch cap (elements): repeat strides fit in uint8
+constexpr uint32_t kBlockBytes = 32;
+
+struct GateCumsumProblem {
+    uint32_t B = 0, T = 0, H = 0, D = 1;
+    uint32_t chunk_size = 64;
+    uint32_t num_chunks = 0;     // varlen only (rows of the chunk list); dense: computed
+    bool varlen = false;
+    uint32_t gate_form = kGateNone;
+    bool has_a_log = false, has_dt_bias = false;
+    uint32_t in_elem_bytes = 4;
+    float lower_bound = 0.0f;
+    float scale = 1.0f;
+    uint32_t core_num = 1;       // vector cores available
+    uint32_t ub_bytes = 0;       // usable UB per vector core (UbBytesForSoc)
+};
+
+// Usable UB per vector core for "a2", "a3", "a5" (0 for an unknown name): the physical UB less what
+// the toolchain reserves on a2/a3 (8 KB + 256 B); a5 exposes 248 KB.
+uint32_t UbBytesForSoc(const char* soc);
+
+// UB row pitch (elements) of a tile of w columns whose input elements have in_elem_bytes bytes:
+// one input row and one fp32 row both start on 32-byte boundaries.
+uint32_t TilePitch(uint32_t w, uint32_t in_elem_bytes);
+
+// UB bytes the kernel needs for a given max pitch.
+uint32_t UbBytesNeeded(const GateCumsumProblem& p, uint32_t max_pitch);
+
+// Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
+int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** err);
+
+// Column range [c0, c0 + w) of column tile `tile`.
+FLA_NPU_AICORE inline void TileColumns(const GateCumsumTiling& t, uint32_t tile, uint32_t* c0, uint32_t* w) {
+    if (t.heads_per_tile > 0) {
+        *c0 = tile * t.tile_w;
+        *w = t.W - *c0 < t.tile_w ? t.W - *c0 : t.tile_w;
+    } else {
+        const uint32_t h = tile / t.tiles_per_head, s = tile % t.tiles_per_head;
+        const uint32_t off = s * t.tile_w;
+        *c0 = h * t.D + off;
+        *w = t.D - off < t.tile_w ? t.D - off : t.tile_w;
+    }
+}
+
+// First unit and unit count of core `block`.
+FLA_NPU_AICORE inline void CoreUnits(const GateCumsumTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
+    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
+    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
+}
+
+}  // namespace gate
+}  // namespace fla_npu
+
+#endif

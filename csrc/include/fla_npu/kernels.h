@@ -1,0 +1,95 @@
+/* fla-npu native entry points: the C interface of libfla_npu_kernels.so.
+ *
+ * Every op has the same two-phase, aclnn-style pair in every flavour of the library (sim: the
+ * kernels compiled against the host simulation; a2/a3/a5: the same kernel sources built by Bisheng):
+ *
+ *   status = flaNpu<Op>GetWorkspaceSize(<inputs>, <attributes>, <outputs>, &workspace_size, &executor);
+ *   ...allocate workspace_size bytes of device memory (the Python runtime uses torch)...
+ *   status = flaNpu<Op>(workspace, workspace_size, executor, stream);
+ *
+ * GetWorkspaceSize validates everything and computes the tiling; it writes nothing to the outputs.
+ * The executor is single-use: the launch call consumes and frees it (also when it fails);
+ * flaNpuDestroyExecutor frees one that will not be launched. `stream` is an aclrtStream on the NPU
+ * and ignored by the simulation (launches are synchronous there). Status 0 is success; otherwise
+ * flaNpuGetLastErrorMessage() says what went wrong (per thread).
+ *
+ * Tensors are described by FlaNpuTensor: a device pointer, a dtype, the shape and the strides in
+ * elements (row-major contiguous is required where an op says so). The library depends on neither
+ * libtorch nor torch_npu.
+ */
+#ifndef FLA_NPU_KERNELS_H
+#define FLA_NPU_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FLA_NPU_MAX_DIMS 8
+
+typedef enum FlaNpuDtype {
+    FLA_NPU_FLOAT32 = 0,
+    FLA_NPU_FLOAT16 = 1,
+    FLA_NPU_BFLOAT16 = 2,
+    FLA_NPU_INT32 = 3,
+    FLA_NPU_INT64 = 4,
+} FlaNpuDtype;
+
+typedef struct FlaNpuTensor {
+    void* data;                         /* device address (host address under the simulation) */
+    int32_t dtype;                      /* FlaNpuDtype */
+    int32_t ndim;
+    int64_t shape[FLA_NPU_MAX_DIMS];
+    int64_t strides[FLA_NPU_MAX_DIMS];  /* in elements */
+} FlaNpuTensor;
+
+typedef enum FlaNpuStatus {
+    FLA_NPU_OK = 0,
+    FLA_NPU_ERR_INVALID_ARGUMENT = 1,   /* rejected by GetWorkspaceSize; nothing ran */
+    FLA_NPU_ERR_KERNEL = 2,             /* the kernel failed (simulation: a simulated-device fault) */
+    FLA_NPU_ERR_RUNTIME = 3,            /* the device runtime refused the launch */
+} FlaNpuStatus;
+
+typedef struct FlaNpuExecutor FlaNpuExecutor;
+
+/* Message of the last failed call on this thread ("" after a success). */
+const char* flaNpuGetLastErrorMessage(void);
+/* Free an executor that will not be launched (NULL is ignored). */
+void flaNpuDestroyExecutor(FlaNpuExecutor* executor);
+/* Which flavour this library is: "sim-a2", "sim-a3", "sim-a5", "a2", "a3" or "a5". */
+const char* flaNpuTarget(void);
+/* Vector cores a launch may use (sim: FLA_NPU_SIM_CORES or 8; NPU: the device's AIV count). */
+int32_t flaNpuVectorCoreNum(void);
+
+/* ---- gate activation + chunk-local cumsum (stage 1 of chunked KDA / Gated DeltaNet) ------------
+ *
+ *   g         [B, T, H, D] (KDA, D = K) or [B, T, H] (GDN, D = 1); fp32, fp16 or bf16; contiguous.
+ *   a_log     [H] fp32 contiguous, or NULL (required by gate_form 1; optional for 2; unused by 0).
+ *   dt_bias   [H * D] fp32 contiguous (any shape with H * D elements), or NULL.
+ *   cu_seqlens  NULL for dense input; varlen: [N + 1] int32, with B == 1 ...
+ *   chunk_indices  ... and [NC, 2] int32 rows (sequence, chunk of the sequence), one per chunk of
+ *             every sequence (FLA's chunk_indices); sequences of length 0 have none.
+ *   chunk_size  power of two <= 128.
+ *   gate_form 0: y = g + dt_bias; 1: y = -exp(A_log) * softplus(g + dt_bias);
+ *             2: y = lower_bound * sigmoid(exp(A_log) * (g + dt_bias))  (no exp(A_log) when a_log is NULL).
+ *   scale     the chunk-local cumsum of y is multiplied by it (1/ln 2: log2 units).
+ *   out       fp32, shape and element count of g, contiguous; every token row is written.
+ *
+ * Workspace: none (0 bytes) in this version.
+ */
+int flaNpuGateChunkCumsumGetWorkspaceSize(const FlaNpuTensor* g, const FlaNpuTensor* a_log, const FlaNpuTensor* dt_bias,
+                                          const FlaNpuTensor* cu_seqlens, const FlaNpuTensor* chunk_indices,
+                                          int32_t chunk_size, int32_t gate_form, float lower_bound, float scale,
+                                          const FlaNpuTensor* out, uint64_t* workspace_size, FlaNpuExecutor** executor);
+int flaNpuGateChunkCumsum(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
+
+/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
+ * fla_npu::gate::GateCumsumTiling (for tests and diagnostics); returns the word count. */
+int32_t flaNpuGateChunkCumsumLastTiling(uint32_t* words, int32_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

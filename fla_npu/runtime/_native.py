@@ -1,0 +1,209 @@
+"""Loading ``libfla_npu_kernels.so`` (built from ``csrc/``) with ctypes, and the C types of its
+interface (``csrc/include/fla_npu/kernels.h`` and, for the sim flavour, ``csrc/sim/sim_api.h``)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+LIBRARY_NAME = "libfla_npu_kernels.so"
+MAX_DIMS = 8
+
+# FlaNpuDtype
+_DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int32: 3, torch.int64: 4}
+
+
+class NativeLibraryError(RuntimeError):
+    """The native library is missing or cannot be loaded."""
+
+
+class KernelError(RuntimeError):
+    """A native entry point returned an error (message from ``flaNpuGetLastErrorMessage``)."""
+
+
+class FlaNpuTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * MAX_DIMS), ("strides", ctypes.c_int64 * MAX_DIMS)]
+
+
+class FlaSimCounters(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "gm_to_local_bytes", "local_to_gm_bytes", "vector_elem_ops", "cube_macs", "peak_ub_bytes",
+        "peak_l1_bytes", "peak_l0a_bytes", "peak_l0b_bytes", "peak_l0c_bytes")]
+
+
+class FlaSimCoreInfo(ctypes.Structure):
+    _fields_ = [("core_type", ctypes.c_int32), ("block_idx", ctypes.c_int32), ("sub_block_idx", ctypes.c_int32),
+                ("reserved", ctypes.c_int32)]
+
+
+def library_path() -> Path:
+    """Where the library is looked for: ``$FLA_NPU_KERNEL_LIB`` if set, else ``fla_npu/lib/`` of the
+    installed package."""
+    env = os.environ.get("FLA_NPU_KERNEL_LIB")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "lib" / LIBRARY_NAME
+
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    P = ctypes.POINTER
+    T = P(FlaNpuTensor)
+    lib.flaNpuGetLastErrorMessage.restype = ctypes.c_char_p
+    lib.flaNpuGetLastErrorMessage.argtypes = []
+    lib.flaNpuDestroyExecutor.argtypes = [ctypes.c_void_p]
+    lib.flaNpuTarget.restype = ctypes.c_char_p
+    lib.flaNpuVectorCoreNum.restype = ctypes.c_int32
+    lib.flaNpuGateChunkCumsumGetWorkspaceSize.restype = ctypes.c_int
+    lib.flaNpuGateChunkCumsumGetWorkspaceSize.argtypes = [
+        T, T, T, T, T, ctypes.c_int32, ctypes.c_int32, ctypes.c_float, ctypes.c_float, T,
+        P(ctypes.c_uint64), P(ctypes.c_void_p)]
+    lib.flaNpuGateChunkCumsum.restype = ctypes.c_int
+    lib.flaNpuGateChunkCumsum.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p]
+    lib.flaNpuGateChunkCumsumLastTiling.restype = ctypes.c_int32
+    lib.flaNpuGateChunkCumsumLastTiling.argtypes = [P(ctypes.c_uint32), ctypes.c_int32]
+    if hasattr(lib, "fla_sim_last_launch_ok"):
+        lib.fla_sim_last_launch_ok.restype = ctypes.c_int
+        lib.fla_sim_last_error.restype = ctypes.c_char_p
+        lib.fla_sim_last_kernel.restype = ctypes.c_char_p
+        lib.fla_sim_last_core_count.restype = ctypes.c_int
+        lib.fla_sim_last_core_counters.restype = ctypes.c_int
+        lib.fla_sim_last_core_counters.argtypes = [ctypes.c_int, P(FlaSimCounters), P(FlaSimCoreInfo)]
+        lib.fla_sim_last_total_counters.restype = ctypes.c_int
+        lib.fla_sim_last_total_counters.argtypes = [P(FlaSimCounters)]
+
+
+def load_library() -> ctypes.CDLL:
+    """The loaded native library (loaded once per process). Raises :class:`NativeLibraryError` with
+    what to do when it is missing."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        path = library_path()
+        if not path.is_file():
+            raise NativeLibraryError(
+                f"fla_npu native library not found at {path}. The kernels (sim flavour included) come with "
+                "a built installation of fla-npu: reinstall from the source tree with `pip install .` "
+                "(needs cmake and a C++17 compiler; no CANN for the sim flavour), or point "
+                "FLA_NPU_KERNEL_LIB at a built libfla_npu_kernels.so.")
+        try:
+            lib = ctypes.CDLL(str(path))
+        except OSError as e:
+            raise NativeLibraryError(f"fla_npu native library {path} could not be loaded: {e}") from e
+        _declare(lib)
+        _lib = lib
+        return lib
+
+
+def library_available() -> bool:
+    try:
+        load_library()
+        return True
+    except NativeLibraryError:
+        return False
+
+
+def target() -> str:
+    """The flavour of the loaded library: ``sim-a2``/``sim-a3``/``sim-a5`` or ``a2``/``a3``/``a5``."""
+    return load_library().flaNpuTarget().decode()
+
+
+def tensor_desc(t: torch.Tensor | None):
+    """A ``FlaNpuTensor`` describing ``t`` (pointer, dtype, shape, strides in elements), or ``None``."""
+    if t is None:
+        return None
+    if t.dim() > MAX_DIMS:
+        raise ValueError(f"tensors of at most {MAX_DIMS} dimensions can be passed to the kernels")
+    if t.dtype not in _DTYPES:
+        raise ValueError(f"dtype {t.dtype} cannot be passed to the kernels")
+    d = FlaNpuTensor()
+    d.data = t.data_ptr() if t.numel() else None
+    d.dtype = _DTYPES[t.dtype]
+    d.ndim = t.dim()
+    for i, (n, s) in enumerate(zip(t.shape, t.stride())):
+        d.shape[i], d.strides[i] = n, s
+    return d
+
+
+def ref(desc):
+    return None if desc is None else ctypes.byref(desc)
+
+
+def check(status: int, what: str) -> None:
+    if status != 0:
+        msg = load_library().flaNpuGetLastErrorMessage().decode(errors="replace")
+        raise KernelError(f"{what} failed (status {status}): {msg}")
+
+
+def allocate_workspace(size: int, device: torch.device) -> torch.Tensor | None:
+    """A workspace of ``size`` bytes on ``device`` (torch's allocator; ``None`` for 0 bytes)."""
+    if size == 0:
+        return None
+    return torch.empty(int(size), dtype=torch.uint8, device=device)
+
+
+def current_stream(device: torch.device):
+    """The stream handle a launch goes on: the current NPU stream, ``None`` on the host."""
+    if device.type == "npu":  # pragma: no cover - needs torch_npu
+        return ctypes.c_void_p(torch.npu.current_stream(device).npu_stream)
+    return None
+
+
+# ---- counters of the last simulated launch ------------------------------------------------------
+
+@dataclass(frozen=True)
+class SimCounters:
+    """Counters of one simulated core or, summed (bytes, ops) and maxed (peaks), of a launch."""
+    gm_to_local_bytes: int
+    local_to_gm_bytes: int
+    vector_elem_ops: int
+    cube_macs: int
+    peak_ub_bytes: int
+    peak_l1_bytes: int
+    peak_l0a_bytes: int
+    peak_l0b_bytes: int
+    peak_l0c_bytes: int
+
+    @staticmethod
+    def _from(c: FlaSimCounters) -> "SimCounters":
+        return SimCounters(*(int(getattr(c, n)) for n, _ in FlaSimCounters._fields_))
+
+
+@dataclass(frozen=True)
+class SimLaunch:
+    """The last simulated launch in this process: kernel name, outcome, totals and per-core counters
+    (with each core's ``(core_type, block_idx, sub_block_idx)``, core_type 0 = AIC, 1 = AIV)."""
+    kernel: str
+    ok: bool
+    error: str
+    totals: SimCounters
+    cores: tuple
+
+
+def last_sim_launch() -> SimLaunch | None:
+    """Counters of the last simulated launch (``None`` before the first one, or for an NPU build)."""
+    lib = load_library()
+    if not hasattr(lib, "fla_sim_last_launch_ok"):
+        return None
+    ok = lib.fla_sim_last_launch_ok()
+    if ok < 0:
+        return None
+    tot = FlaSimCounters()
+    lib.fla_sim_last_total_counters(ctypes.byref(tot))
+    cores = []
+    for i in range(lib.fla_sim_last_core_count()):
+        c, info = FlaSimCounters(), FlaSimCoreInfo()
+        if lib.fla_sim_last_core_counters(i, ctypes.byref(c), ctypes.byref(info)) == 0:
+            cores.append(((info.core_type, info.block_idx, info.sub_block_idx), SimCounters._from(c)))
+    return SimLaunch(lib.fla_sim_last_kernel().decode(), ok == 1, lib.fla_sim_last_error().decode(errors="replace"),
+                     SimCounters._from(tot), tuple(cores))
