@@ -34,8 +34,9 @@ the final state, the gradient error the largest over the gradients of every inpu
 ``v``, ``g``, ``beta``, and ``A_log``, ``dt_bias``, ``initial_state`` where present). A row passes
 when both are finite and within ``fla_npu.testing.TOLERANCES[dtype]``. Decode rows are forward only.
 
-Implementations live in a registry: today only ``reference`` (fla_npu's public ops on CPU
-tensors). Another one, e.g. the host-simulated kernels, joins with
+Implementations live in a registry: ``reference`` (fla_npu's public ops on CPU tensors) and ``sim``
+(the chunk ops with their stage 1 run as the Ascend C kernel on the host simulation; available
+when the native library is installed). Another one joins with
 ``register_implementation(Implementation(name, description, ops={"chunk_kda": ..., ...}))`` and is
 then checked on every case whose function it provides.
 """
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import zlib
 from contextlib import contextmanager
@@ -58,6 +60,8 @@ from .ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_
 from .ops.gated_delta_rule.naive import naive_gdn_gate, naive_recurrent_gated_delta_rule
 from .ops.kda import chunk_kda, fused_recurrent_kda
 from .ops.kda.naive import naive_kda_gate, naive_kda_lowerbound_gate, naive_recurrent_kda
+from .runtime._native import load_library
+from .runtime.routing import ENV as ENV_CPU_IMPL
 from .testing import TOLERANCES, rel_rms
 
 OPS = ("kda", "gdn")
@@ -369,12 +373,47 @@ def implementations(include_unavailable: bool = False) -> list[Implementation]:
     return [i for i in _REGISTRY.values() if include_unavailable or i.reason_unavailable() is None]
 
 
+def _with_simulated_stage1(fn: Callable) -> Callable:
+    """``fn`` with ``FLA_NPU_CPU_IMPL=sim`` during the call: its stage 1 runs as the Ascend C kernel
+    on the host simulation (the choice is kept for the backward pass)."""
+    def call(*args, **kwargs):
+        old = os.environ.get(ENV_CPU_IMPL)
+        os.environ[ENV_CPU_IMPL] = "sim"
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if old is None:
+                os.environ.pop(ENV_CPU_IMPL)
+            else:
+                os.environ[ENV_CPU_IMPL] = old
+    call.__name__ = fn.__name__
+    return call
+
+
+def _simulation_unavailable() -> str | None:
+    try:
+        load_library()
+    except Exception as error:  # no native library in this install
+        return str(error)
+    return None
+
+
 register_implementation(Implementation(
     name="reference",
     description="fla_npu's public ops on CPU tensors: the chunked PyTorch reference (decode: the token loop)",
     ops={"chunk_kda": chunk_kda, "chunk_gated_delta_rule": chunk_gated_delta_rule,
          "fused_recurrent_kda": fused_recurrent_kda,
          "fused_recurrent_gated_delta_rule": fused_recurrent_gated_delta_rule},
+))
+
+
+register_implementation(Implementation(
+    name="sim",
+    description="the chunk ops with stage 1 (gate activation + chunk-local cumsum) as the Ascend C kernel "
+                "on the host simulation, the later stages on the reference",
+    ops={"chunk_kda": _with_simulated_stage1(chunk_kda),
+         "chunk_gated_delta_rule": _with_simulated_stage1(chunk_gated_delta_rule)},
+    unavailable=_simulation_unavailable,
 ))
 
 

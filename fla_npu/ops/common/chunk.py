@@ -20,10 +20,12 @@ from . import chunk_fwd as fwd
 from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
 from .decay import ChunkDecay
+from ...runtime.routing import use_sim
 
 
 @dataclass(frozen=True)
 class DeltaRuleConfig:
+    name: str                                # the public op, for messages and routing logs
     scale: float
     chunk_size: int
     per_key_gate: bool                       # KDA: g [B,T,HV,K]; GDN: g [B,T,HV]
@@ -31,6 +33,8 @@ class DeltaRuleConfig:
     beta_sigmoid_scale: float | None         # None: beta is already post-sigmoid
     gate_fwd: Callable | None                # (g, A_log, dt_bias) -> log decay; None: g is the log decay
     gate_bwd: Callable | None                # (g, A_log, dt_bias, dy) -> (dg, dA_log, ddt_bias)
+    gate_form: str                           # "none", "softplus" or "sigmoid" (lower_bound form): for the kernel
+    lower_bound: float | None
     state_v_first: bool
     output_final_state: bool
     disable_recompute: bool
@@ -52,8 +56,10 @@ def _expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
     return xc if groups == 1 else xc.repeat_interleave(groups, dim=1)
 
 
-def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan):
-    """Pre-processing and chunk layout. Returns the chunk tensors and what backward needs."""
+def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool):
+    """Pre-processing and chunk layout. Returns the chunk tensors and what backward needs. With
+    ``sim``, stage 1 (gate activation + chunk-local cumsum) runs as the Ascend C kernel on the host
+    simulation (float32 cumsum, as on the device); otherwise the cumsum is accumulated in float64."""
     ct = compute_dtype(q, k, v)
     p = SimpleNamespace(ct=ct, q_rstd=None, k_rstd=None)
     qf, kf = q.to(ct), k.to(ct)
@@ -63,11 +69,6 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     p.qn, p.kn = qf, kf
     bf = beta.to(ct)
     p.beta = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
-    gf = g.to(ct)
-    if cfg.gate_fwd is not None:
-        gf = cfg.gate_fwd(gf, A_log, dt_bias)
-    if not cfg.per_key_gate:
-        gf = gf.unsqueeze(-1)
 
     groups = v.shape[2] // q.shape[2]
     p.groups = groups
@@ -75,8 +76,26 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     p.k = _expand_heads(plan.to_chunks(kf), groups)
     p.v = plan.to_chunks(v.to(ct))
     p.b = plan.to_chunks(p.beta)
-    p.decay = ChunkDecay(fwd.chunk_local_cumsum(plan.to_chunks(gf), torch.float64), ct)
+    p.decay = ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct)
     return p
+
+
+def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, sim: bool) -> torch.Tensor:
+    """Stage 1 in the chunk layout: ``G`` ``[NC, HV, BT, Kg]`` in log2 units, padding rows holding
+    their chunk's last value."""
+    if sim:
+        from ...runtime.gate import gate_chunk_cumsum
+
+        G = gate_chunk_cumsum(g, cfg.chunk_size, cfg.gate_form, A_log, dt_bias, cfg.lower_bound, fwd.RCP_LN2,
+                              plan.cu_seqlens_cpu)
+        G = plan.fill_padding(plan.to_chunks(G if cfg.per_key_gate else G.unsqueeze(-1)))
+        return G
+    gf = g.to(ct)
+    if cfg.gate_fwd is not None:
+        gf = cfg.gate_fwd(gf, A_log, dt_bias)
+    if not cfg.per_key_gate:
+        gf = gf.unsqueeze(-1)
+    return fwd.chunk_local_cumsum(plan.to_chunks(gf), torch.float64)
 
 
 def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None):
@@ -93,13 +112,15 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, g, beta, A_log, dt_bias, initial_state, cfg: DeltaRuleConfig, plan: ChunkPlan):
-        p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan)
+        # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward).
+        sim = compute_dtype(q, k, v) != torch.float64 and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g)
+        p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan, sim)
         h0 = _state_in(initial_state, cfg, p.ct)
         _stages_fwd(p, h0, plan)
         o = plan.from_chunks(fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)).to(q.dtype)
         final = _state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None
 
-        ctx.cfg, ctx.plan = cfg, plan
+        ctx.cfg, ctx.plan, ctx.sim = cfg, plan, sim
         ctx.h0_dtype = None if initial_state is None else initial_state.dtype
         ctx.dtypes = (q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype)
         ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state, p.Aqk, p.Akk)
@@ -116,7 +137,7 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         cfg, plan = ctx.cfg, ctx.plan
         p = ctx.saved
         if p is None:
-            p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan)
+            p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan, ctx.sim)
             _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, Aqk, Akk)
         ct = p.ct
 

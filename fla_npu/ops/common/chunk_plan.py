@@ -31,13 +31,14 @@ class ChunkPlan:
     steps: tuple                  # varlen: ((chunk ids, seq ids), ...) per chunk position; dense: ()
     chunk_counts: tuple           # chunks of each sequence
     dense: bool                   # B sequences of T tokens: chunk n * NT + s is step s of sequence n
+    cu_seqlens_cpu: torch.Tensor | None
 
     @staticmethod
     def build(B: int, T: int, chunk_size: int, cu_seqlens: torch.Tensor | None, device) -> "ChunkPlan":
         BT = chunk_size
         if cu_seqlens is None:
             NT = -(-T // BT)
-            return ChunkPlan(B, T, BT, B, B * NT, None, None, (), (NT,) * B, True)
+            return ChunkPlan(B, T, BT, B, B * NT, None, None, (), (NT,) * B, True, None)
             starts, lengths = [n * T for n in range(B)], [T] * B
         else:
             cu = [int(x) for x in cu_seqlens.tolist()]
@@ -66,7 +67,7 @@ class ChunkPlan:
             ids = torch.nonzero(pos_t == s).squeeze(1)
             steps.append((ids.to(device), seq_t[ids].to(device)))
         return ChunkPlan(B, T, BT, len(lengths), len(seq_of_chunk), slot.to(device), token_slot.to(device),
-                         tuple(steps), tuple(counts), False)
+                         tuple(steps), tuple(counts), False, cu_seqlens)
 
     @property
     def num_steps(self) -> int:
@@ -114,6 +115,21 @@ class ChunkPlan:
             return rows[:, :self.T].contiguous()
         rows = xc.transpose(1, 2).reshape(self.num_chunks * self.BT, xc.shape[1], *xc.shape[3:])
         return rows.index_select(0, self.token_slot).view(self.B, self.T, *rows.shape[1:])
+
+    def fill_padding(self, xc: torch.Tensor) -> torch.Tensor:
+        """Give every padding row of ``xc`` ``[NC, H, BT, *D]`` the value of its chunk's last token
+        row (what a cumulative quantity such as the gate cumsum holds there)."""
+        row = torch.arange(self.BT, device=xc.device)
+        last = torch.full((self.num_chunks,), self.BT - 1, dtype=torch.long, device=xc.device)
+        if self.dense:
+            tail = self.T - (self.num_chunks // max(self.B, 1) - 1) * self.BT
+            last.view(self.B, -1)[:, -1] = tail - 1
+        else:
+            valid = (self.slot_token < self.B * self.T).view(self.num_chunks, self.BT)
+            last = valid.sum(1) - 1
+        src = torch.minimum(row[None, :], last[:, None])                      # [NC, BT]
+        src = src.view(self.num_chunks, 1, self.BT, *([1] * (xc.dim() - 3))).expand_as(xc)
+        return xc.gather(2, src)
 
     def chunk_grid(self, xc: torch.Tensor) -> torch.Tensor:
         """Per-chunk tensor ``[NC, ...]`` -> FLA's ``[B, NT, ...]`` (varlen: ``[1, NC, ...]``)."""

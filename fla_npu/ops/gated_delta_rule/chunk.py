@@ -114,6 +114,7 @@ def chunk_gated_delta_rule(
         raise ValueError(f"{fn}: `chunk_indices` has {chunk_indices.shape[0]} rows, the sequences have {plan.num_chunks} chunks.")
 
     cfg = DeltaRuleConfig(
+        name=fn,
         scale=K ** -0.5 if scale is None else float(scale),
         chunk_size=chunk_size,
         per_key_gate=False,
@@ -121,6 +122,8 @@ def chunk_gated_delta_rule(
         beta_sigmoid_scale=(2.0 if allow_neg_eigval else 1.0) if use_beta_sigmoid_in_kernel else None,
         gate_fwd=partial(gdn_gate_fwd, output_dtype=None) if use_gate_in_kernel else None,
         gate_bwd=gdn_gate_bwd if use_gate_in_kernel else None,
+        gate_form="softplus" if use_gate_in_kernel else "none",
+        lower_bound=None,
         state_v_first=state_v_first,
         output_final_state=output_final_state,
         disable_recompute=False,

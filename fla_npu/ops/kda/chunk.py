@@ -139,6 +139,7 @@ def chunk_kda(
         assert disable_recompute is False, "return_intermediate_states must be used with disable_recompute=False"
 
     cfg = DeltaRuleConfig(
+        name=fn,
         scale=K ** -0.5 if scale is None else float(scale),
         chunk_size=chunk_size,
         per_key_gate=True,
@@ -146,6 +147,8 @@ def chunk_kda(
         beta_sigmoid_scale=(2.0 if allow_neg_eigval else 1.0) if use_beta_sigmoid_in_kernel else None,
         gate_fwd=partial(kda_gate_fwd, lower_bound=lower_bound, output_dtype=None) if use_gate_in_kernel else None,
         gate_bwd=partial(kda_gate_bwd, lower_bound=lower_bound) if use_gate_in_kernel else None,
+        gate_form=("softplus" if lower_bound is None else "sigmoid") if use_gate_in_kernel else "none",
+        lower_bound=lower_bound,
         state_v_first=state_v_first,
         output_final_state=output_final_state,
         disable_recompute=disable_recompute,
