@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -51,7 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated implementations to check (default: every available one: "
                         + ", ".join(i.name for i in V.implementations(include_unavailable=True)) + ")")
 
-    sub.add_parser("info", help="print versions and the implementation CPU tensors use")
+    p = sub.add_parser("info", help="print the installed flavour, its build, CANN, the operator package, the device",
+                       description="Version, flavour and SoC, source revision, build options, CANN version found, "
+                                   "embedded operator package and whether CANN sees it, device SoC, kernels "
+                                   "available, routes, and (with FLA and fla-npu-adapter) FLA's backends.")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout (for machines)")
     return parser
 
 
@@ -98,22 +103,107 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if all(r["passed"] for r in rows) else 1
 
 
-def cmd_info(args: argparse.Namespace) -> int:
-    """Run ``fla-npu info``: fla_npu and torch versions and the implementation CPU tensors use."""
-    print(f"fla_npu {__version__}")
-    print(f"torch {torch.__version__}")
-    print("CPU tensors: the chunked PyTorch reference (fla_npu.ops.common.chunk; decode: fla_npu.ops.common.recurrent)")
+def collect_info() -> dict:
+    """What ``fla-npu info`` reports, as a dict (never raises: each failure is reported as a value)."""
     from . import runtime
+    from .runtime import bootstrap as B
+    from .runtime import cann as C
+    from .runtime import flavour as F
+
+    bi = F.build_info()
+    out = {"version": __version__, "torch": torch.__version__, "distribution": bi.get("distribution"),
+           "flavour": bi.get("flavour"), "soc": bi.get("soc"), "source_revision": bi.get("source_revision"),
+           "source_dirty": bi.get("source_dirty"), "build": bi,
+           "installed_flavours": [f.get("distribution") or F.dist_name(f.get("flavour", "?"))
+                                  for f in F.installed_flavours()]}
+    version, where = C.runtime_version()
+    out["cann"] = {"version": version, "where": where, "floor": bi.get("cann_floor"),
+                   "meets_floor": C.version_at_least(version, bi.get("cann_floor")) if bi.get("cann_floor") else None}
+    out["operator_package"] = B.opp_status()
+    if bi.get("flavour") in F.NPU_FLAVOURS or "torch_npu" in sys.modules:
+        soc, source = B.detect_device_soc()
+        out["device"] = {"soc": soc, "family": B.soc_family(soc) if soc else None, "source": source}
+    else:
+        out["device"] = {"soc": None, "family": None, "source": "not queried (sim flavour: no NPU kernels)"}
+    lib = {"path": str(runtime.library_path()), "loaded": False, "target": None, "error": None}
+    if bi.get("flavour") in F.NPU_FLAVOURS:
+        lib["error"] = "not loaded by `info` (NPU kernels load on first use on an NPU)"
+    else:
+        try:
+            lib["target"] = runtime.target()
+            lib["loaded"] = True
+        except runtime.NativeLibraryError as e:
+            lib["error"] = str(e)
+    out["native_library"] = lib
+    kernels = ["gate_chunk_cumsum"] + (["prefix_shared_attention"] if hasattr(runtime, "prefix_shared_attention")
+                                       or _has_module("fla_npu.runtime.prefix_shared_attention") else [])
+    out["kernels"] = kernels if lib["loaded"] or bi.get("flavour") in F.NPU_FLAVOURS else []
     try:
-        lib = f"{runtime.library_path()} ({runtime.target()})"
-    except runtime.NativeLibraryError:
-        lib = f"not installed ({runtime.library_path()})"
-    print(f"native library: {lib}")
-    try:
-        impl = runtime.cpu_impl()
+        out["cpu_impl"] = runtime.cpu_impl()
     except ValueError as e:
-        impl = f"invalid: {e}"
-    print(f"FLA_NPU_CPU_IMPL: {impl} (sim: kda_gate_chunk_cumsum, gdn_gate_chunk_cumsum run the simulated kernel)")
+        out["cpu_impl"] = f"invalid: {e}"
+    out["fla_backends"] = _fla_backends()
+    return out
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _fla_backends() -> dict | None:
+    """With fla-npu-adapter installed: which FLA functions fla_npu claims, per device, and whether
+    the adapter is switched on (``None`` without the adapter)."""
+    if not _has_module("fla_npu_adapter"):
+        return None
+    try:
+        from fla_npu_adapter import _discovery
+
+        claims = _discovery.read_claims()
+        enabled = os.environ.get("FLA_ASCENDC", "0") == "1"
+        return {"adapter_enabled": enabled, "fla_installed": _has_module("fla"),
+                "claims": {k: sorted({str(t) for c in v for t in c.targets}) for k, v in claims.items()},
+                "route": "fla_npu for the claimed devices" if enabled else "FLA's default (adapter off: FLA_ASCENDC!=1)"}
+    except Exception as e:  # noqa: BLE001 - info never fails
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Run ``fla-npu info`` (``--json``: one JSON object)."""
+    info = collect_info()
+    if getattr(args, "json", False):
+        print(json.dumps(info, indent=1, default=str))
+        return 0
+    b = info["build"]
+    print(f"fla_npu {info['version']} ({info['distribution'] or 'source tree, not built'}), torch {info['torch']}")
+    print(f"flavour: {info['flavour']} (SoC {info['soc']}); installed flavours: {info['installed_flavours'] or 'none'}")
+    print(f"source revision: {info['source_revision']}" + (" (dirty)" if info["source_dirty"] else "")
+          + f"; built {b.get('build_date')} by {b.get('build_driver')} with {b.get('compiler')}")
+    print(f"build options: {b.get('build_options')}")
+    c = info["cann"]
+    print(f"CANN: {c['version'] or 'not found'} ({c['where']})" + (f"; wheel floor {c['floor']}" if c["floor"] else ""))
+    o = info["operator_package"]
+    if o.get("vendor_dirs"):
+        print(f"operator package: {', '.join(o['vendor_dirs'])}; in ASCEND_CUSTOM_OPP_PATH: {o['in_env']}; "
+              f"set by torch's autoload: {bool((o.get('autoload') or {}).get('vendor_dirs'))}")
+    else:
+        print("operator package: none embedded")
+    d = info["device"]
+    print(f"device: {d['soc'] or 'no NPU'} ({d['source']})")
+    lib = info["native_library"]
+    print(f"native library: {lib['path']} " + (f"({lib['target']})" if lib["loaded"] else f"- {lib['error']}"))
+    print(f"kernels: {', '.join(info['kernels']) or 'none'}")
+    print("CPU tensors: the chunked PyTorch reference (fla_npu.ops.common.chunk; decode: fla_npu.ops.common.recurrent)")
+    print(f"FLA_NPU_CPU_IMPL: {info['cpu_impl']} (sim: kda_gate_chunk_cumsum, gdn_gate_chunk_cumsum run the simulated kernel)")
+    fb = info["fla_backends"]
+    if fb is None:
+        print("FLA backends: fla-npu-adapter not installed (FLA uses its default path)")
+    else:
+        print(f"FLA backends: {json.dumps(fb)}")
     return 0
 
 

@@ -71,6 +71,14 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.flaNpuGateChunkCumsum.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p]
     lib.flaNpuGateChunkCumsumLastTiling.restype = ctypes.c_int32
     lib.flaNpuGateChunkCumsumLastTiling.argtypes = [P(ctypes.c_uint32), ctypes.c_int32]
+    if hasattr(lib, "flaNpuPrefixSharedAttentionGetWorkspaceSize"):
+        lib.flaNpuPrefixSharedAttentionGetWorkspaceSize.restype = ctypes.c_int
+        lib.flaNpuPrefixSharedAttentionGetWorkspaceSize.argtypes = [T, T, T, ctypes.c_float, T, P(ctypes.c_uint64),
+                                                                    P(ctypes.c_void_p)]
+        lib.flaNpuPrefixSharedAttention.restype = ctypes.c_int
+        lib.flaNpuPrefixSharedAttention.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p]
+        lib.flaNpuPrefixSharedAttentionLastTiling.restype = ctypes.c_int32
+        lib.flaNpuPrefixSharedAttentionLastTiling.argtypes = [P(ctypes.c_uint32), ctypes.c_int32]
     if hasattr(lib, "fla_sim_last_launch_ok"):
         lib.fla_sim_last_launch_ok.restype = ctypes.c_int
         lib.fla_sim_last_error.restype = ctypes.c_char_p
@@ -89,6 +97,10 @@ def load_library() -> ctypes.CDLL:
     with _lock:
         if _lib is not None:
             return _lib
+        # An NPU flavour: is there an NPU of the wheel's SoC, a recent enough CANN, and does CANN see
+        # the embedded operator package (bootstrap.py; nothing for the sim flavour).
+        from .bootstrap import ensure_ready
+        ensure_ready()
         path = library_path()
         if not path.is_file():
             raise NativeLibraryError(
@@ -141,8 +153,10 @@ def ref(desc):
 
 def check(status: int, what: str) -> None:
     if status != 0:
+        from .aclnn import describe
+
         msg = load_library().flaNpuGetLastErrorMessage().decode(errors="replace")
-        raise KernelError(f"{what} failed (status {status}): {msg}")
+        raise KernelError(f"{describe(status, what)}: {msg}")
 
 
 def allocate_workspace(size: int, device: torch.device) -> torch.Tensor | None:

@@ -88,6 +88,24 @@ int flaNpuGateChunkCumsum(void* workspace, uint64_t workspace_size, FlaNpuExecut
  * fla_npu::gate::GateCumsumTiling (for tests and diagnostics); returns the word count. */
 int32_t flaNpuGateChunkCumsumLastTiling(uint32_t* words, int32_t capacity);
 
+/* ---- prefix-shared attention forward (mixed Cube + vector) --------------------------------------
+ *
+ *   q     [bs, G, len_q, D], k and v [bs, len_kv, D]; float16 or bfloat16 (one dtype); contiguous;
+ *         D = 64 or 128; G, len_q, len_kv >= 1 (bs may be 0: nothing runs).
+ *   scale the scores q k^T are multiplied by it (the caller passes D**-0.5 for the default).
+ *   out   [bs, G, len_q, D], dtype of q, contiguous:  out[b, g] = softmax(q[b, g] k[b]^T * scale) v[b].
+ *
+ * Workspace: per launched AI core, two fp32 score tiles, one probability tile and one fp32 output
+ * tile (128 rows each); the executor asks for it.
+ */
+int flaNpuPrefixSharedAttentionGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, float scale,
+                                                const FlaNpuTensor* out, uint64_t* workspace_size, FlaNpuExecutor** executor);
+int flaNpuPrefixSharedAttention(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
+
+/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
+ * fla_npu::psa::PsaTiling (for tests and diagnostics); returns the word count. */
+int32_t flaNpuPrefixSharedAttentionLastTiling(uint32_t* words, int32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,59 @@
+"""The prefix-shared attention forward kernel (``csrc/prefix_shared_attention/``) called through the
+C entry points ``flaNpuPrefixSharedAttentionGetWorkspaceSize`` / ``flaNpuPrefixSharedAttention``."""
+
+from __future__ import annotations
+
+import torch
+
+from . import _native as N
+
+KERNEL_DTYPES = (torch.float16, torch.bfloat16)
+
+_last_launched = False
+
+_TILING_FIELDS = ("bs", "G", "len_q", "len_kv", "D", "rows", "m_tiles", "kv_tiles", "num_units", "block_dim",
+                  "units_per_core", "units_rem", "elem_bytes", "ws_bytes_per_core", "ws_s_off", "ws_p_off", "ws_o_off",
+                  "ub_bytes_used", "l1_bytes_used", "l0a_bytes_used", "l0b_bytes_used", "l0c_bytes_used", "scale")
+
+
+def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+    """Run the kernel on validated inputs: ``q`` ``[bs, G, len_q, D]``, ``k``/``v`` ``[bs, len_kv, D]``
+    (fp16 or bf16, one dtype, D 64 or 128) -> ``out`` of ``q``'s shape and dtype."""
+    global _last_launched
+    lib = N.load_library()
+    if not hasattr(lib, "flaNpuPrefixSharedAttentionGetWorkspaceSize"):
+        raise N.NativeLibraryError(f"{N.library_path()} has no prefix-shared attention kernel: rebuild fla-npu")
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    descs = [N.tensor_desc(t) for t in (q, k, v, out)]
+    ws_size = N.ctypes.c_uint64(0)
+    executor = N.ctypes.c_void_p(None)
+    N.check(lib.flaNpuPrefixSharedAttentionGetWorkspaceSize(
+        N.ref(descs[0]), N.ref(descs[1]), N.ref(descs[2]), float(scale), N.ref(descs[3]),
+        N.ctypes.byref(ws_size), N.ctypes.byref(executor)), "flaNpuPrefixSharedAttentionGetWorkspaceSize")
+    workspace = N.allocate_workspace(ws_size.value, q.device)
+    ws_ptr = None if workspace is None else workspace.data_ptr()
+    N.check(lib.flaNpuPrefixSharedAttention(ws_ptr, ws_size.value, executor, N.current_stream(q.device)),
+            "flaNpuPrefixSharedAttention")
+    _last_launched = last_tiling()["block_dim"] > 0
+    return out
+
+
+def last_tiling() -> dict:
+    """The tiling of the last ``prefix_shared_attention`` call on this thread, as a dict."""
+    lib = N.load_library()
+    n = lib.flaNpuPrefixSharedAttentionLastTiling(None, 0)
+    words = (N.ctypes.c_uint32 * n)()
+    lib.flaNpuPrefixSharedAttentionLastTiling(words, n)
+    out = {}
+    for i, name in enumerate(_TILING_FIELDS):
+        if name == "scale":
+            out[name] = N.ctypes.c_float.from_buffer_copy(N.ctypes.c_uint32(words[i])).value
+        else:
+            out[name] = int(words[i])
+    return out
+
+
+def last_launch() -> N.SimLaunch | None:
+    """Simulation counters of the last launch (``None`` if nothing was launched: ``bs == 0``)."""
+    return N.last_sim_launch() if _last_launched else None

@@ -1,0 +1,256 @@
+"""Kernel 2 (csrc/prefix_shared_attention/): prefix-shared attention forward, mixed Cube + vector,
+run on the host simulation of Ascend C through the installed library and fla_npu.runtime.
+
+Checked: the simulated kernel against an fp64 reference within the rounding the kernel's design
+allows (P rounded to the input type for the Cube, the output rounded once); bitwise batch
+invariance (a row's output depends only on its query and its batch's K/V: not on bs, the batch
+position, G, len_q, the M-tile or the core count) and determinism; the simulation counters (K/V
+read once per batch for decode shapes, once per 128-row M-tile in general; every multiply-add of
+the two products on the Cube); a clean hazard checker (a hazard or any other simulated-device
+fault fails the launch). Outputs are poisoned with NaN before every launch (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+import fla_npu
+from fla_npu.ops.prefix_shared_attention import naive_prefix_shared_attention
+from fla_npu.runtime import _native, routing
+from fla_npu.runtime import prefix_shared_attention as kpsa
+
+ROOT = Path(__file__).resolve().parents[2]
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+UNIT_ROUND = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}  # unit roundoff of the input type
+BLOCK_M = 128
+
+
+@pytest.fixture
+def sim(monkeypatch):
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+
+
+def _inputs(bs, G, Lq, Lkv, D, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(bs, G, Lq, D, generator=gen).to(dtype)
+    k = torch.randn(bs, Lkv, D, generator=gen).to(dtype)
+    v = torch.randn(bs, Lkv, D, generator=gen).to(dtype)
+    return q, k, v
+
+
+def _check_close(out, q, k, v, scale):
+    """|out - ref| <= u * (sum_j p_j |v_j|) * 1.5 + u * |ref| + tiny: P rounded to the input type
+    (relative u per probability), the output rounded once (u), fp32 arithmetic far below that."""
+    assert out.dtype == q.dtype and out.shape == q.shape
+    assert torch.isfinite(out).all(), "an output element was not written (still NaN) or is not finite"
+    D = q.shape[-1]
+    s = D ** -0.5 if scale is None else scale
+    qd, kd, vd = q.double(), k.double(), v.double()
+    p = torch.softmax(torch.einsum("bgqd,bkd->bgqk", qd, kd) * s, -1)
+    ref = torch.einsum("bgqk,bkd->bgqd", p, vd)
+    mag = torch.einsum("bgqk,bkd->bgqd", p, vd.abs())
+    u = UNIT_ROUND[q.dtype]
+    bound = 1.5 * u * mag + u * ref.abs() + 1e-6
+    err = (out.double() - ref).abs()
+    worst = (err / bound).max().item()
+    assert worst <= 1.0, f"error {err.max().item():.3e} exceeds the rounding bound (ratio {worst:.2f})"
+
+
+SHAPES = [  # (bs, G, len_q, len_kv, D)
+    (1, 1, 1, 1, 128),       # len_q = 1, len_kv = 1
+    (2, 3, 5, 7, 128),       # tails everywhere, one M-tile
+    (1, 4, 1, 300, 128),     # decode, 3 K/V tiles with a tail
+    (2, 2, 70, 129, 64),     # 140 rows: two M-tiles (the second of 12 rows), K/V tail of 1, D = 64
+    (1, 1, 130, 1, 128),     # len_kv = 1, a 2-row second M-tile (AIV 1 gets 1 row)
+    (1, 3, 2, 1000, 128),    # larger len_kv: 8 tiles, tail 104
+]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_kernel_matches_fp64_reference(sim, shape, dtype):
+    bs, G, Lq, Lkv, D = shape
+    q, k, v = _inputs(bs, G, Lq, Lkv, D, DTYPES[dtype], seed=sum(shape))
+    out = fla_npu.prefix_shared_attention(q, k, v)
+    launch = kpsa.last_launch()
+    assert launch is not None and launch.ok and launch.error == ""
+    assert launch.kernel == "fla_prefix_shared_attention_" + {"bf16": "bf16", "fp16": "f16"}[dtype]
+    _check_close(out, q, k, v, None)
+
+
+@pytest.mark.parametrize("scale", [0.3, -0.2, 0.0, 2.0])
+def test_scales(sim, scale):
+    """Any finite scale: negative (padding keys must still get no weight), 0 (uniform), large."""
+    q, k, v = _inputs(1, 2, 3, 150, 64, torch.bfloat16, seed=5)
+    out = fla_npu.prefix_shared_attention(q, k, v, scale=scale)
+    _check_close(out, q, k, v, scale)
+
+
+def test_batch_invariance(sim, monkeypatch):
+    """Rows of one response, placed at other batch positions, next to other responses, at other
+    positions of other M-tiles, with other batch sizes, G, len_q and core counts: bitwise equal."""
+    D, Lkv = 128, 200
+    q, k, v = _inputs(1, 1, 5, Lkv, D, torch.bfloat16, seed=11)
+    base = fla_npu.prefix_shared_attention(q, k, v)[0, 0]            # 5 rows, alone in their M-tile
+    noise = _inputs(4, 40, 7, Lkv, D, torch.bfloat16, seed=12)
+
+    # bs = 4, batch 2 holds the K/V; G = 40, len_q = 7 (280 rows, 3 M-tiles); our 5 queries at
+    # stacked rows 3..7 (response 0), 124..128 (straddling M-tiles 0 and 1) and 273..277 (tile 2).
+    q2, k2, v2 = (t.clone() for t in noise)
+    k2[2], v2[2] = k[0], v[0]
+    flat = q2[2].reshape(-1, D)
+    for r0 in (3, 124, 273):
+        flat[r0:r0 + 5] = q[0, 0]
+    q2[2] = flat.reshape(40, 7, D)
+    for cores in ("2", "8", "16"):
+        monkeypatch.setenv("FLA_NPU_SIM_CORES", cores)
+        out = fla_npu.prefix_shared_attention(q2, k2, v2)[2].reshape(-1, D)
+        for r0 in (3, 124, 273):
+            assert torch.equal(out[r0:r0 + 5], base), (cores, r0)
+    assert kpsa.last_tiling()["block_dim"] == min(8, kpsa.last_tiling()["num_units"])
+
+    # Decode layout: the 5 queries as 5 responses of len_q = 1, batch position 0 of 3.
+    q3 = torch.cat([q[0, 0].reshape(1, 5, 1, D), noise[0][:1, :5, :1]], 0)
+    q3 = torch.cat([q3, noise[0][:1, :5, :1]], 0)
+    k3 = torch.cat([k, noise[1][:2]], 0)
+    v3 = torch.cat([v, noise[2][:2]], 0)
+    out3 = fla_npu.prefix_shared_attention(q3, k3, v3)
+    assert torch.equal(out3[0, :, 0], base)
+
+    # Deterministic across runs.
+    again = fla_npu.prefix_shared_attention(q2, k2, v2)
+    assert torch.equal(again, fla_npu.prefix_shared_attention(q2, k2, v2))
+
+
+def _kv_bytes_read(launch, t, elem):
+    """K/V bytes the AICs read: everything they read from GM less Q (once per M-tile) and the P
+    tiles (mLen x nLen per unit and K/V tile). The AIVs read only the S and O_j tiles."""
+    aic = sum(c.gm_to_local_bytes for info, c in launch.cores if info[0] == 0)
+    q_bytes = t["bs"] * t["rows"] * t["D"] * elem
+    p_bytes = t["bs"] * t["rows"] * t["len_kv"] * elem
+    return aic - q_bytes - p_bytes
+
+
+def _check_counters(bs, G, Lq, Lkv, D=128, dtype=torch.bfloat16):
+    q, k, v = _inputs(bs, G, Lq, Lkv, D, dtype, seed=G + Lq)
+    out = fla_npu.prefix_shared_attention(q, k, v)
+    t, launch = kpsa.last_tiling(), kpsa.last_launch()
+    assert launch.ok and launch.error == ""
+    tot = launch.totals
+    elem = 2
+    compulsory = 2 * bs * Lkv * D * elem                               # K and V once per batch
+    kv = _kv_bytes_read(launch, t, elem)
+    m_tiles = math.ceil(G * Lq / BLOCK_M)
+    assert t["m_tiles"] == m_tiles
+    assert kv == m_tiles * compulsory                                   # one K/V pass per M-tile
+    rows = bs * G * Lq
+    macs = 2 * rows * Lkv * D                                           # Q K^T and P V
+    assert tot.cube_macs == macs
+    # The AIVs read the S and O_j tiles and write whole 128-key P rows; the output is written once.
+    vec_read = sum(c.gm_to_local_bytes for info, c in launch.cores if info[0] == 1)
+    assert vec_read == rows * Lkv * 4 + rows * D * 4 * t["kv_tiles"]
+    assert tot.local_to_gm_bytes == (rows * Lkv * 4 + rows * t["kv_tiles"] * BLOCK_M * elem
+                                     + rows * D * 4 * t["kv_tiles"] + rows * D * elem)
+    assert tot.peak_ub_bytes == t["ub_bytes_used"] <= 192 * 1024 - 8 * 1024 - 256
+    assert tot.peak_l0a_bytes <= 64 * 1024 and tot.peak_l0b_bytes <= 64 * 1024 and tot.peak_l0c_bytes <= 128 * 1024
+    per_response = G * math.ceil(Lq / 64)                               # a per-(response, 64-row block) schedule
+    cube_fraction = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
+    return out, kv / compulsory, per_response, cube_fraction
+
+
+@pytest.mark.parametrize("bs,G,Lq,Lkv", [(2, 16, 1, 300), (1, 128, 1, 129), (3, 64, 2, 40), (1, 5, 3, 1)])
+def test_decode_reads_kv_exactly_once(sim, bs, G, Lq, Lkv):
+    """G * len_q <= 128: every K/V byte of a batch is read from GM exactly once."""
+    _, ratio, _, _ = _check_counters(bs, G, Lq, Lkv)
+    assert ratio == 1.0
+
+
+# production.json "prefix_shared_attention", scaled for CI where needed: the decode shapes and
+# 2x8x64x2048 run at full size; the two len_q = 512 prefill shapes keep G = 64 with len_q = 16 and
+# len_kv = 512 (8 M-tiles per batch; the ratio depends on G * len_q only, not on len_kv).
+PRODUCTION_SCALED = [
+    ((1, 64, 1, 8192), (1, 64, 1, 8192)),
+    ((4, 16, 1, 4096), (4, 16, 1, 4096)),
+    ((1, 64, 2, 16384), (1, 64, 2, 16384)),
+    ((2, 8, 64, 2048), (2, 8, 64, 2048)),
+    ((1, 64, 512, 1024), (1, 64, 16, 512)),
+    ((1, 64, 512, 16384), (1, 64, 16, 512)),
+]
+
+
+@pytest.mark.parametrize("full,scaled", PRODUCTION_SCALED, ids=lambda s: "x".join(map(str, s)))
+def test_production_shape_counters(sim, full, scaled, record_property):
+    """K/V bytes read / compulsory (K, V once per batch) = ceil(G * len_q / 128), measured on the
+    scaled shape; for the full shape the same formula (the tiling's m_tiles) against the analytic
+    G * ceil(len_q / 64) of a per-(response, 64-row block) kernel; the Cube's share of the work."""
+    bs, G, Lq, Lkv = scaled
+    _, ratio, per_response, cube_fraction = _check_counters(bs, G, Lq, Lkv)
+    assert ratio == math.ceil(G * Lq / BLOCK_M) <= per_response
+    fG, fLq = full[1], full[2]
+    full_ratio, full_per_response = math.ceil(fG * fLq / BLOCK_M), fG * math.ceil(fLq / 64)
+    assert cube_fraction > 0.9
+    record_property("kv_read_ratio_scaled", ratio)
+    record_property("kv_read_ratio_full", full_ratio)
+    record_property("per_response_ratio_full", full_per_response)
+    record_property("cube_mac_fraction", cube_fraction)
+    print(f"\nprefix_shared_attention {full} (scaled {scaled}): K/V read / compulsory = {ratio:g} (scaled), "
+          f"{full_ratio} (full); per-(response, 64-row block) = {per_response} (scaled), {full_per_response} (full); "
+          f"Cube MACs / (Cube MACs + vector element ops) = {cube_fraction:.4f}")
+
+
+def test_kernel_rejects_bad_descriptors():
+    """The C entry point validates on its own (callers other than the Python wrapper)."""
+    q, k, v = _inputs(1, 2, 3, 10, 128, torch.bfloat16)
+    with pytest.raises(_native.KernelError, match="float16 or bfloat16"):
+        kpsa.prefix_shared_attention(q.float(), k.float(), v.float(), 0.1)
+    with pytest.raises(_native.KernelError, match="different lengths"):
+        kpsa.prefix_shared_attention(q, k, v[:, :5], 0.1)
+    with pytest.raises(_native.KernelError, match="64 or 128"):
+        kpsa.prefix_shared_attention(q[..., :32], k[..., :32], v[..., :32], 0.1)
+    with pytest.raises(_native.KernelError, match="one dtype"):
+        kpsa.prefix_shared_attention(q, k.half(), v, 0.1)
+
+
+def test_routing(monkeypatch):
+    """Default: the reference (no launch); FLA_NPU_CPU_IMPL=sim: the kernel for fp16/bf16; fp32
+    stays on the reference."""
+    q, k, v = _inputs(1, 2, 3, 10, 64, torch.bfloat16)
+    monkeypatch.delenv("FLA_NPU_CPU_IMPL", raising=False)
+    monkeypatch.setattr(kpsa, "_last_launched", False)
+    ref = fla_npu.prefix_shared_attention(q, k, v)
+    assert kpsa.last_launch() is None
+    assert torch.equal(ref, naive_prefix_shared_attention(q, k, v))
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    got = fla_npu.prefix_shared_attention(q, k, v)
+    assert kpsa.last_launch() is not None
+    _check_close(got, q, k, v, None)
+    monkeypatch.setattr(kpsa, "_last_launched", False)
+    fla_npu.prefix_shared_attention(q.float(), k.float(), v.float())
+    assert kpsa.last_launch() is None
+    assert routing.cpu_impl() == "sim"
+
+
+def test_empty_batch(sim):
+    q, k, v = _inputs(0, 2, 3, 10, 128, torch.float16)
+    out = fla_npu.prefix_shared_attention(q, k, v)
+    assert out.shape == (0, 2, 3, 128) and out.dtype == torch.float16
+
+
+@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+def test_tiling_unit_tests(tmp_path):
+    """The C++ unit tests of the host tiling (csrc/prefix_shared_attention/tests/), compiled on the spot."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    src = ROOT / "csrc" / "prefix_shared_attention"
+    exe = tmp_path / "prefix_shared_attention_tiling_test"
+    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
+                    str(src / "tests" / "prefix_shared_attention_tiling_test.cpp"),
+                    str(src / "prefix_shared_attention_tiling.cpp"), "-o", str(exe)], check=True, capture_output=True,
+                   text=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
