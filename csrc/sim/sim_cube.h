@@ -1,5 +1,5 @@
 // fla-npu host simulation of Ascend C — the Cube path (AIC cores): GM -> L1 with ND -> NZ,
-// InitConstValue, LoadData L1 -> L0A/L0B, Mmad into L0C, Fixpipe L0C -> GM.
+// InitConstValue, LoadData L1 -> L0A/L0B, Mmad into L0C, Fixpipe L0C -> GM/L1 (ND or NZ).
 //
 // Fractal layouts (reference/ascendc.md §1.7). A fractal is 16 rows x C0 columns, C0 = 32 bytes /
 // sizeof(T) (16 for half/bfloat16_t, 8 for float): 512 bytes in L1/L0A/L0B; the fp32 fractal of
@@ -313,9 +313,10 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& fm, const Loca
 }
 
 // ---------------------------------------------------------------------------------------------
-// L0C -> GM (pipe FIX), NZ -> ND (CFG_ROW_MAJOR): element (r, c), r < mSize, c < nSize, is read at
+// Fixpipe: L0C -> GM or L1 (pipe FIX). Element (r, c), r < mSize, c < nSize, is read at
 // (c / 16) * srcStride * 16 + r * 16 + c % 16 of src (srcStride: rows between two 16-column blocks,
-// normally ceil16(m)) and written at r * dstStride + c of dst (dstStride in elements). quantPre:
+// normally ceil16(m)); CFG_ROW_MAJOR writes it at r * dstStride + c (NZ -> ND, dstStride in
+// elements), CFG_NZ at (c / 16) * dstStride * 16 + r * 16 + c % 16 (dstStride in 32-byte rows). quantPre:
 // NoQuant (float out), F322F16 (half out), F322BF16 (bfloat16_t out), round-to-nearest-even;
 // reluEn clamps at 0 first.
 enum QuantMode_t : uint8_t { NoQuant = 0, F322F16, F322BF16, DEQF16, VDEQF16, QF322B8_PRE, VQF322B8_PRE, REQ8, VREQ8 };
@@ -344,40 +345,101 @@ struct FixpipeParamsV220 {
         : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn) {}
 };
 
-template <class T, class U, const FixpipeConfig& config = CFG_ROW_MAJOR>
-inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
-    static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
-    static_assert(std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>,
-                  "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
-    using namespace sim;
-    BeginOp(PIPE_FIX, "Fixpipe");
+namespace sim {
+inline const char* QuantName(QuantMode_t q) {
+    static const char* qn[] = {"NoQuant", "F322F16", "F322BF16", "DEQF16", "VDEQF16", "QF322B8_PRE", "VQF322B8_PRE", "REQ8", "VREQ8"};
+    return q <= VREQ8 ? qn[q] : "?";
+}
+// Checks shared by both destinations; returns the source (nullptr when mSize or nSize is 0) and
+// records the FIX pipe's reads of L0C.
+template <class T, class U>
+inline const U* FixpipeSource(const LocalTensor<U>& src, const FixpipeParamsV220& p, CO2Layout format) {
     RequireArena(src, ArenaKind::L0C, "Fixpipe", "src", "L0C (CO1)");
-    if (config.format != CO2Layout::ROW_MAJOR) Fail("Fixpipe", "only CFG_ROW_MAJOR (NZ -> ND) output to GM is simulated");
     if (p.unitFlag != 0) Fail("Fixpipe", "unitFlag != 0 is not simulated: synchronise M -> FIX with SetFlag/WaitFlag<HardEvent::M_FIX>");
     if (p.ndNum != 1) Fail("Fixpipe", Fmt("ndNum %u: only ndNum = 1 is simulated", p.ndNum));
+    if (p.isChannelSplit) Fail("Fixpipe", "isChannelSplit is not simulated");
     const QuantMode_t want = std::is_same_v<T, float> ? NoQuant : std::is_same_v<T, half> ? F322F16 : F322BF16;
-    static const char* qn[] = {"NoQuant", "F322F16", "F322BF16", "DEQF16", "VDEQF16", "QF322B8_PRE", "VQF322B8_PRE", "REQ8", "VREQ8"};
     if (p.quantPre != want)
         Fail("Fixpipe quantisation mode",
              Fmt("quantPre %s with a %s destination: float needs NoQuant, half F322F16, bfloat16_t F322BF16 (other modes are not simulated)",
-                 p.quantPre <= VREQ8 ? qn[p.quantPre] : "?", std::is_same_v<T, float> ? "float" : std::is_same_v<T, half> ? "half" : "bfloat16_t"));
+                 QuantName(p.quantPre), std::is_same_v<T, float> ? "float" : std::is_same_v<T, half> ? "half" : "bfloat16_t"));
     src.SimAlign(64, "src");
-    if (p.mSize == 0 || p.nSize == 0) return;
+    if (p.mSize == 0 || p.nSize == 0) return nullptr;
     if (p.srcStride < p.mSize)
         Fail("Fixpipe fractal parameters", Fmt("srcStride %u rows < mSize %u: the 16-column blocks of the NZ source overlap", p.srcStride, p.mSize));
-    if (p.dstStride < p.nSize) Fail("Fixpipe", Fmt("dstStride %u < nSize %u: destination rows overlap", p.dstStride, p.nSize));
+    if (format == CO2Layout::ROW_MAJOR && p.dstStride < p.nSize)
+        Fail("Fixpipe", Fmt("dstStride %u < nSize %u: destination rows overlap", p.dstStride, p.nSize));
+    if (format == CO2Layout::NZ && p.dstStride < p.mSize)
+        Fail("Fixpipe", Fmt("NZ output: dstStride %u (32-byte rows between 16-column blocks) < mSize %u: the blocks overlap", p.dstStride,
+                            p.mSize));
+    if (format == CO2Layout::COLUMN_MAJOR) Fail("Fixpipe", "COLUMN_MAJOR output is not simulated");
     const uint64_t blocks = (uint64_t(p.nSize) + 15) / 16, pitch = uint64_t(p.srcStride) * 16;
     const U* s = src.SimData((blocks - 1) * pitch + uint64_t(p.mSize) * 16, "src");
-    dst.SimCheck(0, (uint64_t(p.mSize) - 1) * p.dstStride + p.nSize, "Fixpipe dst");
     for (uint64_t b = 0; b < blocks; ++b) src.SimTouch(b * pitch, uint64_t(p.mSize) * 16, false);
+    return s;
+}
+// Destination element offset of (r, c). ROW_MAJOR (NZ -> ND): r * dstStride + c. NZ (the L0C
+// fractal order kept; 2-byte outputs, whose C0 is the fractal's 16 columns): (c / 16) * dstStride * 16
+// + r * 16 + c % 16, dstStride = 32-byte rows between consecutive 16-column blocks.
+inline uint64_t FixpipeDstOff(CO2Layout f, const FixpipeParamsV220& p, uint64_t r, uint64_t c) {
+    return f == CO2Layout::NZ ? (c / 16) * uint64_t(p.dstStride) * 16 + r * 16 + c % 16 : r * p.dstStride + c;
+}
+inline uint64_t FixpipeDstSpan(CO2Layout f, const FixpipeParamsV220& p) {
+    if (f == CO2Layout::NZ) return FixpipeDstOff(f, p, p.mSize - 1u, (p.nSize - 1u) / 16 * 16) + 16;
+    return FixpipeDstOff(f, p, p.mSize - 1u, p.nSize - 1u) + 1;
+}
+template <class T> inline T FixpipeValue(const float* s, const FixpipeParamsV220& p, uint64_t r, uint64_t c) {
+    float v = s[(c / 16) * uint64_t(p.srcStride) * 16 + r * 16 + c % 16];
+    if (p.reluEn && v < 0.0f) v = 0.0f;
+    return FromFloat<T>(v, RoundMode::CAST_RINT);
+}
+template <class T> constexpr bool kFixpipeOut = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+}  // namespace sim
+
+// L0C -> GM (pipe FIX). CFG_ROW_MAJOR: NZ -> ND; CFG_NZ: the NZ order kept (2-byte outputs).
+template <class T, class U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
+    static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
+    static_assert(sim::kFixpipeOut<T>, "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
+    static_assert(config.format != CO2Layout::NZ || sizeof(T) == 2,
+                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not simulated)");
+    using namespace sim;
+    BeginOp(PIPE_FIX, "Fixpipe");
+    const U* s = FixpipeSource<T>(src, p, config.format);
+    if (!s) return;
+    dst.SimCheck(0, FixpipeDstSpan(config.format, p), "Fixpipe dst");
     T* d = dst.SimPtr();
     for (uint64_t r = 0; r < p.mSize; ++r)
-        for (uint64_t c = 0; c < p.nSize; ++c) {
-            float v = s[(c / 16) * pitch + r * 16 + c % 16];
-            if (p.reluEn && v < 0.0f) v = 0.0f;
-            d[r * p.dstStride + c] = FromFloat<T>(v, RoundMode::CAST_RINT);
-        }
+        for (uint64_t c = 0; c < p.nSize; ++c) d[FixpipeDstOff(config.format, p, r, c)] = FixpipeValue<T>(s, p, r, c);
     CountLocalToGm(uint64_t(p.mSize) * p.nSize * sizeof(T));
+}
+
+// L0C -> L1 (A1/B1; pipe FIX, the hazard checker records the L1 writes: a LoadData of that region
+// needs SetFlag/WaitFlag<HardEvent::FIX_MTE1>, and a Fixpipe over L1 a previous LoadData read needs
+// MTE1_FIX). CFG_NZ writes the NZ layout LoadData reads (for an mSize x nSize result with
+// dstStride = ceil16(mSize) it is exactly what Nd2NzParams with dstNzC0Stride = ceil16(mSize)
+// writes, except that rows mSize..ceil16(mSize) of each block are not written); CFG_ROW_MAJOR
+// writes ND rows of dstStride elements. No GM bytes are counted.
+template <class T, class U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
+    static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
+    static_assert(sim::kFixpipeOut<T>, "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
+    static_assert(config.format != CO2Layout::NZ || sizeof(T) == 2,
+                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not simulated)");
+    using namespace sim;
+    BeginOp(PIPE_FIX, "Fixpipe(L0C->L1)");
+    RequireArena(dst, ArenaKind::L1, "Fixpipe", "dst", "L1 (A1/B1) or GM (L0C -> UB, a5, is not simulated)");
+    dst.SimAlign(kBlock, "dst");
+    const U* s = FixpipeSource<T>(src, p, config.format);
+    if (!s) return;
+    T* d = dst.SimData(FixpipeDstSpan(config.format, p), "dst");
+    if (config.format == CO2Layout::NZ) {
+        for (uint64_t b = 0; b < (uint64_t(p.nSize) + 15) / 16; ++b) dst.SimTouch(b * p.dstStride * 16, uint64_t(p.mSize) * 16, true);
+    } else {
+        for (uint64_t r = 0; r < p.mSize; ++r) dst.SimTouch(r * p.dstStride, p.nSize, true);
+    }
+    for (uint64_t r = 0; r < p.mSize; ++r)
+        for (uint64_t c = 0; c < p.nSize; ++c) d[FixpipeDstOff(config.format, p, r, c)] = FixpipeValue<T>(s, p, r, c);
 }
 
 }  // namespace AscendC

@@ -8,10 +8,13 @@
 //                     0 allowed (broadcast).
 // Every operand is checked: live, in UB, 32-byte aligned, in bounds. Results are computed in float
 // (integers in int64) and rounded once per instruction to the element type.
+// Compare/CompareScalar write bit masks (uint8_t) that Select consumes (see the section below).
 // Not simulated yet: the sticky mask state (SetVectorMask/SetMaskCount, isSetMask=false), the
+// CmpMask register forms (Compare without dst, GetCmpMask/SetCmpMask, Select without selMask), the
 // address-overlap rule, hardware approximations of Exp/Ln/Div (host libm is used).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -465,5 +468,230 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
         }
     sim::CountVector(uint64_t(repeatTime) * 8 * epb);
 }
+
+// ---- Compare / CompareScalar / Select ------------------------------------------------------------
+// Compare writes one bit per element into a uint8_t tensor: element i -> bit i % 8 of byte i / 8
+// (little-endian bit order), 1 when the comparison holds. IEEE semantics: with a NaN operand only
+// NE holds. Count form: count * sizeof(T) must be a multiple of 256 bytes (whole repeats), as the
+// API documents; the dst holds count / 8 bytes. Mask/repeat form: repeat r writes its
+// 256 / sizeof(T) bits contiguously at byte r * 256 / sizeof(T) / 8 of dst (dst strides are not
+// used); bits of lanes the mask switches off are written 0 (a simulation choice).
+// Select: bit 1 takes src0, bit 0 takes src1 (a tensor, or a scalar in VSEL_TENSOR_SCALAR_MODE).
+// VSEL_CMPMASK_SPR uses the first 256 / sizeof(T) bits of selMask for every repeat; the other two
+// modes consume selMask contiguously (element i of the count form, lane l of repeat r: bit
+// r * 256 / sizeof(T) + l). In the mask/repeat form lanes the mask switches off keep dst.
+enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
+enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+
+namespace sim {
+inline const char* CmpModeName(CMPMODE m) {
+    static const char* n[] = {"LT", "GT", "EQ", "LE", "GE", "NE"};
+    return static_cast<uint8_t>(m) < 6 ? n[static_cast<uint8_t>(m)] : "?";
+}
+inline const char* SelModeName(SELMODE m) {
+    static const char* n[] = {"VSEL_CMPMASK_SPR", "VSEL_TENSOR_SCALAR_MODE", "VSEL_TENSOR_TENSOR_MODE"};
+    return static_cast<uint8_t>(m) < 3 ? n[static_cast<uint8_t>(m)] : "?";
+}
+template <class C> inline bool CmpEval(CMPMODE m, C a, C b) {
+    switch (m) {
+    case CMPMODE::LT: return a < b;
+    case CMPMODE::GT: return a > b;
+    case CMPMODE::EQ: return a == b;
+    case CMPMODE::LE: return a <= b;
+    case CMPMODE::GE: return a >= b;
+    case CMPMODE::NE: return !(a == b);
+    }
+    Fail("bad CMPMODE", Fmt("cmpMode %u is not one of LT GT EQ LE GE NE", unsigned(m)));
+}
+inline bool BitAt(const uint8_t* p, uint64_t i) { return (p[i >> 3] >> (i & 7)) & 1u; }
+
+template <class T> inline void CmpCountRule(const char* op, uint32_t count) {
+    const uint64_t bytes = uint64_t(count) * sizeof(T);
+    if (bytes % kRepeatBytes != 0)
+        Fail(std::string(op) + " count alignment",
+             Fmt("count %u x %zu bytes = %llu bytes is not a multiple of 256 bytes: the count form of %s compares whole 256-byte "
+                 "repeats (%u elements of this type); round the count up to a multiple of %u and size the operands for it",
+                 count, sizeof(T), (unsigned long long)bytes, op, unsigned(kRepeatBytes / sizeof(T)), unsigned(kRepeatBytes / sizeof(T))));
+}
+
+// b == nullptr: compare against the scalar s.
+template <class T>
+inline void CmpCount(const char* op, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, const LocalTensor<T>* b, T s, CMPMODE m,
+                     uint32_t count) {
+    BeginOp(PIPE_V, op);
+    CmpCountRule<T>(op, count);
+    if (count == 0) return;
+    const T* pa = VecOperand(a, count, "src0");
+    const T* pb = b ? VecOperand(*b, count, "src1") : nullptr;
+    uint8_t* pd = VecOperand(dst, count / 8, "dst");
+    a.SimTouch(0, count, false);
+    if (b) b->SimTouch(0, count, false);
+    dst.SimTouch(0, count / 8, true);
+    std::vector<uint8_t> bits(count / 8, 0);
+    for (uint32_t i = 0; i < count; ++i)
+        if (CmpEval(m, Ld(pa[i]), pb ? Ld(pb[i]) : Ld(s))) bits[i >> 3] |= uint8_t(1u << (i & 7));
+    std::memcpy(pd, bits.data(), bits.size());
+    CountVector(count);
+}
+template <class T>
+inline void CmpRepeat(const char* op, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, const LocalTensor<T>* b, T s, CMPMODE m,
+                      const LaneMask& lm, uint8_t repeat, Stride sa, Stride sb) {
+    static_assert(sizeof(T) >= 2, "fla-npu sim: the mask/repeat form of Compare is simulated for 16/32-bit sources only");
+    (void)op;  // the wrapper began the operation
+    if (repeat == 0) return;
+    constexpr uint32_t lanes = kRepeatBytes / sizeof(T), bytesPer = lanes / 8;
+    const T* pa = RepOperand(a, lm, repeat, sa, false, "src0");
+    const T* pb = b ? RepOperand(*b, lm, repeat, sb, false, "src1") : nullptr;
+    uint8_t* pd = VecOperand(dst, uint64_t(repeat) * bytesPer, "dst");
+    dst.SimTouch(0, uint64_t(repeat) * bytesPer, true);
+    std::vector<uint8_t> bits(uint64_t(repeat) * bytesPer, 0);
+    for (uint32_t r = 0; r < repeat; ++r)
+        for (uint32_t l = 0; l < lanes; ++l)
+            if (lm.On(l) && CmpEval(m, Ld(pa[LaneOff<T>(r, l, sa)]), pb ? Ld(pb[LaneOff<T>(r, l, sb)]) : Ld(s))) {
+                const uint64_t i = uint64_t(r) * lanes + l;
+                bits[i >> 3] |= uint8_t(1u << (i & 7));
+            }
+    std::memcpy(pd, bits.data(), bits.size());
+    CountVector(ActiveLanes<T>(lm) * repeat);
+}
+
+inline void SelModeRule(SELMODE mode, bool scalar) {
+    if (scalar && mode != SELMODE::VSEL_TENSOR_SCALAR_MODE)
+        Fail("Select mode", Fmt("selMode %s with a scalar src1: a scalar selects only in VSEL_TENSOR_SCALAR_MODE", SelModeName(mode)));
+    if (!scalar && mode != SELMODE::VSEL_CMPMASK_SPR && mode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
+        Fail("Select mode", Fmt("selMode %s with a tensor src1: use VSEL_TENSOR_TENSOR_MODE or VSEL_CMPMASK_SPR", SelModeName(mode)));
+}
+// Read the bits of selMask the instruction consumes (bits [0, nbits)).
+template <class U> inline const uint8_t* SelMaskBits(const LocalTensor<U>& m, uint64_t nbits) {
+    const uint64_t bytes = (nbits + 7) / 8;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(VecOperand(m, (bytes + sizeof(U) - 1) / sizeof(U), "selMask"));
+    m.SimTouchBytes(0, bytes, false);
+    return p;
+}
+template <class T, class U>
+inline void SelCount(const LocalTensor<T>& dst, const LocalTensor<U>& sel, const LocalTensor<T>& a, const LocalTensor<T>* b, T s,
+                     SELMODE mode, uint32_t count) {
+    BeginOp(PIPE_V, "Select");
+    SelModeRule(mode, b == nullptr);
+    if (count == 0) return;
+    constexpr uint32_t lanes = kRepeatBytes / sizeof(T);
+    const bool spr = mode == SELMODE::VSEL_CMPMASK_SPR;
+    const uint8_t* pm = SelMaskBits(sel, spr ? std::min<uint32_t>(count, lanes) : count);
+    const T* pa = VecOperand(a, count, "src0");
+    const T* pb = b ? VecOperand(*b, count, "src1") : nullptr;
+    T* pd = VecOperand(dst, count, "dst");
+    a.SimTouch(0, count, false);
+    if (b) b->SimTouch(0, count, false);
+    dst.SimTouch(0, count, true);
+    std::vector<T> tmp(count);
+    for (uint32_t i = 0; i < count; ++i) tmp[i] = BitAt(pm, spr ? i % lanes : i) ? pa[i] : (pb ? pb[i] : s);
+    std::memcpy(static_cast<void*>(pd), tmp.data(), uint64_t(count) * sizeof(T));
+    CountVector(count);
+}
+template <class T, class U>
+inline void SelRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& sel, const LocalTensor<T>& a, const LocalTensor<T>* b, T s,
+                      SELMODE mode, const LaneMask& lm, uint8_t repeat, const BinaryRepeatParams& p) {
+    SelModeRule(mode, b == nullptr);
+    if (repeat == 0) return;
+    constexpr uint32_t lanes = kRepeatBytes / sizeof(T);
+    const bool spr = mode == SELMODE::VSEL_CMPMASK_SPR;
+    const Stride sd{p.dstBlkStride, p.dstRepStride}, sa{p.src0BlkStride, p.src0RepStride}, sb{p.src1BlkStride, p.src1RepStride};
+    const uint8_t* pm = SelMaskBits(sel, spr ? lanes : uint64_t(repeat) * lanes);
+    const T* pa = RepOperand(a, lm, repeat, sa, false, "src0");
+    const T* pb = b ? RepOperand(*b, lm, repeat, sb, false, "src1") : nullptr;
+    T* pd = RepOperand(dst, lm, repeat, sd, true, "dst");
+    for (uint32_t r = 0; r < repeat; ++r)
+        for (uint32_t l = 0; l < lanes; ++l)
+            if (lm.On(l)) {
+                const bool bit = BitAt(pm, spr ? l : uint64_t(r) * lanes + l);
+                pd[LaneOff<T>(r, l, sd)] = bit ? pa[LaneOff<T>(r, l, sa)] : (pb ? pb[LaneOff<T>(r, l, sb)] : s);
+            }
+    CountVector(ActiveLanes<T>(lm) * repeat);
+}
+}  // namespace sim
+
+template <typename T, typename U>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, uint32_t count) {
+    FLA_SIM_REQUIRE_CMP(T, U, "Compare");
+    sim::CmpCount<T>("Compare", dst, src0, &src1, T{}, cmpMode, count);
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask[],
+                    uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+    FLA_SIM_REQUIRE_CMP(T, U, "Compare");
+    sim::BeginOp(PIPE_V, "Compare");
+    sim::CheckIsSetMask<T>(isSetMask);
+    sim::CmpRepeat<T>("Compare", dst, src0, &src1, T{}, cmpMode, sim::MaskOfBits<T>(mask), repeatTime,
+                      sim::Stride{repeatParams.src0BlkStride, repeatParams.src0RepStride},
+                      sim::Stride{repeatParams.src1BlkStride, repeatParams.src1RepStride});
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask,
+                    uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+    FLA_SIM_REQUIRE_CMP(T, U, "Compare");
+    sim::BeginOp(PIPE_V, "Compare");
+    sim::CheckIsSetMask<T>(isSetMask);
+    sim::CmpRepeat<T>("Compare", dst, src0, &src1, T{}, cmpMode, sim::MaskOfCount<T>(mask), repeatTime,
+                      sim::Stride{repeatParams.src0BlkStride, repeatParams.src0RepStride},
+                      sim::Stride{repeatParams.src1BlkStride, repeatParams.src1RepStride});
+}
+template <typename T, typename U>
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode, uint32_t count) {
+    FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
+    sim::CmpCount<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode, count);
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode, const uint64_t mask[],
+                          uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+    FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
+    sim::BeginOp(PIPE_V, "CompareScalar");
+    sim::CheckIsSetMask<T>(isSetMask);
+    sim::CmpRepeat<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode, sim::MaskOfBits<T>(mask), repeatTime,
+                      sim::Stride{repeatParams.srcBlkStride, repeatParams.srcRepStride}, sim::Stride{0, 0});
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode, const uint64_t mask,
+                          uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+    FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
+    sim::BeginOp(PIPE_V, "CompareScalar");
+    sim::CheckIsSetMask<T>(isSetMask);
+    sim::CmpRepeat<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode, sim::MaskOfCount<T>(mask), repeatTime,
+                      sim::Stride{repeatParams.srcBlkStride, repeatParams.srcRepStride}, sim::Stride{0, 0});
+}
+// Newer CANN spells CompareScalar "Compares".
+template <typename T, typename U>
+inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode, uint32_t count) {
+    CompareScalar(dst, src0, src1Scalar, cmpMode, count);
+}
+
+// Select, count form: tensor/tensor (VSEL_TENSOR_TENSOR_MODE, VSEL_CMPMASK_SPR) and tensor/scalar
+// (VSEL_TENSOR_SCALAR_MODE).
+template <typename T, typename U>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                   SELMODE selMode, uint32_t count) {
+    FLA_SIM_REQUIRE_SEL(T, U);
+    sim::SelCount<T, U>(dst, selMask, src0, &src1, T{}, selMode, count);
+}
+template <typename T, typename U>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, T src1, SELMODE selMode,
+                   uint32_t count) {
+    FLA_SIM_REQUIRE_SEL(T, U);
+    sim::SelCount<T, U>(dst, selMask, src0, nullptr, src1, selMode, count);
+}
+// Select, mask/repeat form.
+#define FLA_SIM_SELECT_REPEAT(SRC1_DECL, SRC1_PTR, SRC1_VAL, MASK_DECL, MASK_OF)                                        \
+    template <typename T, typename U, bool isSetMask = true>                                                            \
+    inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, SRC1_DECL,  \
+                       SELMODE selMode, MASK_DECL, uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {        \
+        FLA_SIM_REQUIRE_SEL(T, U);                                                                                      \
+        sim::BeginOp(PIPE_V, "Select");                                                                                 \
+        sim::CheckIsSetMask<T>(isSetMask);                                                                              \
+        sim::SelRepeat<T, U>(dst, selMask, src0, SRC1_PTR, SRC1_VAL, selMode, MASK_OF, repeatTime, repeatParams);       \
+    }
+FLA_SIM_SELECT_REPEAT(const LocalTensor<T>& src1, &src1, T{}, const uint64_t mask[], sim::MaskOfBits<T>(mask))
+FLA_SIM_SELECT_REPEAT(const LocalTensor<T>& src1, &src1, T{}, const uint64_t mask, sim::MaskOfCount<T>(mask))
+FLA_SIM_SELECT_REPEAT(T src1, nullptr, src1, const uint64_t mask[], sim::MaskOfBits<T>(mask))
+FLA_SIM_SELECT_REPEAT(T src1, nullptr, src1, const uint64_t mask, sim::MaskOfCount<T>(mask))
+#undef FLA_SIM_SELECT_REPEAT
 
 }  // namespace AscendC

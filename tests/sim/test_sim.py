@@ -49,6 +49,10 @@ PASSING = [
     # ND and ND -> NZ layouts; a mixed 1:2 AIC -> AIV handshake through GM with cross-core flags.
     "cube_matmul_f16", "cube_matmul_bf16", "cube_matmul_bf16_bt", "cube_matmul_f16_bt", "cube_matmul_f32",
     "cube_layout_trait", "cube_k_pad_missing", "cube_l1_copies", "cube_mixed",
+    # Compare/CompareScalar (every CMPMODE, NaN, float and half; count and mask/repeat forms) and
+    # Select (all three SELMODEs), checked bit for bit; ReLU by Select; a masked row max; Fixpipe
+    # L0C -> L1 (NZ, feeding a second Mmad after FIX_MTE1; ND) and NZ to GM, exact.
+    "vec_compare_select", "vec_select_repeat", "vec_relu_select", "vec_masked_max", "cube_fixpipe_l1",
 ]
 
 
@@ -114,6 +118,14 @@ FAILING = [
      ["Fixpipe quantisation mode", "quantPre NoQuant with a half destination"]),
     ("cube_f32_transpose", "cube_matmul", "AIC0",
      ["LoadData transpose", "ifTranspose with 4-byte elements"]),
+    ("cube_missing_fix_mte1", "cube_fixpipe_l1", "AIC0",
+     ["hazard RAW", "MTE1 op", "'LoadData' reads L1", "TBuf<A1>#1", "FIX op", "'Fixpipe(L0C->L1)' wrote",
+      "SetFlag/WaitFlag<HardEvent::FIX_MTE1>"]),
+    # Compare / Select
+    ("compare_count_unaligned", "compare_count_unaligned", "AIV0",
+     ["Compare count alignment", "count 100 x 4 bytes = 400 bytes is not a multiple of 256 bytes"]),
+    ("select_mode_mismatch", "select_mode_mismatch", "AIV0",
+     ["Select mode", "selMode VSEL_TENSOR_TENSOR_MODE with a scalar src1"]),
 ]
 
 
@@ -190,3 +202,24 @@ def test_mmad_dtype_rules(sim_build, soc):
         r = _compile(sim_build, soc, op, "mmad_types.cpp")
         assert r.returncode != 0
         assert "fla-npu sim: Mmad: supported are" in r.stderr, r.stderr[-3000:]
+
+
+# Compare/Select dtypes per SoC and the Fixpipe NZ output type (compare_select_types.cpp).
+CMP_MSG = {
+    1: "fla-npu sim: Compare: source type not supported on this SoC",
+    2: "fla-npu sim: Select: element type not supported on this SoC",
+    3: "fla-npu sim: Compare: the destination bit mask must be a uint8_t tensor",
+    4: "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t",
+}
+
+
+@pytest.mark.parametrize("soc", ["a2", "a3", "a5"])
+def test_compare_select_dtype_rules(sim_build, soc):
+    r = _compile(sim_build, soc, 0, "compare_select_types.cpp")
+    assert r.returncode == 0, r.stderr[-3000:]
+    for op, msg in CMP_MSG.items():
+        r = _compile(sim_build, soc, op, "compare_select_types.cpp")
+        if soc == "a5" and op in (1, 2):  # int32 Compare and bf16 Select exist on a5
+            assert r.returncode == 0, r.stderr[-3000:]
+        else:
+            assert r.returncode != 0 and msg in r.stderr, (op, r.stderr[-3000:])

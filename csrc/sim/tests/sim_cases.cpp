@@ -1345,6 +1345,412 @@ static int case_cube_loaddata_misaligned() {
     return 0;
 }
 
+
+// =============================================================================================
+// Compare / CompareScalar / Select
+// =============================================================================================
+
+static bool HostCmp(int m, float a, float b) {
+    switch (m) {
+    case 0: return a < b;
+    case 1: return a > b;
+    case 2: return a == b;
+    case 3: return a <= b;
+    case 4: return a >= b;
+    default: return !(a == b);
+    }
+}
+static const CMPMODE kModes[6] = {CMPMODE::LT, CMPMODE::GT, CMPMODE::EQ, CMPMODE::LE, CMPMODE::GE, CMPMODE::NE};
+
+// Count forms: Compare and CompareScalar in every CMPMODE (with NaNs and equal values), float and
+// half; Select in VSEL_TENSOR_TENSOR_MODE (max by mask), VSEL_TENSOR_SCALAR_MODE and
+// VSEL_CMPMASK_SPR (the first 64 bits for every repeat).
+constexpr int32_t kCmpN = 128;
+extern "C" __global__ __aicore__ void vec_compare_select(GM_ADDR x, GM_ADDR y, GM_ADDR hx, GM_ADDR bitsOut, GM_ADDR zOut, GM_ADDR hOut) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bx, by, bh, bbits, bz, bhz;
+    pipe.InitBuffer(bx, kCmpN * 4);
+    pipe.InitBuffer(by, kCmpN * 4);
+    pipe.InitBuffer(bh, kCmpN * 2);
+    pipe.InitBuffer(bbits, 14 * 32);
+    pipe.InitBuffer(bz, 3 * kCmpN * 4);
+    pipe.InitBuffer(bhz, kCmpN * 2);
+    LocalTensor<float> lx = bx.Get<float>(), ly = by.Get<float>(), lz = bz.Get<float>();
+    LocalTensor<half> lh = bh.Get<half>(), lhz = bhz.Get<half>();
+    LocalTensor<uint8_t> bits = bbits.Get<uint8_t>();
+    GlobalTensor<float> gx, gy, gz;
+    GlobalTensor<half> ghx, gho;
+    GlobalTensor<uint8_t> gb;
+    gx.SetGlobalBuffer((__gm__ float*)x, kCmpN);
+    gy.SetGlobalBuffer((__gm__ float*)y, kCmpN);
+    ghx.SetGlobalBuffer((__gm__ half*)hx, kCmpN);
+    gb.SetGlobalBuffer((__gm__ uint8_t*)bitsOut, 14 * 32);
+    gz.SetGlobalBuffer((__gm__ float*)zOut, 3 * kCmpN);
+    gho.SetGlobalBuffer((__gm__ half*)hOut, kCmpN);
+    DataCopy(lx, gx, kCmpN);
+    DataCopy(ly, gy, kCmpN);
+    DataCopy(lh, ghx, kCmpN);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    Duplicate(bits.ReinterpretCast<int16_t>(), int16_t(0x5555), 14 * 16);  // bytes past each 16-byte mask keep 0x55
+    for (int m = 0; m < 6; ++m) {
+        Compare(bits[m * 32], lx, ly, kModes[m], kCmpN);
+        CompareScalar(bits[(6 + m) * 32], lx, 0.5f, kModes[m], kCmpN);
+    }
+    CompareScalar(bits[12 * 32], lh, half(-0.25f), CMPMODE::GE, kCmpN);  // half: 128 elements = 256 bytes
+    Select(lz, bits[1 * 32], lx, ly, SELMODE::VSEL_TENSOR_TENSOR_MODE, kCmpN);                // x > y ? x : y
+    Select(lz[kCmpN], bits[(6 + 1) * 32], lx, -7.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, kCmpN);  // x > 0.5 ? x : -7
+    Select(lz[2 * kCmpN], bits[0], lx, ly, SELMODE::VSEL_CMPMASK_SPR, kCmpN);                  // bit i % 64 of (x < y)
+    Select(lhz, bits[12 * 32], lh, half(2.0f), SELMODE::VSEL_TENSOR_SCALAR_MODE, kCmpN);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(gb, bits, 14 * 32);
+    DataCopy(gz, lz, 3 * kCmpN);
+    DataCopy(gho, lhz, kCmpN);
+}
+
+static int case_vec_compare_select() {
+    const int n = kCmpN;
+    std::vector<float> x(n), y(n), z(3 * n, 123.0f);
+    std::vector<half> hx(n), ho(n);
+    std::vector<uint8_t> bits(14 * 32, 0xEE);
+    for (int i = 0; i < n; ++i) {
+        x[i] = 0.25f * float((i * 37) % 11) - 1.0f;
+        y[i] = 0.25f * float((i * 53) % 9) - 0.75f;
+        hx[i] = half(0.125f * float((i * 29) % 13) - 0.75f);
+    }
+    x[5] = NAN;
+    y[7] = NAN;
+    x[9] = 0.5f;
+    FLA_SIM_LAUNCH(vec_compare_select, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(y.data()), G(hx.data()), G(bits.data()), G(z.data()),
+                   G(ho.data()));
+    auto bit = [&](int slot, int i) { return (bits[slot * 32 + i / 8] >> (i % 8)) & 1; };
+    for (int m = 0; m < 6; ++m) {
+        for (int i = 0; i < n; ++i) {
+            CHECK(bit(m, i) == HostCmp(m, x[i], y[i]));
+            CHECK(bit(6 + m, i) == HostCmp(m, x[i], 0.5f));
+        }
+        for (int b = 16; b < 32; ++b) CHECK(bits[m * 32 + b] == 0x55 && bits[(6 + m) * 32 + b] == 0x55);  // untouched
+    }
+    CHECK(bit(5, 5) == 1 && bit(2, 5) == 0 && bit(4, 7) == 0 && bit(8, 9) == 1);  // NaN: only NE; 0.5 == 0.5
+    for (int i = 0; i < n; ++i) CHECK(bit(12, i) == (float(hx[i]) >= -0.25f));
+    for (int i = 0; i < n; ++i) {
+        CHECK(Bits(z[i]) == Bits(x[i] > y[i] ? x[i] : y[i]));
+        CHECK(Bits(z[n + i]) == Bits(x[i] > 0.5f ? x[i] : -7.0f));
+        const int j = i % 64;
+        CHECK(Bits(z[2 * n + i]) == Bits(x[j] < y[j] ? x[i] : y[i]));
+        CHECK(ho[i].bits == (float(hx[i]) >= -0.25f ? hx[i] : half(2.0f)).bits);
+    }
+    FlaSimCounters c{};
+    CHECK(fla_sim_last_core_counters(0, &c, nullptr) == 0);
+    CHECK(c.vector_elem_ops == uint64_t(14 * 16 + 13 * n + 4 * n));  // Duplicate + 13 compares + 4 selects
+    return 0;
+}
+
+// Mask/repeat forms: Compare of a [2 x 64] float matrix against a broadcast row (src1RepStride 0)
+// on lanes 0..31 only (their other bits are written 0); Select in VSEL_TENSOR_TENSOR_MODE with a
+// count mask of 48 lanes (lanes 48..63 keep dst), consuming 64 bits per repeat; VSEL_CMPMASK_SPR
+// (the same 64 bits every repeat); CompareScalar and scalar Select on half (128 lanes per repeat).
+extern "C" __global__ __aicore__ void vec_select_repeat(GM_ADDR x, GM_ADDR row, GM_ADDR hx, GM_ADDR bitsOut, GM_ADDR zOut, GM_ADDR hOut) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bx, br, bh, bbits, bz, bhz;
+    pipe.InitBuffer(bx, 128 * 4);
+    pipe.InitBuffer(br, 64 * 4);
+    pipe.InitBuffer(bh, 256 * 2);
+    pipe.InitBuffer(bbits, 3 * 32);
+    pipe.InitBuffer(bz, 2 * 128 * 4);
+    pipe.InitBuffer(bhz, 256 * 2);
+    LocalTensor<float> lx = bx.Get<float>(), lr = br.Get<float>(), lz = bz.Get<float>();
+    LocalTensor<half> lh = bh.Get<half>(), lhz = bhz.Get<half>();
+    LocalTensor<uint8_t> bits = bbits.Get<uint8_t>();
+    GlobalTensor<float> gx, gr, gz;
+    GlobalTensor<half> ghx, gho;
+    GlobalTensor<uint8_t> gb;
+    gx.SetGlobalBuffer((__gm__ float*)x, 128);
+    gr.SetGlobalBuffer((__gm__ float*)row, 64);
+    ghx.SetGlobalBuffer((__gm__ half*)hx, 256);
+    gb.SetGlobalBuffer((__gm__ uint8_t*)bitsOut, 3 * 32);
+    gz.SetGlobalBuffer((__gm__ float*)zOut, 2 * 128);
+    gho.SetGlobalBuffer((__gm__ half*)hOut, 256);
+    DataCopy(lx, gx, 128);
+    DataCopy(lr, gr, 64);
+    DataCopy(lh, ghx, 256);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    uint64_t low32[2] = {0xFFFFFFFFull, 0};
+    Compare(bits, lx, lr, CMPMODE::LT, low32, 2, BinaryRepeatParams(1, 1, 1, 8, 8, 0));  // 16 bytes
+    CompareScalar(bits[32], lh, half(0.0f), CMPMODE::GT, 128, 2, UnaryRepeatParams());    // 32 bytes
+    Duplicate(lz, -1.0f, 2 * 128);
+    Select(lz, bits, lx, lx, SELMODE::VSEL_TENSOR_TENSOR_MODE, 48, 2, BinaryRepeatParams());  // own value either way
+    Select(lz[128], bits, lx, lr, SELMODE::VSEL_CMPMASK_SPR, 64, 2, BinaryRepeatParams(1, 1, 1, 8, 8, 0));
+    Duplicate(lhz, half(9.0f), 256);
+    Select(lhz, bits[32], lh, half(0.0f), SELMODE::VSEL_TENSOR_SCALAR_MODE, 128, 2, BinaryRepeatParams());  // ReLU
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(gb, bits, 3 * 32);
+    DataCopy(gz, lz, 2 * 128);
+    DataCopy(gho, lhz, 256);
+}
+
+static int case_vec_select_repeat() {
+    std::vector<float> x(128), row(64), z(256, 0.0f);
+    std::vector<half> hx(256), ho(256);
+    std::vector<uint8_t> bits(96, 0xEE);
+    for (int i = 0; i < 128; ++i) x[i] = 0.5f * float((i * 17) % 13) - 3.0f;
+    for (int j = 0; j < 64; ++j) row[j] = 0.5f * float((j * 5) % 7) - 1.5f;
+    for (int i = 0; i < 256; ++i) hx[i] = half(0.25f * float((i * 11) % 9) - 1.0f);
+    FLA_SIM_LAUNCH(vec_select_repeat, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(row.data()), G(hx.data()), G(bits.data()), G(z.data()),
+                   G(ho.data()));
+    auto bit = [&](int byteOff, int i) { return (bits[byteOff + i / 8] >> (i % 8)) & 1; };
+    for (int r = 0; r < 2; ++r)
+        for (int l = 0; l < 64; ++l) CHECK(bit(0, r * 64 + l) == (l < 32 && x[r * 64 + l] < row[l]));
+    for (int i = 0; i < 256; ++i) CHECK(bit(32, i) == (float(hx[i]) > 0.0f));
+    for (int r = 0; r < 2; ++r)
+        for (int l = 0; l < 64; ++l) {
+            const int i = r * 64 + l;
+            CHECK(z[i] == (l < 48 ? x[i] : -1.0f));
+            CHECK(z[128 + i] == (bit(0, l) ? x[i] : row[l]));  // repeat 1 reuses repeat 0's bits
+        }
+    for (int i = 0; i < 256; ++i) CHECK(ho[i].bits == (float(hx[i]) > 0.0f ? hx[i] : half(0.0f)).bits);
+    FlaSimCounters c{};
+    CHECK(fla_sim_last_core_counters(0, &c, nullptr) == 0);
+    CHECK(c.vector_elem_ops == uint64_t(64 + 256 + 256 + 96 + 128 + 256 + 256));
+    return 0;
+}
+
+// ReLU by Select, with queues over two cores: y = (x > 0) ? x : 0, equal to Relu bit for bit.
+extern "C" __global__ __aicore__ void vec_relu_select(GM_ADDR x, GM_ADDR y, int32_t perCore) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx;
+    TQue<QuePosition::VECOUT, 1> qy;
+    TBuf<TPosition::VECCALC> bmask;
+    pipe.InitBuffer(qx, 1, perCore * sizeof(float));
+    pipe.InitBuffer(qy, 1, perCore * sizeof(float));
+    pipe.InitBuffer(bmask, perCore / 8);
+    GlobalTensor<float> gx, gy;
+    gx.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * perCore, perCore);
+    gy.SetGlobalBuffer((__gm__ float*)y + GetBlockIdx() * perCore, perCore);
+    LocalTensor<float> lx = qx.AllocTensor<float>();
+    DataCopy(lx, gx, perCore);
+    qx.EnQue(lx);
+    lx = qx.DeQue<float>();
+    LocalTensor<uint8_t> mask = bmask.Get<uint8_t>();
+    LocalTensor<float> ly = qy.AllocTensor<float>();
+    CompareScalar(mask, lx, 0.0f, CMPMODE::GT, perCore);
+    Select(ly, mask, lx, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, perCore);
+    qy.EnQue(ly);
+    qx.FreeTensor(lx);
+    ly = qy.DeQue<float>();
+    DataCopy(gy, ly, perCore);
+    qy.FreeTensor(ly);
+}
+static int case_vec_relu_select() {
+    const int blocks = 2, per = 512, n = blocks * per;
+    std::vector<float> x(n), y(n, NAN);
+    for (int i = 0; i < n; ++i) x[i] = float((i * 7919) % 201 - 100) / 16.0f;
+    x[3] = -0.0f;
+    FLA_SIM_LAUNCH(vec_relu_select, KERNEL_TYPE_AIV_ONLY, blocks, G(x.data()), G(y.data()), per);
+    for (int i = 0; i < n; ++i) CHECK(Bits(y[i]) == Bits(x[i] > 0.0f ? x[i] : 0.0f));
+    FlaSimCounters tot{};
+    CHECK(fla_sim_last_total_counters(&tot) == 0 && tot.vector_elem_ops == uint64_t(2 * n));
+    return 0;
+}
+
+// Masked row max: rows of 64 floats, an element counts where x > t (elementwise threshold); the
+// others become -inf by Select, then ReduceMax per row. A row with no valid element gives -inf.
+extern "C" __global__ __aicore__ void vec_masked_max(GM_ADDR x, GM_ADDR t, GM_ADDR out, int32_t rows) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bx, bt, bm, bs, bw, bo;
+    const int32_t n = rows * 64;
+    pipe.InitBuffer(bx, n * 4);
+    pipe.InitBuffer(bt, n * 4);
+    pipe.InitBuffer(bm, n / 8);
+    pipe.InitBuffer(bs, n * 4);
+    pipe.InitBuffer(bw, 64 * 4);
+    pipe.InitBuffer(bo, rows * 8 * 4);
+    LocalTensor<float> lx = bx.Get<float>(), lt = bt.Get<float>(), ls = bs.Get<float>(), lw = bw.Get<float>(), lo = bo.Get<float>();
+    LocalTensor<uint8_t> lm = bm.Get<uint8_t>();
+    GlobalTensor<float> gx, gt, go;
+    gx.SetGlobalBuffer((__gm__ float*)x, n);
+    gt.SetGlobalBuffer((__gm__ float*)t, n);
+    go.SetGlobalBuffer((__gm__ float*)out, rows * 8);
+    DataCopy(lx, gx, n);
+    DataCopy(lt, gt, n);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    Compare(lm, lx, lt, CMPMODE::GT, n);
+    Select(ls, lm, lx, -INFINITY, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+    for (int32_t r = 0; r < rows; ++r) ReduceMax(lo[r * 8], ls[r * 64], lw, 64);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(go, lo, rows * 8);
+}
+static int case_vec_masked_max() {
+    const int rows = 4, n = rows * 64;
+    std::vector<float> x(n), t(n), out(rows * 8, 0.0f);
+    for (int i = 0; i < n; ++i) {
+        x[i] = float((i * 31) % 97) / 8.0f - 6.0f;
+        t[i] = float((i * 13) % 23) / 4.0f - 2.0f;
+    }
+    for (int j = 0; j < 64; ++j) t[2 * 64 + j] = 100.0f;  // row 2: nothing valid
+    FLA_SIM_LAUNCH(vec_masked_max, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(t.data()), G(out.data()), rows);
+    for (int r = 0; r < rows; ++r) {
+        float m = -INFINITY;
+        for (int j = 0; j < 64; ++j)
+            if (x[r * 64 + j] > t[r * 64 + j]) m = std::max(m, x[r * 64 + j]);
+        CHECK(Bits(out[r * 8]) == Bits(m));
+    }
+    CHECK(std::isinf(out[16]) && out[16] < 0);
+    return 0;
+}
+
+// Broken: a Compare count of 100 floats (400 bytes) is not a whole number of 256-byte repeats.
+extern "C" __global__ __aicore__ void compare_count_unaligned() {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ba, bm;
+    pipe.InitBuffer(ba, 128 * 4);
+    pipe.InitBuffer(bm, 32);
+    LocalTensor<float> a = ba.Get<float>();
+    Duplicate(a, 1.0f, 128);
+    Compare(bm.Get<uint8_t>(), a, a, CMPMODE::EQ, 100);
+}
+static int case_compare_count_unaligned() {
+    FLA_SIM_LAUNCH(compare_count_unaligned, KERNEL_TYPE_AIV_ONLY, 1);
+    return 0;
+}
+
+// Broken: a scalar src1 with VSEL_TENSOR_TENSOR_MODE.
+extern "C" __global__ __aicore__ void select_mode_mismatch() {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ba, bm;
+    pipe.InitBuffer(ba, 64 * 4);
+    pipe.InitBuffer(bm, 32);
+    LocalTensor<float> a = ba.Get<float>();
+    LocalTensor<uint8_t> m = bm.Get<uint8_t>();
+    Duplicate(a, 1.0f, 64);
+    CompareScalar(m, a, 0.0f, CMPMODE::GT, 64);
+    Select(a, m, a, 0.0f, SELMODE::VSEL_TENSOR_TENSOR_MODE, 64);
+}
+static int case_select_mode_mismatch() {
+    FLA_SIM_LAUNCH(select_mode_mismatch, KERNEL_TYPE_AIV_ONLY, 1);
+    return 0;
+}
+
+// Fixpipe L0C -> L1: C1 = A · B1 (half in, fp32 in L0C) goes to L1 as NZ half (CFG_NZ, F322F16),
+// and becomes the A operand of C2 = C1 · B2 without a GM round trip (LoadData reads it after
+// FIX_MTE1). C1 also goes to GM as NZ (CFG_NZ) and to L1 as ND float (CFG_ROW_MAJOR, read back by
+// GetValue after FIX_S). Small integer inputs make every result exact. B1, B2 are given as B^T [N, K].
+// bug 1: no FIX_MTE1 between the Fixpipe into L1 and the LoadData that reads it.
+constexpr uint32_t kFxM = 32, kFxN = 32, kFxK = 32;
+extern "C" __global__ __aicore__ void cube_fixpipe_l1(GM_ADDR a, GM_ADDR b1t, GM_ADDR b2t, GM_ADDR c1nz, GM_ADDR c1nd, GM_ADDR c2,
+                                                      int32_t bug) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    TPipe pipe;
+    TBuf<TPosition::A1> bA1, bC1;
+    TBuf<TPosition::B1> bB1, bND;
+    TBuf<TPosition::A2> bA2;
+    TBuf<TPosition::B2> bB2;
+    TBuf<TPosition::CO1> bC;
+    pipe.InitBuffer(bA1, kFxM * kFxK * 2);
+    pipe.InitBuffer(bC1, kFxM * kFxN * 2);
+    pipe.InitBuffer(bB1, kFxK * kFxN * 2);
+    pipe.InitBuffer(bND, kFxM * kFxN * 4);
+    pipe.InitBuffer(bA2, kFxM * kFxK * 2);
+    pipe.InitBuffer(bB2, kFxK * kFxN * 2);
+    pipe.InitBuffer(bC, kFxM * kFxN * 4);
+    LocalTensor<half> a1 = bA1.Get<half>(), c1 = bC1.Get<half>(), b1 = bB1.Get<half>(), a2 = bA2.Get<half>(), b2 = bB2.Get<half>();
+    LocalTensor<float> nd = bND.Get<float>(), lc = bC.Get<float>();
+    GlobalTensor<half> gA, gB1, gB2, gC1;
+    GlobalTensor<float> gC2;
+    gA.SetGlobalBuffer((__gm__ half*)a, kFxM * kFxK);
+    gB1.SetGlobalBuffer((__gm__ half*)b1t, kFxN * kFxK);
+    gB2.SetGlobalBuffer((__gm__ half*)b2t, kFxN * kFxK);
+    gC1.SetGlobalBuffer((__gm__ half*)c1nz, kFxM * kFxN);
+    gC2.SetGlobalBuffer((__gm__ float*)c2, kFxM * kFxN);
+    const uint8_t fracs = uint8_t((kFxK / 16) * (kFxN / 16));
+    // C1 = A · B1
+    DataCopy(a1, gA, Nd2NzParams(1, kFxM, kFxK, 0, kFxK, kFxM, 1, 0));
+    DataCopy(b1, gB1, Nd2NzParams(1, kFxN, kFxK, 0, kFxK, kFxN, 1, 0));
+    SetFlag<HardEvent::MTE2_MTE1>(0);
+    WaitFlag<HardEvent::MTE2_MTE1>(0);
+    LoadA(a2, a1, kFxM, kFxK, false);
+    LoadData(b2, b1, LoadData2dParams(0, fracs, 1, 0, 0, false, 0));
+    SetFlag<HardEvent::MTE1_M>(0);
+    WaitFlag<HardEvent::MTE1_M>(0);
+    Mmad(lc, a2, b2, MmadParams(kFxM, kFxN, kFxK, 0, false, true));
+    SetFlag<HardEvent::M_FIX>(0);
+    WaitFlag<HardEvent::M_FIX>(0);
+    FixpipeParamsV220 fh(kFxN, kFxM, kFxM, kFxM, false);  // NZ: dstStride = rows between 16-column blocks
+    fh.quantPre = F322F16;
+    Fixpipe<half, float, CFG_NZ>(c1, lc, fh);
+    Fixpipe<half, float, CFG_NZ>(gC1, lc, fh);
+    Fixpipe<float, float, CFG_ROW_MAJOR>(nd, lc, FixpipeParamsV220(kFxN, kFxM, kFxM, kFxN, false));
+    // C2 = C1 · B2: B2 replaces B1 in L1 (after the LoadData that read B1), C1 is A straight from L1.
+    SetFlag<HardEvent::MTE1_MTE2>(0);
+    WaitFlag<HardEvent::MTE1_MTE2>(0);
+    DataCopy(b1, gB2, Nd2NzParams(1, kFxN, kFxK, 0, kFxK, kFxN, 1, 0));
+    SetFlag<HardEvent::MTE2_MTE1>(0);
+    WaitFlag<HardEvent::MTE2_MTE1>(0);
+    if (bug != 1) {
+        SetFlag<HardEvent::FIX_MTE1>(0);
+        WaitFlag<HardEvent::FIX_MTE1>(0);
+    }
+    SetFlag<HardEvent::M_MTE1>(0);  // L0A/L0B were read by the first Mmad
+    WaitFlag<HardEvent::M_MTE1>(0);
+    LoadA(a2, c1, kFxM, kFxN, false);
+    LoadData(b2, b1, LoadData2dParams(0, fracs, 1, 0, 0, false, 0));
+    SetFlag<HardEvent::MTE1_M>(0);
+    WaitFlag<HardEvent::MTE1_M>(0);
+    SetFlag<HardEvent::FIX_M>(0);  // L0C was read by the Fixpipes
+    WaitFlag<HardEvent::FIX_M>(0);
+    Mmad(lc, a2, b2, MmadParams(kFxM, kFxN, kFxN, 0, false, true));
+    SetFlag<HardEvent::M_FIX>(0);
+    WaitFlag<HardEvent::M_FIX>(0);
+    Fixpipe<float, float, CFG_ROW_MAJOR>(gC2, lc, FixpipeParamsV220(kFxN, kFxM, kFxM, kFxN, false));
+    SetFlag<HardEvent::FIX_S>(0);
+    WaitFlag<HardEvent::FIX_S>(0);
+    __gm__ float* o = (__gm__ float*)c1nd;
+    for (uint32_t i = 0; i < kFxM * kFxN; ++i) o[i] = nd.GetValue(i);
+}
+static int run_fixpipe_l1(int bug) {
+    const int M = kFxM, N = kFxN, K = kFxK;
+    std::vector<half> A(M * K), B1(N * K), B2(N * K), C1nz(M * N, half(-99.0f));
+    std::vector<float> C1nd(M * N, NAN), C2(M * N, NAN);
+    for (int i = 0; i < M * K; ++i) A[i] = half(float((i * 7 + 3) % 5 - 2));
+    for (int i = 0; i < N * K; ++i) B1[i] = half(float((i * 11 + 1) % 5 - 2));
+    for (int i = 0; i < N * K; ++i) B2[i] = half(float((i * 13 + 2) % 5 - 2));
+    FLA_SIM_LAUNCH(cube_fixpipe_l1, KERNEL_TYPE_AIC_ONLY, 1, G(A.data()), G(B1.data()), G(B2.data()), G(C1nz.data()), G(C1nd.data()),
+                   G(C2.data()), bug);
+    std::vector<float> c1(M * N), c2(M * N);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            float s = 0;
+            for (int k = 0; k < K; ++k) s += float(A[i * K + k]) * float(B1[j * K + k]);
+            c1[i * N + j] = s;
+        }
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            float s = 0;
+            for (int k = 0; k < N; ++k) s += c1[i * N + k] * float(B2[j * N + k]);
+            c2[i * N + j] = s;
+        }
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            CHECK(C1nd[i * N + j] == c1[i * N + j]);
+            CHECK(float(C1nz[(j / 16) * M * 16 + i * 16 + j % 16]) == c1[i * N + j]);  // NZ in GM
+            CHECK(C2[i * N + j] == c2[i * N + j]);
+        }
+    FlaSimCounters tot{};
+    CHECK(fla_sim_last_total_counters(&tot) == 0);
+    CHECK(tot.cube_macs == uint64_t(2 * M * N * K));
+    CHECK(tot.local_to_gm_bytes == uint64_t(M * N * 2 + M * N * 4));  // the L1 Fixpipes count no GM bytes
+    CHECK(tot.gm_to_local_bytes == uint64_t(3 * M * K * 2));
+    return 0;
+}
+static int case_cube_fixpipe_l1() { return run_fixpipe_l1(0); }
+static int case_cube_missing_fix_mte1() { return run_fixpipe_l1(1); }
+
 // =============================================================================================
 static const std::map<std::string, std::function<int()>>& Cases() {
     static const std::map<std::string, std::function<int()>> cases = {
@@ -1405,6 +1811,14 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"cube_l0a_overflow", case_cube_l0a_overflow},
         {"cube_nd2nz_unaligned", case_cube_nd2nz_unaligned},
         {"cube_loaddata_misaligned", case_cube_loaddata_misaligned},
+        {"vec_compare_select", case_vec_compare_select},
+        {"vec_select_repeat", case_vec_select_repeat},
+        {"vec_relu_select", case_vec_relu_select},
+        {"vec_masked_max", case_vec_masked_max},
+        {"compare_count_unaligned", case_compare_count_unaligned},
+        {"select_mode_mismatch", case_select_mode_mismatch},
+        {"cube_fixpipe_l1", case_cube_fixpipe_l1},
+        {"cube_missing_fix_mte1", case_cube_missing_fix_mte1},
     };
     return cases;
 }
