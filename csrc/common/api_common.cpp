@@ -26,6 +26,27 @@ int SetError(int status, const std::string& message) {
 }
 void ClearError() { g_error.clear(); }
 
+int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
+                FlaNpuExecutor* executor, void* stream) {
+    ClearError();
+    const auto invalid = [op](const std::string& msg) {
+        return SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(op) + ": " + msg);
+    };
+    if (executor == nullptr) return invalid(std::string("`executor` is null (call ") + get_ws_name + " first)");
+    if (std::string(executor->op) != op) {
+        const std::string other = executor->op;
+        delete executor;
+        return invalid("the executor belongs to " + other);
+    }
+    if (workspace_size < executor->workspace_size || (executor->workspace_size > 0 && workspace == nullptr)) {
+        delete executor;
+        return invalid("the workspace is smaller than GetWorkspaceSize asked for");
+    }
+    const int status = executor->launch(workspace, workspace_size, stream);
+    delete executor;
+    return status;
+}
+
 const char* DtypeName(int32_t dtype) {
     switch (dtype) {
     case FLA_NPU_FLOAT32: return "float32";

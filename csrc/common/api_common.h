@@ -27,6 +27,11 @@ bool CheckContiguous(const char* op, const char* name, const FlaNpuTensor* t);
 int64_t Numel(const FlaNpuTensor* t);
 const char* DtypeName(int32_t dtype);
 
+// The second phase of every op: checks that `executor` belongs to `op` and that the workspace is
+// large enough, runs it and frees it (also on error). `get_ws_name` names the first phase.
+int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
+                FlaNpuExecutor* executor, void* stream);
+
 // Usable UB bytes per vector core of the flavour's SoC.
 uint32_t TargetUbBytes();
 // The SoC profile name of the flavour ("a2", "a3", "a5").

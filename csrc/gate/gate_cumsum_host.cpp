@@ -184,20 +184,7 @@ int flaNpuGateChunkCumsumGetWorkspaceSize(const FlaNpuTensor* g, const FlaNpuTen
 }
 
 int flaNpuGateChunkCumsum(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream) {
-    fla_npu::ClearError();
-    if (executor == nullptr) return Invalid("`executor` is null (call flaNpuGateChunkCumsumGetWorkspaceSize first)");
-    if (std::strcmp(executor->op, kOp) != 0) {
-        const std::string other = executor->op;
-        delete executor;
-        return Invalid("the executor belongs to " + other);
-    }
-    if (workspace_size < executor->workspace_size || (executor->workspace_size > 0 && workspace == nullptr)) {
-        delete executor;
-        return Invalid("the workspace is smaller than GetWorkspaceSize asked for");
-    }
-    const int status = executor->launch(workspace, workspace_size, stream);
-    delete executor;
-    return status;
+    return fla_npu::RunExecutor(kOp, "flaNpuGateChunkCumsumGetWorkspaceSize", workspace, workspace_size, executor, stream);
 }
 
 int32_t flaNpuGateChunkCumsumLastTiling(uint32_t* words, int32_t capacity) {

@@ -23,15 +23,7 @@
 
 #include <cstdint>
 
-// The inline helpers below run on the host (tiling, tests) and in kernels: on the device build they
-// must carry __aicore__ (Bisheng defines __CCE_AICORE__ when compiling device code).
-#ifndef FLA_NPU_AICORE
-#if defined(__CCE_AICORE__)
-#define FLA_NPU_AICORE __aicore__
-#else
-#define FLA_NPU_AICORE
-#endif
-#endif
+#include "../common/aicore.h"
 
 namespace fla_npu {
 namespace gate {

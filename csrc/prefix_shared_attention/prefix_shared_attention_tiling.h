@@ -21,13 +21,7 @@
 
 #include <cstdint>
 
-#ifndef FLA_NPU_AICORE
-#if defined(__CCE_AICORE__)
-#define FLA_NPU_AICORE __aicore__
-#else
-#define FLA_NPU_AICORE
-#endif
-#endif
+#include "../common/aicore.h"
 
 namespace fla_npu {
 namespace psa {
