@@ -9,7 +9,11 @@ ENV_SWITCH = "FLA_ASCENDC"
 logger = logging.getLogger("fla_npu.adapter")
 
 _override: bool | None = None  # set by enable()/disable(); None: follow the environment
-_logged: set[str] = set()
+_logged: set = set()  # keys (strings or tuples) of the lines already logged
+
+def env_on() -> bool:
+    """``FLA_ASCENDC`` is set to a value other than ``0`` (or empty); read at every call."""
+    return os.environ.get(ENV_SWITCH, "0") not in ("0", "")
 
 
 def set_override(value: bool | None) -> None:
@@ -20,10 +24,9 @@ def set_override(value: bool | None) -> None:
 
 def is_on() -> bool:
     """Called by FLA's dispatch on every call of a function fla_npu claims: keep it cheap."""
-    if _override is not None:
-        on = _override
-    else:
-        on = os.environ.get(ENV_SWITCH, "0") not in ("0", "")
+    on = _override
+    if on is None:
+        on = env_on()
     if not on and "off" not in _logged:
         _logged.add("off")
         how = "fla_npu_adapter.disable()" if _override is False else f"{ENV_SWITCH} unset or 0"
@@ -31,7 +34,7 @@ def is_on() -> bool:
     return on
 
 
-def log_once(key: str, message: str, *args) -> None:
+def log_once(key, message: str, *args) -> None:
     """One log line per distinct key for the life of the process."""
     if key not in _logged:
         _logged.add(key)

@@ -10,6 +10,7 @@ nothing written. Each distinct reason is logged once.
 from __future__ import annotations
 
 import inspect
+import keyword
 from dataclasses import dataclass, field
 
 import torch
@@ -19,6 +20,8 @@ from ._discovery import Claim, Target
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INDEX_DTYPES = (torch.int32, torch.int64)
+_FLOAT_DTYPES = frozenset(FLOAT_DTYPES)
+_Tensor, _Device = torch.Tensor, torch.device
 # What the fla_npu implementation on each device type can do beyond the forward pass.
 BACKWARD_DEVICES = frozenset({"cpu"})
 
@@ -55,7 +58,13 @@ RULES = {
 
 @dataclass
 class Binder:
-    """FLA's signature of one function, precomputed for a fast bind (``inspect.Signature.bind`` costs ~10 us)."""
+    """FLA's signature of one function, read at registration.
+
+    ``extractor`` generates a small Python function with FLA's exact parameter list (names, kinds,
+    default objects), so the interpreter itself binds a call (``inspect.Signature.bind`` costs
+    ~10 us); ``bind`` is the slow, dict-based binding that words a call that does not bind the way
+    the verifier reports it.
+    """
 
     function: str
     names: tuple[str, ...]
@@ -63,6 +72,7 @@ class Binder:
     required: tuple[str, ...]
     var_keyword: bool
     index: dict = field(default_factory=dict)
+    kwonly: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, fn) -> "Binder":
@@ -76,6 +86,7 @@ class Binder:
             defaults={p.name: p.default for p in named if p.default is not p.empty},
             required=tuple(p.name for p in named if p.default is p.empty),
             var_keyword=any(p.kind is p.VAR_KEYWORD for p in params),
+            kwonly=tuple(p.name for p in named if p.kind is p.KEYWORD_ONLY),
         )
         binder.index = {name: i for i, name in enumerate(p.name for p in named)}
         return binder
@@ -100,6 +111,59 @@ class Binder:
                 raise TypeError(f"{self.function}() missing required argument: '{name}'")
         return bound, extra
 
+    def extractor(self, wanted: tuple, missing: dict | None = None, into=None):
+        """A function with FLA's parameter list: ``into(extra keywords or None, *values of wanted)``.
+
+        ``wanted`` holds parameter names, or tuples of names (passed as one tuple). A wanted name
+        that is not one of FLA's parameters is read from the extra keywords (``missing.get(name)``
+        if absent). Without ``into`` the values are returned as a tuple. Python binds the call, so a
+        call that does not bind raises ``TypeError`` as FLA's own function would. FLA's default
+        objects become the function's ``__defaults__``/``__kwdefaults__`` (never re-created from
+        source text).
+        """
+        missing = missing or {}
+        params = self.names + self.kwonly
+        flat = [n for w in wanted for n in ((w,) if isinstance(w, str) else w)]
+        for name in params + tuple(flat):
+            if not name.isidentifier() or keyword.iskeyword(name):
+                raise TypeError(f"unsupported parameter name {name!r} in {self.function}")
+        taken = set(params) | {self.function}
+
+        def fresh(base: str) -> str:
+            while base in taken:
+                base += "_"
+            taken.add(base)
+            return base
+
+        extra, target = fresh("_kw"), fresh("_into")
+        absent = {name: fresh(f"_missing_{name}") for name in dict.fromkeys(flat) if name not in params}
+
+        def value(name: str) -> str:
+            if name in params:
+                return name
+            return f"{extra}.get({name!r}, {absent[name]})" if self.var_keyword else absent[name]
+
+        def item(w) -> str:
+            return value(w) if isinstance(w, str) else "(" + "".join(value(n) + ", " for n in w) + ")"
+
+        signature = list(self.names)
+        if self.kwonly:
+            signature += ["*", *self.kwonly]
+        if self.var_keyword:
+            signature.append(f"**{extra}")
+        items = ", ".join([extra if self.var_keyword else "None"] + [item(w) for w in wanted])
+        source = (f"def make({', '.join([target, *absent.values()])}):\n"
+                  f"    def {self.function}({', '.join(signature)}):\n"
+                  f"        return {target}({items})\n"
+                  f"    return {self.function}\n")
+        namespace: dict = {}
+        exec(compile(source, f"<fla_npu_adapter: binder of {self.function}>", "exec"), namespace)
+        fn = namespace["make"](into or (lambda *values: values), *(missing.get(name) for name in absent))
+        fn.__qualname__ = self.function
+        fn.__defaults__ = tuple(self.defaults[n] for n in self.names if n in self.defaults) or None
+        fn.__kwdefaults__ = {n: self.defaults[n] for n in self.kwonly if n in self.defaults} or None
+        return fn
+
 
 def current_soc(device) -> str | None:
     """The SoC name of an NPU device (None elsewhere); asked only when a flavour declares a SoC."""
@@ -119,10 +183,20 @@ class Verifier:
             for target in claim.targets:
                 self.targets.setdefault(target.type, []).append((target, claim))
         self.declared = ", ".join(sorted({str(t) for c in claims for t in c.targets}))
-        self.served: set = set()  # devices already found served by a claim without SoC condition
         # device types served without a SoC condition: the fast path of claim_for
         self.plain = {t: next(c for tg, c in e if tg.soc is None) for t, e in self.targets.items()
                       if any(tg.soc is None for tg, _ in e)}
+        # torch.device -> has a backward, for devices found served by a claim without SoC condition
+        self.served: dict = {}
+        self.others = tuple(name for name in rules.tensors if name != "q")
+        self.extra_ok = frozenset(rules.extra_kwargs)
+        self.max_head_dim, self.has_cp, self.chunk_sizes = rules.max_head_dim, rules.has_cp, rules.chunk_sizes
+        self.allowed = ", ".join(map(str, rules.chunk_sizes or ()))
+        # CPU tensors (``Tensor.is_cpu``), when served without SoC condition: has a backward
+        self.cpu = ("cpu" in BACKWARD_DEVICES) if "cpu" in self.plain else None
+        # FLA's signature bound by the interpreter, straight into check()
+        self.verify = binder.extractor(("q", "cu_seqlens", "cp_context", "chunk_size", self.others),
+                                       missing={"chunk_size": rules.default_chunk_size}, into=self.check)
 
     def claim_for(self, device) -> tuple[Claim | None, str | None]:
         """The installed implementation valid on ``device``, else the reason there is none."""
@@ -146,55 +220,66 @@ class Verifier:
 
     def __call__(self, *args, **kwargs) -> tuple[bool, str | None]:
         try:
-            reason = self.check(args, kwargs)
+            reason = self.verify(*args, **kwargs)
         except Exception as error:  # a verifier never raises: FLA's default path decides
-            reason = f"verifier error: {type(error).__name__}: {error}"
+            reason = self.failed(args, kwargs, error)
         if reason is None:
             return True, None
-        _state.log_once(f"reject:{self.key}:{reason}",
+        _state.log_once(("reject", self.key, reason),
                         "fla_npu_adapter: %s rejected -> FLA's default path: %s", self.key, reason)
         return False, reason
 
-    def check(self, args: tuple, kwargs: dict) -> str | None:
-        """The first reason fla_npu cannot serve this call, or None."""
-        rules = self.rules
-        try:
-            bound, extra = self.binder.bind(args, kwargs)
-        except TypeError as error:
-            return f"call does not match FLA's signature: {error}"
-        unsupported = [k for k in extra if k not in rules.extra_kwargs]
-        if unsupported:
-            return f"unsupported keyword argument(s): {', '.join(sorted(unsupported))}"
+    def failed(self, args: tuple, kwargs: dict, error: Exception) -> str:
+        """The reason for a call that raised: it does not bind to FLA's signature (worded by the
+        dict-based binder), or the check itself failed."""
+        if isinstance(error, TypeError):
+            try:
+                self.binder.bind(args, kwargs)
+            except TypeError as unbound:
+                return f"call does not match FLA's signature: {unbound}"
+        return f"verifier error: {type(error).__name__}: {error}"
 
-        q = bound["q"]
-        device = q.device
-        if type(device) is not torch.device or device not in self.served:  # .type would build a string
-            claim, reason = self.claim_for(device)
-            if claim is None:
-                return reason
-            if type(device) is torch.device and device.type in self.plain:
-                self.served.add(device)
-        for name in rules.tensors:
-            t = bound.get(name)
-            if t is not None and name != "q" and t.device != device:
-                return f"`{name}` is on {t.device}, `q` on {device}"
-        if q.dtype not in FLOAT_DTYPES:
+    def check(self, extra, q, cu_seqlens, cp_context, chunk_size, others) -> str | None:
+        """The first reason fla_npu cannot serve this call (bound to FLA's signature), or None."""
+        if extra and not self.extra_ok.issuperset(extra):
+            unsupported = sorted(k for k in extra if k not in self.extra_ok)
+            return f"unsupported keyword argument(s): {', '.join(unsupported)}"
+
+        if self.cpu is not None and type(q) is _Tensor and q.is_cpu:  # no torch.device object built
+            backward = self.cpu
+            for t in others:
+                if t is not None and not (type(t) is _Tensor and t.is_cpu) and t.device != q.device:
+                    return self.mismatch(q.device, others)
+        else:
+            device = q.device
+            backward = self.served.get(device) if type(device) is _Device else None
+            if backward is None:
+                claim, reason = self.claim_for(device)
+                if claim is None:
+                    return reason
+                backward = device.type in BACKWARD_DEVICES
+                if type(device) is _Device and device.type in self.plain:
+                    self.served[device] = backward
+            for t in others:
+                if t is not None and t.device != device:
+                    return self.mismatch(device, others)
+        if q.dtype not in _FLOAT_DTYPES:
             return f"dtype {q.dtype} is not supported (float16, bfloat16, float32, float64)"
         if q.ndim != 4:
             return f"`q` must be 4-D, got {q.ndim}-D"
-        if q.shape[-1] > rules.max_head_dim:
-            return f"head dim K={q.shape[-1]} is not supported (K <= {rules.max_head_dim})"
-        if rules.has_cp and bound.get("cp_context") is not None:
+        if q.shape[-1] > self.max_head_dim:
+            return f"head dim K={q.shape[-1]} is not supported (K <= {self.max_head_dim})"
+        if cp_context is not None and self.has_cp:
             return "context parallelism (`cp_context`) is not supported by fla_npu"
-        if rules.chunk_sizes is not None:
-            chunk_size = bound.get("chunk_size", rules.default_chunk_size)
-            if chunk_size not in rules.chunk_sizes:
-                allowed = ", ".join(map(str, rules.chunk_sizes))
-                return f"chunk_size={chunk_size} is not supported (supported: {allowed})"
-        cu_seqlens = bound.get("cu_seqlens")
+        if self.chunk_sizes is not None and chunk_size not in self.chunk_sizes:
+            return f"chunk_size={chunk_size} is not supported (supported: {self.allowed})"
         if cu_seqlens is not None and (cu_seqlens.dtype not in INDEX_DTYPES or cu_seqlens.ndim != 1):
             return f"`cu_seqlens` must be a 1-D int32/int64 tensor, got {cu_seqlens.ndim}-D {cu_seqlens.dtype}"
-        if device.type not in BACKWARD_DEVICES and torch.is_grad_enabled() and any(
-                getattr(bound.get(name), "requires_grad", False) for name in rules.tensors):
-            return f"fla_npu on {device.type} is forward-only and gradients are required"
+        if not backward and torch.is_grad_enabled() and (
+                getattr(q, "requires_grad", False) or any(getattr(t, "requires_grad", False) for t in others)):
+            return f"fla_npu on {q.device.type} is forward-only and gradients are required"
         return None
+
+    def mismatch(self, device, others) -> str:
+        name, t = next((n, t) for n, t in zip(self.others, others) if t is not None and t.device != device)
+        return f"`{name}` is on {t.device}, `q` on {device}"
