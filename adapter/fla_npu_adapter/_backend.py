@@ -4,6 +4,10 @@ Imported only once FLA's operation modules are loaded (never during ``import tor
 public ``fla.backends.register``; FLA's registry tables are only read, to find which registry FLA
 dispatches a function through (per function in FLA 0.6 for ``chunk_kda``, per operation for
 ``fused_recurrent_kda_fwd`` and ``chunk_gated_delta_rule``). No registry is ever created.
+
+FLA before 0.6 (its repository up to the 0.5.x line) dispatches through ``fla.ops.backends``: one
+``BackendRegistry`` per operation, created by FLA's own ``fla.ops.<op>.backends`` module (loaded with
+FLA's ``BackendRegistry.ensure_initialized``); the backend object is added with its ``register``.
 """
 
 from __future__ import annotations
@@ -14,8 +18,13 @@ import logging
 import os
 import threading
 
-from fla import backends as fla_backends
-from fla.backends import BaseBackend, register
+try:
+    from fla import backends as fla_backends
+    from fla.backends import BaseBackend, register
+except ImportError:  # FLA < 0.6: per-operation registries in fla.ops.backends
+    from fla.ops import backends as fla_backends
+    from fla.ops.backends import BaseBackend
+    register = None
 
 from . import _discovery, _state
 from ._verify import RULES, Binder, Verifier
@@ -50,7 +59,8 @@ class FlaNpuBackend(BaseBackend):
     def is_available(cls) -> bool:
         return True  # a backend class exists only for functions an installed flavour claims
 
-    def is_enabled(self) -> bool:
+    @classmethod  # a classmethod in FLA < 0.6 (its legacy ``can_use`` calls it on the class)
+    def is_enabled(cls) -> bool:
         return _state.is_on()
 
 
@@ -103,6 +113,12 @@ def _registry_of(operation: str, fla_function):
     registry = getattr(fla_backends, "_operation_registries", {}).get(operation)
     if registry is not None:
         return operation, registry
+    legacy = getattr(fla_backends, "BackendRegistry", None) if register is None else None
+    if legacy is not None:  # FLA < 0.6: FLA's own fla.ops.<operation>.backends creates the registry
+        legacy.ensure_initialized(operation)
+        registry = legacy._registries.get(operation)
+        if registry is not None:
+            return None, registry
     return None
 
 
@@ -119,7 +135,7 @@ def register_operation(operation: str) -> list[str]:
                             "is empty) -> FLA's default path", _discovery.GROUP)
             return []
         # One backend object per FLA registry, with the methods of the functions it serves.
-        groups: dict[int, tuple[object, dict]] = {}
+        groups: dict[int, tuple[object, object, dict]] = {}
         for key, module_name in FLA_FUNCTIONS.items():
             op, _, function = key.partition(".")
             if op != operation or key not in installed:
@@ -131,15 +147,19 @@ def register_operation(operation: str) -> list[str]:
                 continue
             entry, registry = found
             verifier = Verifier(key, installed[key], Binder.of(fla_function), RULES[key])
-            methods = groups.setdefault(id(registry), (entry, {}))[1]
+            methods = groups.setdefault(id(registry), (entry, registry, {}))[2]
             # staticmethod: FLA's getattr(backend, name) returns the callable itself (one frame less per call)
             methods[function] = staticmethod(_Implementation(verifier))
             methods[f"{function}_verifier"] = staticmethod(verifier)
         served = []
-        for entry, methods in groups.values():
+        for entry, registry, methods in groups.values():
             names = sorted(m for m in methods if not m.endswith("_verifier"))
             cls = type(f"FlaNpuBackend_{operation}", (FlaNpuBackend,), dict(methods))
-            register(entry)(cls)  # FLA's own registration: replaces an earlier fla_npu backend, if any
+            # FLA's own registration: replaces an earlier fla_npu backend, if any
+            if register is not None:
+                register(entry)(cls)
+            else:
+                registry.register(cls())
             for name in names:
                 registered[f"{operation}.{name}"] = cls
             served += [f"{operation}.{name}" for name in names]
