@@ -159,6 +159,17 @@ def check(status: int, what: str) -> None:
         raise KernelError(f"{describe(status, what)}: {msg}")
 
 
+def read_last_tiling(entry: str, fields: tuple, float_fields: tuple = ()) -> dict:
+    """The tiling an op's ``<entry>(words, capacity)`` reports for its last call on this thread
+    (32-bit words; ``float_fields`` hold float bit patterns), as a dict keyed by ``fields``."""
+    fn = getattr(load_library(), entry)
+    n = fn(None, 0)
+    words = (ctypes.c_uint32 * n)()
+    fn(words, n)
+    return {name: (ctypes.c_float.from_buffer_copy(ctypes.c_uint32(words[i])).value if name in float_fields
+                   else int(words[i])) for i, name in enumerate(fields)}
+
+
 def allocate_workspace(size: int, device: torch.device) -> torch.Tensor | None:
     """A workspace of ``size`` bytes on ``device`` (torch's allocator; ``None`` for 0 bytes)."""
     if size == 0:

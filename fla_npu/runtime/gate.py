@@ -64,17 +64,7 @@ _TILING_FIELDS = ("B", "T", "H", "D", "W", "chunk_size", "num_chunks", "chunks_p
 
 def last_tiling() -> dict:
     """The tiling of the last ``gate_chunk_cumsum`` call on this thread, as a dict."""
-    lib = N.load_library()
-    n = lib.flaNpuGateChunkCumsumLastTiling(None, 0)
-    words = (N.ctypes.c_uint32 * n)()
-    lib.flaNpuGateChunkCumsumLastTiling(words, n)
-    out = {}
-    for i, name in enumerate(_TILING_FIELDS):
-        if name in ("coef_scale", "out_scale"):
-            out[name] = N.ctypes.c_float.from_buffer_copy(N.ctypes.c_uint32(words[i])).value
-        else:
-            out[name] = int(words[i])
-    return out
+    return N.read_last_tiling("flaNpuGateChunkCumsumLastTiling", _TILING_FIELDS, ("coef_scale", "out_scale"))
 
 
 def last_launch() -> N.SimLaunch | None:

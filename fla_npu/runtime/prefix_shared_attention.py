@@ -41,17 +41,7 @@ def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s
 
 def last_tiling() -> dict:
     """The tiling of the last ``prefix_shared_attention`` call on this thread, as a dict."""
-    lib = N.load_library()
-    n = lib.flaNpuPrefixSharedAttentionLastTiling(None, 0)
-    words = (N.ctypes.c_uint32 * n)()
-    lib.flaNpuPrefixSharedAttentionLastTiling(words, n)
-    out = {}
-    for i, name in enumerate(_TILING_FIELDS):
-        if name == "scale":
-            out[name] = N.ctypes.c_float.from_buffer_copy(N.ctypes.c_uint32(words[i])).value
-        else:
-            out[name] = int(words[i])
-    return out
+    return N.read_last_tiling("flaNpuPrefixSharedAttentionLastTiling", _TILING_FIELDS, ("scale",))
 
 
 def last_launch() -> N.SimLaunch | None:
