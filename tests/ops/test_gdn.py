@@ -258,3 +258,11 @@ def test_chunk_noncontiguous_inputs():
     out = {"o": o.detach(), "ht": ht.detach(), "dq": dq, "dk": dk, "dv": dv, "dg": gb.grad[..., 0],
            "dbeta": gb.grad[..., 1]}
     assert_matches(out, gold, FP32, names=list(out))
+
+
+# --------------------------------------------------------------------------------------------
+# more value heads than the reference computes at once (fla_npu.ops.common.chunk.HEADS_PER_SLICE)
+
+@pytest.mark.parametrize("H,HV", [(4, 16), (12, 12)], ids=["gva-2-slices", "12-heads-8+4"])
+def test_chunk_many_heads_sliced(H, HV):
+    check_op(1, 90, H, HV, 16, 16, ALL_ON, cu_seqlens=cu(40, 0, 50), seed=121)

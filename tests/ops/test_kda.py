@@ -373,3 +373,12 @@ def test_chunk_noncontiguous_inputs(sw):
            "dbeta": bw.grad[..., 1]}
     assert_matches(out, gold, FP32, names=list(out))
     assert gw.grad[..., K:].abs().max() == 0 and bw.grad[..., 0].abs().max() == 0
+
+
+# --------------------------------------------------------------------------------------------
+# more value heads than the reference computes at once (fla_npu.ops.common.chunk.HEADS_PER_SLICE)
+
+@pytest.mark.parametrize("H,HV", [(4, 16), (12, 12)], ids=["gva-2-slices", "12-heads-8+4"])
+@pytest.mark.parametrize("sw", [PROD_SW, Switches(gate="softplus")], ids=["production", "softplus"])
+def test_chunk_many_heads_sliced(H, HV, sw):
+    check_op(1, 90, H, HV, 16, 16, sw, cu_seqlens=cu(40, 0, 50), seed=21)

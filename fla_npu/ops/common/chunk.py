@@ -107,6 +107,32 @@ def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None):
     return p
 
 
+# Value heads computed together. Heads are independent (GVA groups stay whole), so the reference
+# runs in head slices: its memory is that of HEADS_PER_SLICE heads, whatever the model's head count.
+HEADS_PER_SLICE = 8
+
+
+def _head_slices(H: int, HV: int):
+    """``(h0, h1, hv0, hv1)``: q/k heads ``[h0, h1)`` and their value heads ``[hv0, hv1)``."""
+    groups = HV // H
+    per = max(1, HEADS_PER_SLICE // groups)
+    return [(h, min(h + per, H), h * groups, min(h + per, H) * groups) for h in range(0, H, per)]
+
+
+def _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state):
+    h0, h1, hv0, hv1 = sl
+    HV = v.shape[2]
+    width = None if dt_bias is None else dt_bias.numel() // HV
+    return (q[:, :, h0:h1], k[:, :, h0:h1], v[:, :, hv0:hv1], g[:, :, hv0:hv1], beta[:, :, hv0:hv1],
+            None if A_log is None else A_log.reshape(-1)[hv0:hv1],
+            None if dt_bias is None else dt_bias.reshape(-1)[hv0 * width:hv1 * width],
+            None if initial_state is None else initial_state[:, hv0:hv1])
+
+
+def _cat(parts, dim):
+    return None if parts[0] is None else torch.cat(parts, dim)
+
+
 class ChunkDeltaRuleFunction(torch.autograd.Function):
     """``apply(q, k, v, g, beta, A_log, dt_bias, initial_state, cfg, plan)`` -> ``(o, final_state[, h])``."""
 
@@ -114,61 +140,77 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
     def forward(ctx, q, k, v, g, beta, A_log, dt_bias, initial_state, cfg: DeltaRuleConfig, plan: ChunkPlan):
         # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward).
         sim = compute_dtype(q, k, v) != torch.float64 and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g)
-        p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan, sim)
-        h0 = _state_in(initial_state, cfg, p.ct)
-        _stages_fwd(p, h0, plan)
-        o = plan.from_chunks(fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)).to(q.dtype)
-        final = _state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None
+        slices = _head_slices(q.shape[2], v.shape[2])
+        o, final, h, kept = [], [], [], []
+        for sl in slices:
+            qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
+            p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim)
+            _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan)
+            o.append(plan.from_chunks(fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)).to(q.dtype))
+            final.append(_state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None)
+            if cfg.return_intermediate_states:
+                h.append(plan.chunk_grid(_state_out(p.h, cfg, k.dtype)))
+            # disable_recompute keeps every intermediate (memory for time), as FLA's option does;
+            # otherwise only Aqk and Akk are kept, as FLA's kernels do.
+            kept.append(p if cfg.disable_recompute else SimpleNamespace(Aqk=p.Aqk, Akk=p.Akk))
 
-        ctx.cfg, ctx.plan, ctx.sim = cfg, plan, sim
+        ctx.cfg, ctx.plan, ctx.sim, ctx.slices, ctx.kept = cfg, plan, sim, slices, kept
         ctx.h0_dtype = None if initial_state is None else initial_state.dtype
         ctx.dtypes = (q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype)
-        ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state, p.Aqk, p.Akk)
-        # disable_recompute keeps every intermediate (memory for time), as FLA's option does.
-        ctx.saved = p if cfg.disable_recompute else None
+        ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state)
+        o, final = torch.cat(o, 2), _cat(final, 1)
         if cfg.return_intermediate_states:
-            h = plan.chunk_grid(_state_out(p.h, cfg, k.dtype))
-            return o, final, h
+            return o, final, torch.cat(h, 2)
         return o, final
 
     @staticmethod
     def backward(ctx, do, dht, *unused):
-        q, k, v, g, beta, A_log, dt_bias, initial_state, Aqk, Akk = ctx.saved_tensors
-        cfg, plan = ctx.cfg, ctx.plan
-        p = ctx.saved
-        if p is None:
-            p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan, ctx.sim)
-            _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, Aqk, Akk)
-        ct = p.ct
-
-        doc = plan.to_chunks(do.to(ct))
-        dht_k = _state_in(dht, cfg, ct) if cfg.output_final_state else None
-        dAqk, dv_local = bwd.output_bwd_local(doc, p.v_new, p.Aqk)
-        dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, p.kg, p.w, doc, dv_local, dht_k, plan)
-        dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
-        dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
-        dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
-        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
-
-        NC, HV, BT, K = p.q.shape
-        dqc = ((dq1 + dq2) * cfg.scale).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
-        dkc = (dk1 + dk2 + dk3).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
-        dq, dk = plan.from_chunks(dqc), plan.from_chunks(dkc)
-        dv, dbeta, dg = plan.from_chunks(dvc), plan.from_chunks(dbc), plan.from_chunks(dgc)
-        if not cfg.per_key_gate:
-            dg = dg.squeeze(-1)
-
-        if cfg.use_qk_l2norm:
-            dq = l2norm_bwd(p.qn, p.q_rstd, dq)
-            dk = l2norm_bwd(p.kn, p.k_rstd, dk)
-        if cfg.beta_sigmoid_scale is not None:
-            dbeta = beta_sigmoid_bwd(beta.to(ct), dbeta, cfg.beta_sigmoid_scale)
-        dA = dbias = None
-        if cfg.gate_bwd is not None:
-            dg, dA, dbias = cfg.gate_bwd(g.to(ct), A_log, dt_bias, dg)
-        dh0_out = None if initial_state is None else _state_out(dh0, cfg, ctx.h0_dtype)
-
+        inputs = ctx.saved_tensors
+        q, k, v, g, beta, A_log, dt_bias, initial_state = inputs
+        grads = [_backward_slice(ctx, sl, kept, do, dht, *_slice_inputs(sl, *inputs))
+                 for sl, kept in zip(ctx.slices, ctx.kept)]
+        dq, dk, dv, dg, dbeta, dA, dbias, dh0 = (list(x) for x in zip(*grads))
         qd, kd, vd, gd, bd = ctx.dtypes
-        return (dq.to(qd), dk.to(kd), dv.to(vd), dg.to(gd), dbeta.to(bd),
-                None if dA is None else dA.to(A_log.dtype), None if dbias is None else dbias.to(dt_bias.dtype),
-                dh0_out, None, None)
+        dA = None if dA[0] is None else torch.cat(dA).reshape(A_log.shape).to(A_log.dtype)
+        dbias = None if dbias[0] is None else torch.cat(dbias).reshape(dt_bias.shape).to(dt_bias.dtype)
+        return (torch.cat(dq, 2).to(qd), torch.cat(dk, 2).to(kd), torch.cat(dv, 2).to(vd), torch.cat(dg, 2).to(gd),
+                torch.cat(dbeta, 2).to(bd), dA, dbias, _cat(dh0, 1), None, None)
+
+
+def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, initial_state):
+    """The backward stages for one head slice; returns its ``(dq, dk, dv, dg, dbeta, dA, dbias, dh0)``."""
+    cfg, plan = ctx.cfg, ctx.plan
+    _, _, hv0, hv1 = sl
+    p = kept
+    if not cfg.disable_recompute:
+        p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan, ctx.sim)
+        _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, kept.Aqk, kept.Akk)
+    ct = p.ct
+
+    doc = plan.to_chunks(do[:, :, hv0:hv1].to(ct))
+    dht_k = _state_in(dht[:, hv0:hv1], cfg, ct) if cfg.output_final_state else None
+    dAqk, dv_local = bwd.output_bwd_local(doc, p.v_new, p.Aqk)
+    dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, p.kg, p.w, doc, dv_local, dht_k, plan)
+    dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
+    dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
+    dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
+    dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
+
+    NC, HV, BT, K = p.q.shape
+    dqc = ((dq1 + dq2) * cfg.scale).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
+    dkc = (dk1 + dk2 + dk3).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
+    dq, dk = plan.from_chunks(dqc), plan.from_chunks(dkc)
+    dv, dbeta, dg = plan.from_chunks(dvc), plan.from_chunks(dbc), plan.from_chunks(dgc)
+    if not cfg.per_key_gate:
+        dg = dg.squeeze(-1)
+
+    if cfg.use_qk_l2norm:
+        dq = l2norm_bwd(p.qn, p.q_rstd, dq)
+        dk = l2norm_bwd(p.kn, p.k_rstd, dk)
+    if cfg.beta_sigmoid_scale is not None:
+        dbeta = beta_sigmoid_bwd(beta.to(ct), dbeta, cfg.beta_sigmoid_scale)
+    dA = dbias = None
+    if cfg.gate_bwd is not None:
+        dg, dA, dbias = cfg.gate_bwd(g.to(ct), A_log, dt_bias, dg)
+    dh0_out = None if initial_state is None else _state_out(dh0, cfg, ctx.h0_dtype)
+    return dq, dk, dv, dg, dbeta, dA, dbias, dh0_out
