@@ -4,6 +4,7 @@
 #define FLA_NPU_API_COMMON_H
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -31,6 +32,15 @@ const char* DtypeName(int32_t dtype);
 // large enough, runs it and frees it (also on error). `get_ws_name` names the first phase.
 int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
                 FlaNpuExecutor* executor, void* stream);
+
+// The `<op>LastTiling(words, capacity)` entry points: copy up to `capacity` 32-bit words of an op's
+// last tiling into `words` (if not null) and return how many words the tiling has.
+template <typename Tiling>
+int32_t CopyTiling(const Tiling& tiling, uint32_t* words, int32_t capacity) {
+    constexpr int32_t n = static_cast<int32_t>(sizeof(Tiling) / sizeof(uint32_t));
+    if (words != nullptr) std::memcpy(words, &tiling, sizeof(uint32_t) * static_cast<size_t>(capacity < n ? capacity : n));
+    return n;
+}
 
 // Usable UB bytes per vector core of the flavour's SoC.
 uint32_t TargetUbBytes();

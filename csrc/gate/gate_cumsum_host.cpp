@@ -188,9 +188,7 @@ int flaNpuGateChunkCumsum(void* workspace, uint64_t workspace_size, FlaNpuExecut
 }
 
 int32_t flaNpuGateChunkCumsumLastTiling(uint32_t* words, int32_t capacity) {
-    constexpr int32_t n = static_cast<int32_t>(sizeof(GateCumsumTiling) / sizeof(uint32_t));
-    if (words != nullptr) std::memcpy(words, &g_last_tiling, sizeof(uint32_t) * static_cast<size_t>(capacity < n ? capacity : n));
-    return n;
+    return fla_npu::CopyTiling(g_last_tiling, words, capacity);
 }
 
 }  // extern "C"

@@ -63,22 +63,19 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.flaNpuDestroyExecutor.argtypes = [ctypes.c_void_p]
     lib.flaNpuTarget.restype = ctypes.c_char_p
     lib.flaNpuVectorCoreNum.restype = ctypes.c_int32
-    lib.flaNpuGateChunkCumsumGetWorkspaceSize.restype = ctypes.c_int
-    lib.flaNpuGateChunkCumsumGetWorkspaceSize.argtypes = [
-        T, T, T, T, T, ctypes.c_int32, ctypes.c_int32, ctypes.c_float, ctypes.c_float, T,
-        P(ctypes.c_uint64), P(ctypes.c_void_p)]
-    lib.flaNpuGateChunkCumsum.restype = ctypes.c_int
-    lib.flaNpuGateChunkCumsum.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p]
-    lib.flaNpuGateChunkCumsumLastTiling.restype = ctypes.c_int32
-    lib.flaNpuGateChunkCumsumLastTiling.argtypes = [P(ctypes.c_uint32), ctypes.c_int32]
-    if hasattr(lib, "flaNpuPrefixSharedAttentionGetWorkspaceSize"):
-        lib.flaNpuPrefixSharedAttentionGetWorkspaceSize.restype = ctypes.c_int
-        lib.flaNpuPrefixSharedAttentionGetWorkspaceSize.argtypes = [T, T, T, ctypes.c_float, T, P(ctypes.c_uint64),
-                                                                    P(ctypes.c_void_p)]
-        lib.flaNpuPrefixSharedAttention.restype = ctypes.c_int
-        lib.flaNpuPrefixSharedAttention.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p]
-        lib.flaNpuPrefixSharedAttentionLastTiling.restype = ctypes.c_int32
-        lib.flaNpuPrefixSharedAttentionLastTiling.argtypes = [P(ctypes.c_uint32), ctypes.c_int32]
+    # Each op: <op>GetWorkspaceSize(<op arguments>, workspace_size*, executor**), <op>(workspace, size,
+    # executor, stream) and <op>LastTiling(words, capacity).
+    ops = {
+        "flaNpuGateChunkCumsum": [T, T, T, T, T, ctypes.c_int32, ctypes.c_int32, ctypes.c_float, ctypes.c_float, T],
+        "flaNpuPrefixSharedAttention": [T, T, T, ctypes.c_float, T],
+    }
+    for op, op_args in ops.items():
+        getattr(lib, op + "GetWorkspaceSize").restype = ctypes.c_int
+        getattr(lib, op + "GetWorkspaceSize").argtypes = op_args + [P(ctypes.c_uint64), P(ctypes.c_void_p)]
+        getattr(lib, op).restype = ctypes.c_int
+        getattr(lib, op).argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p]
+        getattr(lib, op + "LastTiling").restype = ctypes.c_int32
+        getattr(lib, op + "LastTiling").argtypes = [P(ctypes.c_uint32), ctypes.c_int32]
     if hasattr(lib, "fla_sim_last_launch_ok"):
         lib.fla_sim_last_launch_ok.restype = ctypes.c_int
         lib.fla_sim_last_error.restype = ctypes.c_char_p
