@@ -2,7 +2,8 @@
 
 Registers a backend (``backend_type="fla_npu"``, priority -10, ahead of FLA's built-in
 ``triton_ascend`` backends) into FLA's existing dispatch registries for ``kda`` (``chunk_kda``,
-``fused_recurrent_kda_fwd``) and ``gated_delta_rule`` (``chunk_gated_delta_rule``), for each
+``fused_recurrent_kda_fwd``, ``fused_kda_gate``, ``kda_gate_fwd``, ``kda_gate_bwd``) and
+``gated_delta_rule`` (``chunk_gated_delta_rule``, ``gdn_gate_fwd``, ``gdn_gate_bwd``), for each
 function an installed fla_npu flavour declares in the entry-point group ``fla_npu.kernels``.
 
 Off by default. On with ``FLA_ASCENDC=1`` or :func:`enable`. Every call then goes through a

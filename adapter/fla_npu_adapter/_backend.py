@@ -3,7 +3,7 @@
 Imported only once FLA's operation modules are loaded (never during ``import torch``). Uses FLA's
 public ``fla.backends.register``; FLA's registry tables are only read, to find which registry FLA
 dispatches a function through (per function in FLA 0.6 for ``chunk_kda``, per operation for
-``fused_recurrent_kda_fwd`` and ``chunk_gated_delta_rule``). No registry is ever created.
+the others). No registry is ever created.
 
 FLA before 0.6 (its repository up to the 0.5.x line) dispatches through ``fla.ops.backends``: one
 ``BackendRegistry`` per operation, created by FLA's own ``fla.ops.<op>.backends`` module (loaded with
@@ -26,8 +26,11 @@ except ImportError:  # FLA < 0.6: per-operation registries in fla.ops.backends
     from fla.ops.backends import BaseBackend
     register = None
 
+import torch
+
 from . import _discovery, _state
-from ._verify import RULES, Binder, Verifier
+from ._contract import CONTRACTS
+from ._verify import Binder, _Verifier, verifier_for
 
 logger = logging.getLogger("fla_npu.adapter")
 
@@ -35,10 +38,17 @@ BACKEND_TYPE = "fla_npu"
 PRIORITY = -10  # FLA: lower runs first; its triton_ascend backends have 0, FlashKDA/FlashQLA 3
 
 # FLA functions the adapter knows how to serve: key -> module defining FLA's dispatched function.
+# FLA's fused_gdn_gate is not dispatched (FLA calls GDNGateFunction.apply directly); its forward and
+# backward pieces gdn_gate_fwd / gdn_gate_bwd are.
 FLA_FUNCTIONS = {
     "kda.chunk_kda": "fla.ops.kda.chunk",
     "kda.fused_recurrent_kda_fwd": "fla.ops.kda.fused_recurrent",
+    "kda.fused_kda_gate": "fla.ops.kda.gate",
+    "kda.kda_gate_fwd": "fla.ops.kda.gate",
+    "kda.kda_gate_bwd": "fla.ops.kda.gate",
     "gated_delta_rule.chunk_gated_delta_rule": "fla.ops.gated_delta_rule.chunk",
+    "gated_delta_rule.gdn_gate_fwd": "fla.ops.gated_delta_rule.gate",
+    "gated_delta_rule.gdn_gate_bwd": "fla.ops.gated_delta_rule.gate",
 }
 
 _lock = threading.Lock()
@@ -68,13 +78,13 @@ class _Implementation:
     """Calls the fla_npu function claimed for the tensors' device (imported on first use) with the
     caller's arguments unchanged; the verifier has already accepted the call."""
 
-    def __init__(self, verifier: Verifier):
+    def __init__(self, verifier: _Verifier):
         self.verifier = verifier
+        self.first = verifier.first
         self.loaded: dict[str, object] = {}
 
-    def __call__(self, *args, **kwargs):
-        q = args[0] if args else kwargs["q"]
-        claim, reason = self.verifier.claim_for(q.device)
+    def load(self, device):
+        claim, reason = self.verifier.claim_for(device)
         if claim is None:
             raise RuntimeError(f"fla_npu_adapter: {reason}")
         function = self.loaded.get(claim.value)
@@ -84,7 +94,29 @@ class _Implementation:
             for part in attr.split("."):
                 function = getattr(function, part)
             self.loaded[claim.value] = function
-        return function(*args, **kwargs)
+        return function
+
+    def __call__(self, *args, **kwargs):
+        return self.load((args[0] if args else kwargs[self.first]).device)(*args, **kwargs)
+
+
+class _ContractImplementation(_Implementation):
+    """The same, then FLA's return contract (``_contract``): for FLA functions whose fla_npu
+    counterpart returns another dtype or shape, or records an autograd graph FLA's kernel does not."""
+
+    def __init__(self, verifier: _Verifier, contract):
+        super().__init__(verifier)
+        self.convert, self.records_graph = contract.convert, contract.records_graph
+        self.reads = verifier.binder.extractor(contract.reads)
+
+    def __call__(self, *args, **kwargs):
+        function = self.load((args[0] if args else kwargs[self.first]).device)
+        if self.records_graph or not torch.is_grad_enabled():
+            result = function(*args, **kwargs)
+        else:
+            with torch.no_grad():
+                result = function(*args, **kwargs)
+        return self.convert(result, *self.reads(*args, **kwargs)[1:])
 
 
 def claims() -> dict:
@@ -140,21 +172,31 @@ def register_operation(operation: str) -> list[str]:
             op, _, function = key.partition(".")
             if op != operation or key not in installed:
                 continue
-            fla_function = getattr(importlib.import_module(module_name), function)
+            try:
+                fla_function = getattr(importlib.import_module(module_name), function)
+            except (ImportError, AttributeError):  # an FLA version without this function
+                _state.log_once(f"no-function:{key}", "fla_npu_adapter: FLA has no %s.%s -> not served",
+                                module_name, function)
+                continue
             found = _registry_of(operation, fla_function)
             if found is None:
                 _state.log_once(f"no-registry:{key}", "fla_npu_adapter: FLA does not dispatch %s -> not served", key)
                 continue
             entry, registry = found
-            verifier = Verifier(key, installed[key], Binder.of(fla_function), RULES[key])
+            verifier = verifier_for(key, installed[key], Binder.of(fla_function))
+            contract = CONTRACTS.get(key)
+            implementation = _Implementation(verifier) if contract is None else _ContractImplementation(verifier, contract)
             methods = groups.setdefault(id(registry), (entry, registry, {}))[2]
             # staticmethod: FLA's getattr(backend, name) returns the callable itself (one frame less per call)
-            methods[function] = staticmethod(_Implementation(verifier))
+            methods[function] = staticmethod(implementation)
             methods[f"{function}_verifier"] = staticmethod(verifier)
         served = []
         for entry, registry, methods in groups.values():
             names = sorted(m for m in methods if not m.endswith("_verifier"))
             cls = type(f"FlaNpuBackend_{operation}", (FlaNpuBackend,), dict(methods))
+            replaced = type(getattr(registry, "_backends", {}).get(BACKEND_TYPE))
+            for key in [key for key, served_by in registered.items() if served_by is replaced]:
+                del registered[key]  # functions the replaced fla_npu backend of this registry served
             # FLA's own registration: replaces an earlier fla_npu backend, if any
             if register is not None:
                 register(entry)(cls)

@@ -56,6 +56,27 @@ RULES = {
 }
 
 
+@dataclass(frozen=True)
+class GateRules:
+    """What fla_npu accepts for one FLA gate function (``g`` first, then ``A_log``, ``dt_bias``).
+
+    KDA (``per_key``): ``g`` ``[..., H, K]``, ``A_log`` ``H`` elements (``None`` only with
+    ``lower_bound``), ``dt_bias`` ``H*K``. GDN: ``g`` ``[..., HV]``, ``A_log`` and ``dt_bias`` ``HV``.
+    """
+
+    per_key: bool
+    piece: str  # "autograd": FLA's autograd wrapper; "fwd" / "bwd": the forward / backward piece it calls
+
+
+GATE_RULES = {
+    "kda.fused_kda_gate": GateRules(per_key=True, piece="autograd"),
+    "kda.kda_gate_fwd": GateRules(per_key=True, piece="fwd"),
+    "kda.kda_gate_bwd": GateRules(per_key=True, piece="bwd"),
+    "gated_delta_rule.gdn_gate_fwd": GateRules(per_key=False, piece="fwd"),
+    "gated_delta_rule.gdn_gate_bwd": GateRules(per_key=False, piece="bwd"),
+}
+
+
 @dataclass
 class Binder:
     """FLA's signature of one function, read at registration.
@@ -173,11 +194,14 @@ def current_soc(device) -> str | None:
         return None
 
 
-class Verifier:
-    """The verifier of one FLA function, for the claims installed for it."""
+class _Verifier:
+    """What every verifier shares: the claims installed for one FLA function, per device, and the
+    placement of the call's tensors (the first one decides the device, the others must be on it)."""
 
-    def __init__(self, key: str, claims: list[Claim], binder: Binder, rules: Rules):
-        self.key, self.binder, self.rules = key, binder, rules
+    first = "q"  # the tensor argument that decides the device (also read by the backend)
+
+    def __init__(self, key: str, claims: list[Claim], binder: Binder, others: tuple[str, ...]):
+        self.key, self.binder, self.others = key, binder, others
         self.targets: dict[str, list[tuple[Target, Claim]]] = {}
         for claim in claims:
             for target in claim.targets:
@@ -188,15 +212,8 @@ class Verifier:
                       if any(tg.soc is None for tg, _ in e)}
         # torch.device -> has a backward, for devices found served by a claim without SoC condition
         self.served: dict = {}
-        self.others = tuple(name for name in rules.tensors if name != "q")
-        self.extra_ok = frozenset(rules.extra_kwargs)
-        self.max_head_dim, self.has_cp, self.chunk_sizes = rules.max_head_dim, rules.has_cp, rules.chunk_sizes
-        self.allowed = ", ".join(map(str, rules.chunk_sizes or ()))
         # CPU tensors (``Tensor.is_cpu``), when served without SoC condition: has a backward
         self.cpu = ("cpu" in BACKWARD_DEVICES) if "cpu" in self.plain else None
-        # FLA's signature bound by the interpreter, straight into check()
-        self.verify = binder.extractor(("q", "cu_seqlens", "cp_context", "chunk_size", self.others),
-                                       missing={"chunk_size": rules.default_chunk_size}, into=self.check)
 
     def claim_for(self, device) -> tuple[Claim | None, str | None]:
         """The installed implementation valid on ``device``, else the reason there is none."""
@@ -239,30 +256,54 @@ class Verifier:
                 return f"call does not match FLA's signature: {unbound}"
         return f"verifier error: {type(error).__name__}: {error}"
 
+    def placed(self, first, others):
+        """Whether the implementation on ``first``'s device has a backward (a bool) when that device
+        is served and every other tensor is on it; otherwise the reason (a str)."""
+        if self.cpu is not None and type(first) is _Tensor and first.is_cpu:  # no torch.device object built
+            for t in others:
+                if t is not None and not (type(t) is _Tensor and t.is_cpu) and t.device != first.device:
+                    return self.mismatch(first.device, others)
+            return self.cpu
+        device = first.device
+        backward = self.served.get(device) if type(device) is _Device else None
+        if backward is None:
+            claim, reason = self.claim_for(device)
+            if claim is None:
+                return reason
+            backward = device.type in BACKWARD_DEVICES
+            if type(device) is _Device and device.type in self.plain:
+                self.served[device] = backward
+        for t in others:
+            if t is not None and t.device != device:
+                return self.mismatch(device, others)
+        return backward
+
+    def mismatch(self, device, others) -> str:
+        name, t = next((n, t) for n, t in zip(self.others, others) if t is not None and t.device != device)
+        return f"`{name}` is on {t.device}, `{self.first}` on {device}"
+
+
+class Verifier(_Verifier):
+    """The verifier of one of FLA's attention functions (``q`` first), for the claims installed for it."""
+
+    def __init__(self, key: str, claims: list[Claim], binder: Binder, rules: Rules):
+        super().__init__(key, claims, binder, tuple(name for name in rules.tensors if name != "q"))
+        self.rules = rules
+        self.extra_ok = frozenset(rules.extra_kwargs)
+        self.max_head_dim, self.has_cp, self.chunk_sizes = rules.max_head_dim, rules.has_cp, rules.chunk_sizes
+        self.allowed = ", ".join(map(str, rules.chunk_sizes or ()))
+        # FLA's signature bound by the interpreter, straight into check()
+        self.verify = binder.extractor(("q", "cu_seqlens", "cp_context", "chunk_size", self.others),
+                                       missing={"chunk_size": rules.default_chunk_size}, into=self.check)
+
     def check(self, extra, q, cu_seqlens, cp_context, chunk_size, others) -> str | None:
         """The first reason fla_npu cannot serve this call (bound to FLA's signature), or None."""
         if extra and not self.extra_ok.issuperset(extra):
             unsupported = sorted(k for k in extra if k not in self.extra_ok)
             return f"unsupported keyword argument(s): {', '.join(unsupported)}"
-
-        if self.cpu is not None and type(q) is _Tensor and q.is_cpu:  # no torch.device object built
-            backward = self.cpu
-            for t in others:
-                if t is not None and not (type(t) is _Tensor and t.is_cpu) and t.device != q.device:
-                    return self.mismatch(q.device, others)
-        else:
-            device = q.device
-            backward = self.served.get(device) if type(device) is _Device else None
-            if backward is None:
-                claim, reason = self.claim_for(device)
-                if claim is None:
-                    return reason
-                backward = device.type in BACKWARD_DEVICES
-                if type(device) is _Device and device.type in self.plain:
-                    self.served[device] = backward
-            for t in others:
-                if t is not None and t.device != device:
-                    return self.mismatch(device, others)
+        backward = self.placed(q, others)
+        if type(backward) is str:
+            return backward
         if q.dtype not in _FLOAT_DTYPES:
             return f"dtype {q.dtype} is not supported (float16, bfloat16, float32, float64)"
         if q.ndim != 4:
@@ -280,6 +321,61 @@ class Verifier:
             return f"fla_npu on {q.device.type} is forward-only and gradients are required"
         return None
 
-    def mismatch(self, device, others) -> str:
-        name, t = next((n, t) for n, t in zip(self.others, others) if t is not None and t.device != device)
-        return f"`{name}` is on {t.device}, `q` on {device}"
+
+class GateVerifier(_Verifier):
+    """The verifier of one of FLA's gate functions (``g`` first): the autograd wrapper
+    (``fused_kda_gate``) or a forward / backward piece (``kda_gate_fwd``, ``gdn_gate_bwd``, ...)."""
+
+    first = "g"
+
+    def __init__(self, key: str, claims: list[Claim], binder: Binder, rules: GateRules):
+        bwd = rules.piece == "bwd"
+        super().__init__(key, claims, binder, ("A_log", "dt_bias", "dyg") if bwd else ("A_log", "dt_bias"))
+        self.rules, self.per_key, self.bwd, self.grads = rules, rules.per_key, bwd, rules.piece == "autograd"
+        # names FLA's signature lacks (``lower_bound`` for GDN, ``dyg`` in a forward) are passed as None
+        self.verify = binder.extractor(("g", "A_log", "dt_bias", "lower_bound", self.others), into=self.check)
+
+    def check(self, extra, g, A_log, dt_bias, lower_bound, others) -> str | None:
+        """The first reason fla_npu cannot serve this call (bound to FLA's signature), or None."""
+        if extra:
+            return f"unsupported keyword argument(s): {', '.join(sorted(extra))}"
+        backward = self.placed(g, others)
+        if type(backward) is str:
+            return backward
+        if g.dtype not in _FLOAT_DTYPES:
+            return f"`g` dtype {g.dtype} is not supported (float16, bfloat16, float32, float64)"
+        if self.per_key:
+            if g.ndim < 2:
+                return f"`g` must be [..., H, K], got {g.ndim}-D"
+            heads, per_head = g.shape[-2], g.shape[-1]
+            if A_log is None and lower_bound is None:
+                return "`A_log` is None without `lower_bound`: the softplus gate needs `A_log`"
+            bias, bias_name = heads * per_head, "H*K"
+        else:
+            if g.ndim < 1:
+                return "`g` must be [..., HV], got 0-D"
+            heads = g.shape[-1]
+            if A_log is None:
+                return "`A_log` is None: the GDN gate needs `A_log`"
+            bias, bias_name = heads, "HV"
+        if A_log is not None and A_log.numel() != heads:
+            return f"`A_log` has {A_log.numel()} elements, `g` has {'H' if self.per_key else 'HV'}={heads} heads"
+        if dt_bias is not None and dt_bias.numel() != bias:
+            return f"`dt_bias` has {dt_bias.numel()} elements, expected {bias_name}={bias}"
+        if self.bwd:
+            dyg = others[2]
+            if dyg is None:
+                return "`dyg` is None"
+            if dyg.shape != g.shape:
+                return f"`dyg` has shape {list(dyg.shape)}, `g` {list(g.shape)}"
+        if self.grads and not backward and torch.is_grad_enabled() and (
+                getattr(g, "requires_grad", False) or any(getattr(t, "requires_grad", False) for t in others)):
+            return f"fla_npu on {g.device.type} is forward-only and gradients are required"
+        return None
+
+
+def verifier_for(key: str, claims: list[Claim], binder: Binder) -> _Verifier:
+    """The verifier of FLA function ``key`` (a key of :data:`RULES` or :data:`GATE_RULES`)."""
+    if key in GATE_RULES:
+        return GateVerifier(key, claims, binder, GATE_RULES[key])
+    return Verifier(key, claims, binder, RULES[key])

@@ -163,8 +163,9 @@ def test_parse_entry_point_names():
 
 def test_installed_fla_npu_declares_its_functions_for_cpu():
     claims = _discovery.read_claims()
-    assert sorted(claims) == sorted(FLA)
-    for key, found in claims.items():
+    assert set(FLA) <= set(claims)  # and the gates: test_gate_verifier.py
+    for key in FLA:
+        found = claims[key]
         assert [str(t) for c in found for t in c.targets] == ["cpu"]
         assert found[0].value == "fla_npu:" + key.partition(".")[2]
 
