@@ -64,7 +64,8 @@ elseif(EXISTS "${PROJECT_SOURCE_DIR}/SOURCE_REVISION")
   endforeach()
 endif()
 
-# Compiler of the kernels: the C++ compiler of csrc/ (sim), Bisheng (ASC language) on the NPU.
+# Compiler of the library (the C++ compiler of csrc/: the kernels on the host simulation for sim, the
+# aclnn bridge for an NPU flavour, whose kernels are in the operator package).
 set(_compiler "none")
 set(FLA_NPU_NPU_ARCH_OUT "")
 if(TARGET fla_npu_kernels)
@@ -73,13 +74,15 @@ if(TARGET fla_npu_kernels)
   get_directory_property(_cxx_ver DIRECTORY csrc DEFINITION CMAKE_CXX_COMPILER_VERSION)
   get_directory_property(_cxx DIRECTORY csrc DEFINITION CMAKE_CXX_COMPILER)
   set(_compiler "${_cxx_id} ${_cxx_ver} (${_cxx})")
-  get_directory_property(_asc DIRECTORY csrc DEFINITION CMAKE_ASC_COMPILER)
-  if(_asc)
-    get_directory_property(_asc_ver DIRECTORY csrc DEFINITION CMAKE_ASC_COMPILER_VERSION)
-    set(_compiler "Bisheng ${_asc_ver} (${_asc}); host ${_compiler}")
+  if(NOT FLA_NPU_TARGET STREQUAL "sim")
+    if(FLA_NPU_OPP_PREBUILT)
+      string(APPEND _compiler ": aclnn bridge; kernels: prebuilt operator package embedded")
+    elseif(FLA_NPU_OPP_DIR)
+      string(APPEND _compiler ": aclnn bridge; kernels: operator package built by csrc/opp/")
+    else()
+      string(APPEND _compiler ": aclnn bridge; no operator package embedded")
+    endif()
   endif()
-elseif(FLA_NPU_OPP_DIR)
-  set(_compiler "none: prebuilt operator package embedded, compile skipped")
 endif()
 
 string(TIMESTAMP _date "%Y-%m-%dT%H:%M:%SZ" UTC)  # honours SOURCE_DATE_EPOCH

@@ -6,10 +6,6 @@
 
 #include "../gate/gate_cumsum_tiling.h"
 
-#if !defined(FLA_NPU_TARGET_SIM)
-#include "acl/acl.h"
-#endif
-
 #ifndef FLA_NPU_SOC
 #error "FLA_NPU_SOC must be defined by the build (\"a2\", \"a3\" or \"a5\")"
 #endif
@@ -18,13 +14,24 @@ namespace fla_npu {
 
 namespace {
 thread_local std::string g_error;
+thread_local int32_t g_aclnn_status = 0;       // of the last call, when it failed in an aclnn function
+thread_local std::string g_aclnn_function;
 }
 
 int SetError(int status, const std::string& message) {
     g_error = message;
+    g_aclnn_status = 0;
+    g_aclnn_function.clear();
     return status;
 }
-void ClearError() { g_error.clear(); }
+void ClearError() { SetError(FLA_NPU_OK, ""); }
+
+int SetAclnnError(const char* function, int32_t aclnn_status, const std::string& message) {
+    SetError(FLA_NPU_ERR_ACLNN, message);
+    g_aclnn_status = aclnn_status;
+    g_aclnn_function = function;
+    return FLA_NPU_ERR_ACLNN;
+}
 
 int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
                 FlaNpuExecutor* executor, void* stream) {
@@ -107,6 +114,11 @@ extern "C" {
 
 const char* flaNpuGetLastErrorMessage(void) { return fla_npu::g_error.c_str(); }
 
+int32_t flaNpuGetLastAclnnStatus(const char** function) {
+    if (function != nullptr) *function = fla_npu::g_aclnn_function.c_str();
+    return fla_npu::g_aclnn_status;
+}
+
 void flaNpuDestroyExecutor(FlaNpuExecutor* executor) { delete executor; }
 
 const char* flaNpuTarget(void) {
@@ -117,8 +129,9 @@ const char* flaNpuTarget(void) {
 #endif
 }
 
-int32_t flaNpuVectorCoreNum(void) {
 #if defined(FLA_NPU_TARGET_SIM)
+// The NPU flavours' flaNpuVectorCoreNum and flaNpuSetOperatorPackage are in aclnn_bridge.cpp.
+int32_t flaNpuVectorCoreNum(void) {
     // Simulated cores are host threads: a handful is enough to exercise the split across cores.
     const char* env = std::getenv("FLA_NPU_SIM_CORES");
     if (env != nullptr) {
@@ -126,14 +139,14 @@ int32_t flaNpuVectorCoreNum(void) {
         if (n >= 1 && n <= 256) return static_cast<int32_t>(n);
     }
     return 8;
-#else
-    // Not buildable here (no CANN): the AIV count of the current device from the ACL runtime.
-    int32_t device = 0;
-    int64_t value = 0;
-    if (aclrtGetDevice(&device) != ACL_SUCCESS) return 1;
-    if (aclrtGetDeviceInfo(static_cast<uint32_t>(device), ACL_DEV_ATTR_VECTOR_CORE_NUM, &value) != ACL_SUCCESS || value < 1) return 1;
-    return static_cast<int32_t>(value);
-#endif
 }
+
+int flaNpuSetOperatorPackage(const char* libcust_opapi_path) {
+    (void)libcust_opapi_path;
+    return fla_npu::SetError(FLA_NPU_ERR_INVALID_ARGUMENT,
+                             "flaNpuSetOperatorPackage: the sim flavour has no operator package (its kernels run on the "
+                             "host simulation, built into this library)");
+}
+#endif
 
 }  // extern "C"

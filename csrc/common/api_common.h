@@ -1,5 +1,6 @@
 // Shared host-side pieces of the C entry points (include/fla_npu/kernels.h): the per-thread error
 // message, the single-use executor, tensor-descriptor checks and the flavour's launch facts.
+// The NPU flavours' bridge to the operator package's aclnn functions is in aclnn_bridge.h.
 #ifndef FLA_NPU_API_COMMON_H
 #define FLA_NPU_API_COMMON_H
 
@@ -12,7 +13,8 @@
 
 struct FlaNpuExecutor {
     const char* op = "";
-    // Runs the op: (workspace, workspace_size, stream) -> FlaNpuStatus.
+    // Runs the op: (workspace, workspace_size, stream) -> FlaNpuStatus. Whatever it holds (NPU
+    // flavours: the aclTensors of the call) is released when the executor is deleted.
     std::function<int(void*, uint64_t, void*)> launch;
     uint64_t workspace_size = 0;
 };
@@ -21,6 +23,9 @@ namespace fla_npu {
 
 int SetError(int status, const std::string& message);  // returns status
 void ClearError();
+// An aclnn function of the operator package returned `aclnn_status` (!= 0): sets the message and
+// what flaNpuGetLastAclnnStatus reports; returns FLA_NPU_ERR_ACLNN.
+int SetAclnnError(const char* function, int32_t aclnn_status, const std::string& message);
 
 // Argument checks; each returns false after SetError(FLA_NPU_ERR_INVALID_ARGUMENT, "<op>: ...").
 bool CheckPresent(const char* op, const char* name, const FlaNpuTensor* t);

@@ -1,7 +1,9 @@
-// C entry points of the gate + chunk-local cumsum kernel (include/fla_npu/kernels.h):
-// validation, tiling, and the launch of gate_cumsum_kernel.cpp on the flavour's device
-// (the host simulation under FLA_NPU_TARGET_SIM, the NPU otherwise).
+// C entry points of the gate + chunk-local cumsum kernel (include/fla_npu/kernels.h): validation
+// and tiling (every flavour), then the kernel: gate_cumsum_kernel.cpp launched on the host
+// simulation (sim flavour), or the operator package's aclnnFlaNpuGateChunkCumsum pair (NPU
+// flavours, through common/aclnn_bridge.h; the kernel is built into the package by csrc/opp/).
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "../common/api_common.h"
@@ -10,28 +12,51 @@
 #if defined(FLA_NPU_TARGET_SIM)
 #include "kernel_operator.h"  // the simulation's: GM_ADDR, AscendC::sim::Launch
 #else
-#include "acl/acl.h"
-#include "kernel_operator.h"  // CANN's (this file is compiled as Ascend C for the <<<>>> launch)
+#include "../common/aclnn_bridge.h"
 #endif
 
 using fla_npu::gate::GateCumsumTiling;
-
-// Kernel entries (gate_cumsum_kernel.cpp).
-#if defined(FLA_NPU_TARGET_SIM)
-#define FLA_NPU_DECLARE_KERNEL(NAME) \
-    extern "C" void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GateCumsumTiling);
-#else
-#define FLA_NPU_DECLARE_KERNEL(NAME) \
-    extern "C" __global__ __aicore__ void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GateCumsumTiling);
-#endif
-FLA_NPU_DECLARE_KERNEL(fla_gate_chunk_cumsum_f32)
-FLA_NPU_DECLARE_KERNEL(fla_gate_chunk_cumsum_f16)
-FLA_NPU_DECLARE_KERNEL(fla_gate_chunk_cumsum_bf16)
 
 namespace {
 
 constexpr const char* kOp = "flaNpuGateChunkCumsum";
 thread_local GateCumsumTiling g_last_tiling{};
+
+int Invalid(const std::string& msg) { return fla_npu::SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(kOp) + ": " + msg); }
+
+// A validated call: the tiling, and the tensors the kernel reads (null when it does not: an absent
+// optional input, or a_log with gate form 0).
+struct Request {
+    GateCumsumTiling tiling;
+    int32_t dtype;
+    const FlaNpuTensor* g;
+    const FlaNpuTensor* a_log;
+    const FlaNpuTensor* dt_bias;
+    const FlaNpuTensor* cu_seqlens;
+    const FlaNpuTensor* chunk_indices;
+    int32_t chunk_size;
+    int32_t gate_form;
+    float lower_bound;
+    float scale;
+    const FlaNpuTensor* out;
+};
+
+// The flavour's executor for a validated call (below): FLA_NPU_OK and `*executor`, or an error.
+int MakeExecutor(const Request& call, FlaNpuExecutor** executor);
+
+}  // namespace
+
+#if defined(FLA_NPU_TARGET_SIM)
+// ---- sim flavour: the kernel on the host simulation ------------------------------------------------
+
+// Kernel entries (gate_cumsum_kernel.cpp).
+#define FLA_NPU_DECLARE_KERNEL(NAME) \
+    extern "C" void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GateCumsumTiling);
+FLA_NPU_DECLARE_KERNEL(fla_gate_chunk_cumsum_f32)
+FLA_NPU_DECLARE_KERNEL(fla_gate_chunk_cumsum_f16)
+FLA_NPU_DECLARE_KERNEL(fla_gate_chunk_cumsum_bf16)
+
+namespace {
 
 struct Args {
     int32_t dtype;
@@ -44,11 +69,9 @@ struct Args {
     GateCumsumTiling tiling;
 };
 
-int Launch(const Args& a, void* stream) {
+int Launch(const Args& a) {
     const uint32_t blocks = a.tiling.block_dim;
     if (blocks == 0) return FLA_NPU_OK;  // no token: nothing to do
-#if defined(FLA_NPU_TARGET_SIM)
-    (void)stream;
     try {
         switch (a.dtype) {
         case FLA_NPU_FLOAT32:
@@ -70,30 +93,77 @@ int Launch(const Args& a, void* stream) {
         return fla_npu::SetError(FLA_NPU_ERR_RUNTIME, std::string(kOp) + ": " + e.what());
     }
     return FLA_NPU_OK;
-#else
-    // Not buildable here (no CANN). Asynchronous on `stream`; launch errors surface at the next
-    // synchronising ACL call.
-    auto s = static_cast<aclrtStream>(stream);
-    switch (a.dtype) {
-    case FLA_NPU_FLOAT32:
-        fla_gate_chunk_cumsum_f32<<<blocks, nullptr, s>>>(a.g, a.a_log, a.dt_bias, a.cu, a.chunks, a.out, a.tiling);
-        break;
-    case FLA_NPU_FLOAT16:
-        fla_gate_chunk_cumsum_f16<<<blocks, nullptr, s>>>(a.g, a.a_log, a.dt_bias, a.cu, a.chunks, a.out, a.tiling);
-        break;
-    default:
-        fla_gate_chunk_cumsum_bf16<<<blocks, nullptr, s>>>(a.g, a.a_log, a.dt_bias, a.cu, a.chunks, a.out, a.tiling);
-        break;
-    }
-    return FLA_NPU_OK;
-#endif
 }
-
-int Invalid(const std::string& msg) { return fla_npu::SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(kOp) + ": " + msg); }
 
 GM_ADDR Addr(const FlaNpuTensor* t) { return t == nullptr ? nullptr : static_cast<GM_ADDR>(t->data); }
 
+int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
+    Args args{};
+    args.tiling = call.tiling;
+    args.dtype = call.dtype;
+    args.g = Addr(call.g);
+    args.a_log = Addr(call.a_log);
+    args.dt_bias = Addr(call.dt_bias);
+    args.cu = Addr(call.cu_seqlens);
+    args.chunks = Addr(call.chunk_indices);
+    args.out = Addr(call.out);
+    auto* ex = new FlaNpuExecutor;
+    ex->op = kOp;
+    ex->workspace_size = 0;
+    ex->launch = [args](void*, uint64_t, void*) { return Launch(args); };  // synchronous; no stream
+    *executor = ex;
+    return FLA_NPU_OK;
+}
+
 }  // namespace
+
+#else
+// ---- NPU flavours: the operator package's aclnn pair ----------------------------------------------
+
+namespace {
+
+namespace aclnn = fla_npu::aclnn;
+
+// aclnnFlaNpuGateChunkCumsumGetWorkspaceSize(g, aLogOptional, dtBiasOptional, cuSeqlensOptional,
+//     chunkIndicesOptional, chunkSize, gateForm, lowerBound, scale, out, workspaceSize, executor)
+using GetWorkspaceSizeFn = aclnn::Status (*)(const aclnn::AclTensor*, const aclnn::AclTensor*, const aclnn::AclTensor*,
+                                             const aclnn::AclTensor*, const aclnn::AclTensor*, int64_t, int64_t,
+                                             aclnn::FloatAttr, aclnn::FloatAttr, const aclnn::AclTensor*, uint64_t*,
+                                             aclnn::AclOpExecutor**);
+const aclnn::Op g_aclnn("aclnnFlaNpuGateChunkCumsum");
+
+int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
+    std::shared_ptr<aclnn::Call> c;
+    int status = aclnn::Call::Begin(g_aclnn, kOp, &c);
+    if (status != FLA_NPU_OK) return status;
+    auto* ex = new FlaNpuExecutor;
+    ex->op = kOp;
+    if (call.tiling.block_dim == 0) {  // no token: nothing to call
+        ex->workspace_size = 0;
+        ex->launch = [](void*, uint64_t, void*) { return static_cast<int>(FLA_NPU_OK); };
+        *executor = ex;
+        return FLA_NPU_OK;
+    }
+    const FlaNpuTensor* const tensors[] = {call.g, call.a_log, call.dt_bias, call.cu_seqlens, call.chunk_indices, call.out};
+    const char* const names[] = {"g", "a_log", "dt_bias", "cu_seqlens", "chunk_indices", "out"};
+    const aclnn::AclTensor* t[6];
+    status = c->Describe(tensors, names, t);
+    if (status == FLA_NPU_OK)
+        status = c->GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], t[3], t[4], int64_t(call.chunk_size),
+                                                         int64_t(call.gate_form), aclnn::FloatAttr(call.lower_bound),
+                                                         aclnn::FloatAttr(call.scale), t[5]);
+    if (status != FLA_NPU_OK) {
+        delete ex;
+        return status;
+    }
+    ex->workspace_size = c->workspace_size();
+    ex->launch = [c](void* ws, uint64_t ws_size, void* stream) { return c->Launch(ws, ws_size, stream); };
+    *executor = ex;
+    return FLA_NPU_OK;
+}
+
+}  // namespace
+#endif
 
 extern "C" {
 
@@ -107,79 +177,62 @@ int flaNpuGateChunkCumsumGetWorkspaceSize(const FlaNpuTensor* g, const FlaNpuTen
     *executor = nullptr;
     *workspace_size = 0;
     if (!CheckPresent(kOp, "g", g) || !CheckPresent(kOp, "out", out)) return FLA_NPU_ERR_INVALID_ARGUMENT;
-    if (g->ndim != 3 && g->ndim != 4) return Invalid("`g` must be [B, T, H] or [B, T, H, K]");
+    // Shapes and attributes: the checks the operator package's tiling shares (gate::GateCumsumArgs),
+    // with this entry point's descriptor checks (dtypes, strides) in between.
+    gate::GateCumsumArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetG(g->ndim, g->shape))) return Invalid(bad);
     if (g->dtype != FLA_NPU_FLOAT32 && g->dtype != FLA_NPU_FLOAT16 && g->dtype != FLA_NPU_BFLOAT16)
         return Invalid(std::string("`g` must be float32, float16 or bfloat16, got ") + DtypeName(g->dtype));
     if (!CheckContiguous(kOp, "g", g)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (out->dtype != FLA_NPU_FLOAT32) return Invalid("`out` must be float32");
-    if (out->ndim != g->ndim || std::memcmp(out->shape, g->shape, sizeof(int64_t) * g->ndim) != 0)
-        return Invalid("`out` must have the shape of `g`");
+    if ((bad = checked.CheckOut(out->ndim, out->shape))) return Invalid(bad);
     if (!CheckContiguous(kOp, "out", out)) return FLA_NPU_ERR_INVALID_ARGUMENT;
-    if (gate_form < 0 || gate_form > 2) return Invalid("`gate_form` must be 0 (none), 1 (softplus) or 2 (lower-bound sigmoid)");
-
-    gate::GateCumsumProblem p;
-    p.B = static_cast<uint32_t>(g->shape[0]);
-    p.T = static_cast<uint32_t>(g->shape[1]);
-    p.H = static_cast<uint32_t>(g->shape[2]);
-    p.D = g->ndim == 4 ? static_cast<uint32_t>(g->shape[3]) : 1u;
-    if (g->shape[0] > 0x7FFFFFFF || g->shape[1] > 0x7FFFFFFF || g->shape[2] > 0x7FFFFFFF || (g->ndim == 4 && g->shape[3] > 0x7FFFFFFF))
-        return Invalid("`g` is too large");
-    const int64_t HD = int64_t(p.H) * p.D;
-
-    if (gate_form == gate::kGateSoftplus && a_log == nullptr) return Invalid("the softplus gate (gate_form 1) needs `a_log`");
-    if (a_log != nullptr && gate_form != gate::kGateNone) {
+    if ((bad = checked.SetGateForm(gate_form, a_log != nullptr))) return Invalid(bad);
+    if (a_log != nullptr && checked.UsesALog()) {
         if (!CheckPresent(kOp, "a_log", a_log) || !CheckContiguous(kOp, "a_log", a_log)) return FLA_NPU_ERR_INVALID_ARGUMENT;
         if (a_log->dtype != FLA_NPU_FLOAT32) return Invalid("`a_log` must be float32");
-        if (Numel(a_log) != int64_t(p.H)) return Invalid("`a_log` must have H elements");
-        p.has_a_log = true;
+        if ((bad = checked.SetALog(Numel(a_log)))) return Invalid(bad);
     }
     if (dt_bias != nullptr) {
         if (!CheckPresent(kOp, "dt_bias", dt_bias) || !CheckContiguous(kOp, "dt_bias", dt_bias)) return FLA_NPU_ERR_INVALID_ARGUMENT;
         if (dt_bias->dtype != FLA_NPU_FLOAT32) return Invalid("`dt_bias` must be float32");
-        if (Numel(dt_bias) != HD) return Invalid("`dt_bias` must have H * K elements (H for [B, T, H] gates)");
-        p.has_dt_bias = true;
+        if ((bad = checked.SetDtBias(Numel(dt_bias)))) return Invalid(bad);
     }
-    if ((cu_seqlens == nullptr) != (chunk_indices == nullptr)) return Invalid("`cu_seqlens` and `chunk_indices` go together");
+    if ((bad = gate::GateCumsumArgs::CheckVarlenPair(cu_seqlens != nullptr, chunk_indices != nullptr))) return Invalid(bad);
     if (cu_seqlens != nullptr) {
         if (!CheckPresent(kOp, "cu_seqlens", cu_seqlens) || !CheckPresent(kOp, "chunk_indices", chunk_indices))
             return FLA_NPU_ERR_INVALID_ARGUMENT;
         if (cu_seqlens->dtype != FLA_NPU_INT32 || chunk_indices->dtype != FLA_NPU_INT32)
             return Invalid("`cu_seqlens` and `chunk_indices` must be int32");
-        if (cu_seqlens->ndim != 1 || cu_seqlens->shape[0] < 2) return Invalid("`cu_seqlens` must be 1-D with at least 2 entries");
-        if (chunk_indices->ndim != 2 || chunk_indices->shape[1] != 2) return Invalid("`chunk_indices` must be [NC, 2]");
+        if ((bad = checked.SetVarlenShapes(cu_seqlens->ndim, cu_seqlens->shape, chunk_indices->ndim, chunk_indices->shape)))
+            return Invalid(bad);
         if (!CheckContiguous(kOp, "cu_seqlens", cu_seqlens) || !CheckContiguous(kOp, "chunk_indices", chunk_indices))
             return FLA_NPU_ERR_INVALID_ARGUMENT;
-        if (p.B != 1) return Invalid("the batch size must be 1 when `cu_seqlens` is given");
-        if (chunk_indices->shape[0] > 0x7FFFFFFF) return Invalid("too many chunks");
-        p.varlen = true;
-        p.num_chunks = static_cast<uint32_t>(chunk_indices->shape[0]);
+        if ((bad = checked.SetVarlenBatch())) return Invalid(bad);
     }
-    p.chunk_size = chunk_size > 0 ? static_cast<uint32_t>(chunk_size) : 0u;
-    p.gate_form = static_cast<uint32_t>(gate_form);
-    p.in_elem_bytes = g->dtype == FLA_NPU_FLOAT32 ? 4u : 2u;
-    p.lower_bound = lower_bound;
-    p.scale = scale;
-    p.core_num = static_cast<uint32_t>(flaNpuVectorCoreNum());
-    p.ub_bytes = TargetUbBytes();
+    const gate::GateCumsumProblem p = checked.Problem(chunk_size, g->dtype == FLA_NPU_FLOAT32 ? 4u : 2u, lower_bound, scale,
+                                                      static_cast<uint32_t>(flaNpuVectorCoreNum()), TargetUbBytes());
 
-    Args args{};
+    Request call{};
     const char* err = "";
-    if (gate::ComputeTiling(p, &args.tiling, &err) != 0) return Invalid(err);
-    g_last_tiling = args.tiling;
-    args.dtype = g->dtype;
-    args.g = Addr(g);
-    args.a_log = p.has_a_log ? Addr(a_log) : nullptr;
-    args.dt_bias = p.has_dt_bias ? Addr(dt_bias) : nullptr;
-    args.cu = p.varlen ? Addr(cu_seqlens) : nullptr;
-    args.chunks = p.varlen ? Addr(chunk_indices) : nullptr;
-    args.out = Addr(out);
+    if (gate::ComputeTiling(p, &call.tiling, &err) != 0) return Invalid(err);
+    g_last_tiling = call.tiling;
+    call.dtype = g->dtype;
+    call.g = g;
+    call.a_log = p.has_a_log ? a_log : nullptr;
+    call.dt_bias = p.has_dt_bias ? dt_bias : nullptr;
+    call.cu_seqlens = p.varlen ? cu_seqlens : nullptr;
+    call.chunk_indices = p.varlen ? chunk_indices : nullptr;
+    call.chunk_size = chunk_size;
+    call.gate_form = gate_form;
+    call.lower_bound = lower_bound;
+    call.scale = scale;
+    call.out = out;
 
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    ex->workspace_size = 0;
-    ex->launch = [args](void*, uint64_t, void* stream) { return Launch(args, stream); };
-    *executor = ex;
-    *workspace_size = ex->workspace_size;
+    const int status = MakeExecutor(call, executor);
+    if (status != FLA_NPU_OK) return status;
+    *workspace_size = (*executor)->workspace_size;
     return FLA_NPU_OK;
 }
 

@@ -115,5 +115,78 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     return 0;
 }
 
+// ---- GateCumsumArgs: the messages are the C entry point's (include/fla_npu/kernels.h) ----------
+
+const char* GateCumsumArgs::SetG(int32_t ndim, const int64_t* shape) {
+    if (ndim != 3 && ndim != 4) return "`g` must be [B, T, H] or [B, T, H, K]";
+    g_ndim_ = ndim;
+    for (int32_t i = 0; i < ndim; ++i) g_shape_[i] = shape[i];
+    return nullptr;
+}
+
+const char* GateCumsumArgs::CheckOut(int32_t ndim, const int64_t* shape) const {
+    if (ndim != g_ndim_ || std::memcmp(shape, g_shape_, sizeof(int64_t) * g_ndim_) != 0)
+        return "`out` must have the shape of `g`";
+    return nullptr;
+}
+
+const char* GateCumsumArgs::SetGateForm(int64_t gate_form, bool a_log_given) {
+    if (gate_form < 0 || gate_form > 2) return "`gate_form` must be 0 (none), 1 (softplus) or 2 (lower-bound sigmoid)";
+    for (int32_t i = 0; i < g_ndim_; ++i)
+        if (g_shape_[i] > 0x7FFFFFFF) return "`g` is too large";
+    p_.B = static_cast<uint32_t>(g_shape_[0]);
+    p_.T = static_cast<uint32_t>(g_shape_[1]);
+    p_.H = static_cast<uint32_t>(g_shape_[2]);
+    p_.D = g_ndim_ == 4 ? static_cast<uint32_t>(g_shape_[3]) : 1u;
+    if (gate_form == kGateSoftplus && !a_log_given) return "the softplus gate (gate_form 1) needs `a_log`";
+    p_.gate_form = static_cast<uint32_t>(gate_form);
+    return nullptr;
+}
+
+const char* GateCumsumArgs::SetALog(int64_t numel) {
+    if (numel != int64_t(p_.H)) return "`a_log` must have H elements";
+    p_.has_a_log = true;
+    return nullptr;
+}
+
+const char* GateCumsumArgs::SetDtBias(int64_t numel) {
+    if (numel != int64_t(p_.H) * p_.D) return "`dt_bias` must have H * K elements (H for [B, T, H] gates)";
+    p_.has_dt_bias = true;
+    return nullptr;
+}
+
+const char* GateCumsumArgs::CheckVarlenPair(bool cu_seqlens_given, bool chunk_indices_given) {
+    return cu_seqlens_given != chunk_indices_given ? "`cu_seqlens` and `chunk_indices` go together" : nullptr;
+}
+
+const char* GateCumsumArgs::SetVarlenShapes(int32_t cu_ndim, const int64_t* cu_shape, int32_t chunks_ndim,
+                                            const int64_t* chunks_shape) {
+    if (cu_ndim != 1 || cu_shape[0] < 2) return "`cu_seqlens` must be 1-D with at least 2 entries";
+    if (chunks_ndim != 2 || chunks_shape[1] != 2) return "`chunk_indices` must be [NC, 2]";
+    num_chunks_ = chunks_shape[0];
+    return nullptr;
+}
+
+const char* GateCumsumArgs::SetVarlenBatch() {
+    if (p_.B != 1) return "the batch size must be 1 when `cu_seqlens` is given";
+    if (num_chunks_ > 0x7FFFFFFF) return "too many chunks";
+    p_.varlen = true;
+    p_.num_chunks = static_cast<uint32_t>(num_chunks_);
+    return nullptr;
+}
+
+GateCumsumProblem GateCumsumArgs::Problem(int64_t chunk_size, uint32_t in_elem_bytes, float lower_bound, float scale,
+                                          uint32_t core_num, uint32_t ub_bytes) const {
+    GateCumsumProblem p = p_;
+    // Anything outside 1..kMaxChunk is rejected by ComputeTiling: 0 stands for all of it.
+    p.chunk_size = chunk_size > 0 && chunk_size <= kMaxChunk ? static_cast<uint32_t>(chunk_size) : 0u;
+    p.in_elem_bytes = in_elem_bytes;
+    p.lower_bound = lower_bound;
+    p.scale = scale;
+    p.core_num = core_num;
+    p.ub_bytes = ub_bytes;
+    return p;
+}
+
 }  // namespace gate
 }  // namespace fla_npu

@@ -86,6 +86,36 @@ uint32_t UbBytesNeeded(const GateCumsumProblem& p, uint32_t max_pitch);
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** err);
 
+// The argument checks that depend only on shapes and attributes, and the problem they yield, shared
+// by the op's two front ends: the C entry point (gate_cumsum_host.cpp, which also checks its tensor
+// descriptors' dtypes and strides) and the operator package's tiling (csrc/opp/op_host/, where CANN
+// checks dtypes and layout against the op's registration). Each step returns nullptr or a message
+// (static, without the op's name). Call the steps in the order declared: the C entry point runs its
+// descriptor checks between them, and both front ends then report the first defect alike.
+class GateCumsumArgs {
+  public:
+    const char* SetG(int32_t ndim, const int64_t* shape);                // [B, T, H] or [B, T, H, K]
+    const char* CheckOut(int32_t ndim, const int64_t* shape) const;      // the shape of g
+    // gate_form 0..2, every dimension of g fits 31 bits, the softplus form has a_log.
+    const char* SetGateForm(int64_t gate_form, bool a_log_given);
+    bool UsesALog() const { return p_.gate_form != kGateNone; }          // a given a_log is ignored otherwise
+    const char* SetALog(int64_t numel);                                  // H elements
+    const char* SetDtBias(int64_t numel);                                // H * K elements
+    static const char* CheckVarlenPair(bool cu_seqlens_given, bool chunk_indices_given);
+    const char* SetVarlenShapes(int32_t cu_ndim, const int64_t* cu_shape,  // [N + 1], N >= 1
+                                int32_t chunks_ndim, const int64_t* chunks_shape);  // [NC, 2]
+    const char* SetVarlenBatch();                                        // B == 1, NC fits 31 bits
+    // The problem for ComputeTiling, with the launch facts of the caller's device.
+    GateCumsumProblem Problem(int64_t chunk_size, uint32_t in_elem_bytes, float lower_bound, float scale,
+                              uint32_t core_num, uint32_t ub_bytes) const;
+
+  private:
+    GateCumsumProblem p_;
+    int32_t g_ndim_ = 0;
+    int64_t g_shape_[4] = {0, 0, 0, 0};
+    int64_t num_chunks_ = 0;
+};
+
 // Column range [c0, c0 + w) of column tile `tile`.
 FLA_NPU_AICORE inline void TileColumns(const GateCumsumTiling& t, uint32_t tile, uint32_t* c0, uint32_t* w) {
     if (t.heads_per_tile > 0) {

@@ -1,7 +1,10 @@
 // C entry points of the prefix-shared attention forward kernel (include/fla_npu/kernels.h):
-// validation, tiling, workspace size, and the launch of prefix_shared_attention_kernel.cpp on the
-// flavour's device (the host simulation under FLA_NPU_TARGET_SIM, the NPU otherwise).
+// validation, tiling and workspace size (every flavour), then the kernel:
+// prefix_shared_attention_kernel.cpp launched on the host simulation (sim flavour), or the operator
+// package's aclnnFlaNpuPrefixSharedAttention pair (NPU flavours, through common/aclnn_bridge.h; the
+// kernel is built into the package by csrc/opp/).
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "../common/api_common.h"
@@ -10,25 +13,42 @@
 #if defined(FLA_NPU_TARGET_SIM)
 #include "kernel_operator.h"  // the simulation's: GM_ADDR, AscendC::sim::Launch
 #else
-#include "acl/acl.h"
-#include "kernel_operator.h"  // CANN's (this file is compiled as Ascend C for the <<<>>> launch)
+#include "../common/aclnn_bridge.h"
 #endif
 
 using fla_npu::psa::PsaTiling;
-
-#if defined(FLA_NPU_TARGET_SIM)
-#define FLA_NPU_DECLARE_PSA_KERNEL(NAME) extern "C" void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, PsaTiling);
-#else
-#define FLA_NPU_DECLARE_PSA_KERNEL(NAME) \
-    extern "C" __global__ __aicore__ void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, PsaTiling);
-#endif
-FLA_NPU_DECLARE_PSA_KERNEL(fla_prefix_shared_attention_f16)
-FLA_NPU_DECLARE_PSA_KERNEL(fla_prefix_shared_attention_bf16)
 
 namespace {
 
 constexpr const char* kOp = "flaNpuPrefixSharedAttention";
 thread_local PsaTiling g_last_tiling{};
+
+int Invalid(const std::string& msg) { return fla_npu::SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(kOp) + ": " + msg); }
+
+// A validated call.
+struct Request {
+    PsaTiling tiling;
+    int32_t dtype;
+    const FlaNpuTensor* q;
+    const FlaNpuTensor* k;
+    const FlaNpuTensor* v;
+    float scale;
+    const FlaNpuTensor* out;
+};
+
+// The flavour's executor for a validated call (below): FLA_NPU_OK and `*executor`, or an error.
+int MakeExecutor(const Request& call, FlaNpuExecutor** executor);
+
+}  // namespace
+
+#if defined(FLA_NPU_TARGET_SIM)
+// ---- sim flavour: the kernel on the host simulation ------------------------------------------------
+
+#define FLA_NPU_DECLARE_PSA_KERNEL(NAME) extern "C" void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, PsaTiling);
+FLA_NPU_DECLARE_PSA_KERNEL(fla_prefix_shared_attention_f16)
+FLA_NPU_DECLARE_PSA_KERNEL(fla_prefix_shared_attention_bf16)
+
+namespace {
 
 struct Args {
     int32_t dtype;
@@ -39,12 +59,10 @@ struct Args {
     PsaTiling tiling;
 };
 
-int Launch(const Args& a, void* workspace, void* stream) {
+int Launch(const Args& a, void* workspace) {
     const uint32_t blocks = a.tiling.block_dim;
     if (blocks == 0) return FLA_NPU_OK;  // bs == 0: nothing to do
     GM_ADDR ws = static_cast<GM_ADDR>(workspace);
-#if defined(FLA_NPU_TARGET_SIM)
-    (void)stream;
     try {
         if (a.dtype == FLA_NPU_FLOAT16)
             AscendC::sim::Launch("fla_prefix_shared_attention_f16", KERNEL_TYPE_MIX_AIC_1_2, blocks, fla_prefix_shared_attention_f16,
@@ -58,20 +76,72 @@ int Launch(const Args& a, void* workspace, void* stream) {
         return fla_npu::SetError(FLA_NPU_ERR_RUNTIME, std::string(kOp) + ": " + e.what());
     }
     return FLA_NPU_OK;
-#else
-    // Not buildable here (no CANN). A mixed 1:2 kernel launches `blocks` AI cores (AIC + 2 AIV each).
-    auto s = static_cast<aclrtStream>(stream);
-    if (a.dtype == FLA_NPU_FLOAT16)
-        fla_prefix_shared_attention_f16<<<blocks, nullptr, s>>>(a.q, a.k, a.v, a.out, ws, a.tiling);
-    else
-        fla_prefix_shared_attention_bf16<<<blocks, nullptr, s>>>(a.q, a.k, a.v, a.out, ws, a.tiling);
-    return FLA_NPU_OK;
-#endif
 }
 
-int Invalid(const std::string& msg) { return fla_npu::SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(kOp) + ": " + msg); }
-
 GM_ADDR Addr(const FlaNpuTensor* t) { return t == nullptr ? nullptr : static_cast<GM_ADDR>(t->data); }
+
+int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
+    Args args{};
+    args.tiling = call.tiling;
+    args.dtype = call.dtype;
+    args.q = Addr(call.q);
+    args.k = Addr(call.k);
+    args.v = Addr(call.v);
+    args.out = Addr(call.out);
+    auto* ex = new FlaNpuExecutor;
+    ex->op = kOp;
+    ex->workspace_size = fla_npu::psa::UserWorkspaceBytes(call.tiling);
+    ex->launch = [args](void* ws, uint64_t, void*) { return Launch(args, ws); };  // synchronous; no stream
+    *executor = ex;
+    return FLA_NPU_OK;
+}
+
+}  // namespace
+
+#else
+// ---- NPU flavours: the operator package's aclnn pair ----------------------------------------------
+
+namespace {
+
+namespace aclnn = fla_npu::aclnn;
+
+// aclnnFlaNpuPrefixSharedAttentionGetWorkspaceSize(q, k, v, scale, out, workspaceSize, executor)
+using GetWorkspaceSizeFn = aclnn::Status (*)(const aclnn::AclTensor*, const aclnn::AclTensor*, const aclnn::AclTensor*,
+                                             aclnn::FloatAttr, const aclnn::AclTensor*, uint64_t*, aclnn::AclOpExecutor**);
+const aclnn::Op g_aclnn("aclnnFlaNpuPrefixSharedAttention");
+
+int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
+    std::shared_ptr<aclnn::Call> c;
+    int status = aclnn::Call::Begin(g_aclnn, kOp, &c);
+    if (status != FLA_NPU_OK) return status;
+    auto* ex = new FlaNpuExecutor;
+    ex->op = kOp;
+    if (call.tiling.block_dim == 0) {  // bs == 0: nothing to call
+        ex->workspace_size = 0;
+        ex->launch = [](void*, uint64_t, void*) { return static_cast<int>(FLA_NPU_OK); };
+        *executor = ex;
+        return FLA_NPU_OK;
+    }
+    const FlaNpuTensor* const tensors[] = {call.q, call.k, call.v, call.out};
+    const char* const names[] = {"q", "k", "v", "out"};
+    const aclnn::AclTensor* t[4];
+    status = c->Describe(tensors, names, t);
+    if (status == FLA_NPU_OK)
+        status = c->GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], aclnn::FloatAttr(call.scale), t[3]);
+    if (status != FLA_NPU_OK) {
+        delete ex;
+        return status;
+    }
+    ex->workspace_size = c->workspace_size();
+    ex->launch = [c](void* ws, uint64_t ws_size, void* stream) { return c->Launch(ws, ws_size, stream); };
+    *executor = ex;
+    return FLA_NPU_OK;
+}
+
+}  // namespace
+#endif
+
+namespace {
 
 // AI cores a mixed launch may use: one per two vector cores.
 uint32_t AiCoreNum() {
@@ -92,51 +162,37 @@ int flaNpuPrefixSharedAttentionGetWorkspaceSize(const FlaNpuTensor* q, const Fla
     *workspace_size = 0;
     if (!CheckPresent(kOp, "q", q) || !CheckPresent(kOp, "k", k) || !CheckPresent(kOp, "v", v) || !CheckPresent(kOp, "out", out))
         return FLA_NPU_ERR_INVALID_ARGUMENT;
-    if (q->ndim != 4 || k->ndim != 3 || v->ndim != 3) return Invalid("`q` must be [bs, G, len_q, D] and `k`, `v` [bs, len_kv, D]");
+    // Shapes: the checks the operator package's tiling shares (psa::PsaArgs), with this entry
+    // point's descriptor checks (dtypes, strides) in between.
+    psa::PsaArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetRanks(q->ndim, k->ndim, v->ndim))) return Invalid(bad);
     if (q->dtype != FLA_NPU_FLOAT16 && q->dtype != FLA_NPU_BFLOAT16)
         return Invalid(std::string("`q` must be float16 or bfloat16, got ") + DtypeName(q->dtype));
     if (k->dtype != q->dtype || v->dtype != q->dtype || out->dtype != q->dtype)
         return Invalid("`q`, `k`, `v` and `out` must have one dtype");
-    const int64_t bs = q->shape[0], G = q->shape[1], Lq = q->shape[2], D = q->shape[3], Lkv = k->shape[1];
-    if (k->shape[0] != bs || v->shape[0] != bs) return Invalid("the batch sizes of `q`, `k` and `v` differ");
-    if (v->shape[1] != Lkv) return Invalid("`k` and `v` have different lengths");
-    if (k->shape[2] != D || v->shape[2] != D) return Invalid("the head dims of `q`, `k` and `v` differ");
-    if (D != 64 && D != 128) return Invalid("the head dim D must be 64 or 128");
-    if (G < 1 || Lq < 1 || Lkv < 1) return Invalid("G, len_q and len_kv must be positive");
-    if (out->ndim != 4 || std::memcmp(out->shape, q->shape, sizeof(int64_t) * 4) != 0) return Invalid("`out` must have the shape of `q`");
+    if ((bad = checked.SetShapes(q->shape, k->shape, v->shape, out->ndim, out->shape))) return Invalid(bad);
     if (!CheckContiguous(kOp, "q", q) || !CheckContiguous(kOp, "k", k) || !CheckContiguous(kOp, "v", v) ||
         !CheckContiguous(kOp, "out", out))
         return FLA_NPU_ERR_INVALID_ARGUMENT;
-    if (bs > 0x7FFFFFFF || G > 0x7FFFFFFF || Lq > 0x7FFFFFFF || Lkv > 0x7FFFFFFF) return Invalid("a dimension is too large");
+    if ((bad = checked.CheckSizes())) return Invalid(bad);
+    const psa::PsaProblem p = checked.Problem(scale, AiCoreNum(), TargetUbBytes(),
+                                              std::strcmp(TargetSoc(), "a5") == 0 ? 256u * 1024 : 128u * 1024);
 
-    psa::PsaProblem p;
-    p.bs = static_cast<uint32_t>(bs);
-    p.G = static_cast<uint32_t>(G);
-    p.len_q = static_cast<uint32_t>(Lq);
-    p.len_kv = static_cast<uint32_t>(Lkv);
-    p.D = static_cast<uint32_t>(D);
-    p.elem_bytes = 2;
-    p.scale = scale;
-    p.core_num = AiCoreNum();
-    p.ub_bytes = TargetUbBytes();
-    p.l0c_bytes = std::strcmp(TargetSoc(), "a5") == 0 ? 256u * 1024 : 128u * 1024;
-
-    Args args{};
+    Request call{};
     const char* err = "";
-    if (psa::ComputeTiling(p, &args.tiling, &err) != 0) return Invalid(err);
-    g_last_tiling = args.tiling;
-    args.dtype = q->dtype;
-    args.q = Addr(q);
-    args.k = Addr(k);
-    args.v = Addr(v);
-    args.out = Addr(out);
+    if (psa::ComputeTiling(p, &call.tiling, &err) != 0) return Invalid(err);
+    g_last_tiling = call.tiling;
+    call.dtype = q->dtype;
+    call.q = q;
+    call.k = k;
+    call.v = v;
+    call.scale = scale;
+    call.out = out;
 
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    ex->workspace_size = uint64_t(args.tiling.block_dim) * args.tiling.ws_bytes_per_core;
-    ex->launch = [args](void* ws, uint64_t, void* stream) { return Launch(args, ws, stream); };
-    *executor = ex;
-    *workspace_size = ex->workspace_size;
+    const int status = MakeExecutor(call, executor);
+    if (status != FLA_NPU_OK) return status;
+    *workspace_size = (*executor)->workspace_size;
     return FLA_NPU_OK;
 }
 

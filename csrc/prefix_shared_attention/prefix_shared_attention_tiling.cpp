@@ -77,5 +77,45 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     return 0;
 }
 
+// ---- PsaArgs: the messages are the C entry point's (include/fla_npu/kernels.h) -----------------
+
+const char* PsaArgs::SetRanks(int32_t q_ndim, int32_t k_ndim, int32_t v_ndim) {
+    if (q_ndim != 4 || k_ndim != 3 || v_ndim != 3) return "`q` must be [bs, G, len_q, D] and `k`, `v` [bs, len_kv, D]";
+    return nullptr;
+}
+
+const char* PsaArgs::SetShapes(const int64_t* q, const int64_t* k, const int64_t* v, int32_t out_ndim, const int64_t* out) {
+    const int64_t bs = q[0], G = q[1], Lq = q[2], D = q[3], Lkv = k[1];
+    if (k[0] != bs || v[0] != bs) return "the batch sizes of `q`, `k` and `v` differ";
+    if (v[1] != Lkv) return "`k` and `v` have different lengths";
+    if (k[2] != D || v[2] != D) return "the head dims of `q`, `k` and `v` differ";
+    if (D != 64 && D != 128) return "the head dim D must be 64 or 128";
+    if (G < 1 || Lq < 1 || Lkv < 1) return "G, len_q and len_kv must be positive";
+    if (out_ndim != 4 || std::memcmp(out, q, sizeof(int64_t) * 4) != 0) return "`out` must have the shape of `q`";
+    std::memcpy(q_, q, sizeof(q_));
+    len_kv_ = Lkv;
+    return nullptr;
+}
+
+const char* PsaArgs::CheckSizes() const {
+    if (q_[0] > 0x7FFFFFFF || q_[1] > 0x7FFFFFFF || q_[2] > 0x7FFFFFFF || len_kv_ > 0x7FFFFFFF) return "a dimension is too large";
+    return nullptr;
+}
+
+PsaProblem PsaArgs::Problem(float scale, uint32_t core_num, uint32_t ub_bytes, uint32_t l0c_bytes) const {
+    PsaProblem p;
+    p.bs = static_cast<uint32_t>(q_[0]);
+    p.G = static_cast<uint32_t>(q_[1]);
+    p.len_q = static_cast<uint32_t>(q_[2]);
+    p.len_kv = static_cast<uint32_t>(len_kv_);
+    p.D = static_cast<uint32_t>(q_[3]);
+    p.elem_bytes = 2;  // fp16 / bf16: checked by each front end
+    p.scale = scale;
+    p.core_num = core_num;
+    p.ub_bytes = ub_bytes;
+    p.l0c_bytes = l0c_bytes;
+    return p;
+}
+
 }  // namespace psa
 }  // namespace fla_npu

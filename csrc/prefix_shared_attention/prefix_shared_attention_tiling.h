@@ -62,6 +62,29 @@ uint32_t UbBytesNeeded(uint32_t D, uint32_t elem_bytes);
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err);
 
+// GM workspace the kernel uses: one slice per launched AI core.
+inline uint64_t UserWorkspaceBytes(const PsaTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
+
+// The argument checks that depend only on shapes, and the problem they yield, shared by the op's
+// two front ends: the C entry point (prefix_shared_attention_host.cpp, which also checks its tensor
+// descriptors' dtypes and strides) and the operator package's tiling (csrc/opp/op_host/, where CANN
+// checks dtypes and layout against the op's registration). Each step returns nullptr or a message
+// (static, without the op's name); call them in the order declared, the C entry point running its
+// descriptor checks between them, so that both front ends report the first defect alike.
+class PsaArgs {
+  public:
+    const char* SetRanks(int32_t q_ndim, int32_t k_ndim, int32_t v_ndim);  // 4, 3, 3
+    // q [bs, G, len_q, D], k and v [bs, len_kv, D], D 64 or 128, out the shape of q.
+    const char* SetShapes(const int64_t* q, const int64_t* k, const int64_t* v, int32_t out_ndim, const int64_t* out);
+    const char* CheckSizes() const;  // every dimension fits 31 bits
+    // The problem for ComputeTiling, with the launch facts of the caller's device.
+    PsaProblem Problem(float scale, uint32_t core_num, uint32_t ub_bytes, uint32_t l0c_bytes) const;
+
+  private:
+    int64_t q_[4] = {0, 0, 0, 0};
+    int64_t len_kv_ = 0;
+};
+
 // First unit and unit count of AI core `block`.
 FLA_NPU_AICORE inline void CoreUnits(const PsaTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
     *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);

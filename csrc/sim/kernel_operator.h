@@ -14,4 +14,5 @@
 #include "sim_dtype_rules.h"  // per-SoC dtype rules (compile time)
 #include "sim_vector.h"       // vector instructions
 #include "sim_cube.h"         // Cube path: ND->NZ, LoadData, Mmad, Fixpipe (fractal layouts per SoC)
+#include "sim_tiling.h"       // operator-package entries: GET_TILING_DATA, GetUserWorkspace
 #include "sim_launch.h"       // Launch, FLA_SIM_LAUNCH

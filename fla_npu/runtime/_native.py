@@ -1,5 +1,9 @@
 """Loading ``libfla_npu_kernels.so`` (built from ``csrc/``) with ctypes, and the C types of its
-interface (``csrc/include/fla_npu/kernels.h`` and, for the sim flavour, ``csrc/sim/sim_api.h``)."""
+interface (``csrc/include/fla_npu/kernels.h`` and, for the sim flavour, ``csrc/sim/sim_api.h``).
+
+In an NPU flavour the library is a bridge to the operator package embedded in the wheel: on load it
+is given the package's ``op_api/lib/libcust_opapi.so`` (``flaNpuSetOperatorPackage``), whose aclnn
+functions run the kernels."""
 
 from __future__ import annotations
 
@@ -11,8 +15,12 @@ from pathlib import Path
 
 import torch
 
+from .aclnn import AclnnError, describe
+
 LIBRARY_NAME = "libfla_npu_kernels.so"
+OPAPI_LIBRARY = ("op_api", "lib", "libcust_opapi.so")  # in an operator package's vendor directory
 MAX_DIMS = 8
+ERR_ACLNN = 4  # FLA_NPU_ERR_ACLNN: an aclnn function of the operator package failed
 
 # FlaNpuDtype
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int32: 3, torch.int64: 4}
@@ -24,6 +32,15 @@ class NativeLibraryError(RuntimeError):
 
 class KernelError(RuntimeError):
     """A native entry point returned an error (message from ``flaNpuGetLastErrorMessage``)."""
+
+
+class AclnnKernelError(KernelError, AclnnError):
+    """NPU flavours: an aclnn function of the operator package returned a non-zero status; the
+    message names the function, the status and its likely cause (:func:`fla_npu.runtime.aclnn.describe`)."""
+
+    def __init__(self, status: int, function: str, caller: str, detail: str = ""):
+        self.caller = caller
+        AclnnError.__init__(self, status, function, f"Called by {caller}" + (f": {detail}" if detail else ""))
 
 
 class FlaNpuTensor(ctypes.Structure):
@@ -63,6 +80,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.flaNpuDestroyExecutor.argtypes = [ctypes.c_void_p]
     lib.flaNpuTarget.restype = ctypes.c_char_p
     lib.flaNpuVectorCoreNum.restype = ctypes.c_int32
+    lib.flaNpuSetOperatorPackage.restype = ctypes.c_int
+    lib.flaNpuSetOperatorPackage.argtypes = [ctypes.c_char_p]
+    lib.flaNpuGetLastAclnnStatus.restype = ctypes.c_int32
+    lib.flaNpuGetLastAclnnStatus.argtypes = [P(ctypes.c_char_p)]
     # Each op: <op>GetWorkspaceSize(<op arguments>, workspace_size*, executor**), <op>(workspace, size,
     # executor, stream) and <op>LastTiling(words, capacity).
     ops = {
@@ -110,8 +131,42 @@ def load_library() -> ctypes.CDLL:
         except OSError as e:
             raise NativeLibraryError(f"fla_npu native library {path} could not be loaded: {e}") from e
         _declare(lib)
+        from .flavour import NPU_FLAVOURS, build_info
+        if build_info().get("flavour") in NPU_FLAVOURS:
+            set_operator_package(lib, operator_package_library())
         _lib = lib
         return lib
+
+
+def operator_package_library(package_dir: Path | None = None) -> Path:
+    """The aclnn library of the operator package embedded in the installed NPU wheel: the first vendor
+    directory (``fla_npu/opp/vendors/config.ini`` order) that has ``op_api/lib/libcust_opapi.so``.
+    Raises :class:`NativeLibraryError` when the wheel has none."""
+    try:
+        import fla_npu_autoload as A  # top level of the wheel, stdlib only
+    except ImportError as e:
+        raise NativeLibraryError(f"fla_npu: the wheel's top-level module fla_npu_autoload is missing ({e}); "
+                                 "reinstall the wheel") from e
+
+    from .flavour import PACKAGE_DIR
+    root = package_dir or PACKAGE_DIR
+    vendors = A.embedded_vendor_dirs(str(root))
+    for v in vendors:
+        lib = Path(v).joinpath(*OPAPI_LIBRARY)
+        if lib.is_file():
+            return lib
+    raise NativeLibraryError(
+        f"fla_npu: this NPU wheel has no operator package with {'/'.join(OPAPI_LIBRARY)} under "
+        f"{root / 'opp' / 'vendors'} (vendors found: {', '.join(Path(v).name for v in vendors) or 'none'}); "
+        "its kernels live there. Reinstall the wheel, or rebuild it with ./build_wheel.")
+
+
+def set_operator_package(lib: ctypes.CDLL, path: Path) -> None:
+    """Give an NPU flavour's library the operator package's aclnn library (the path as it is: the
+    library reads no environment). Raises :class:`NativeLibraryError` with the library's message."""
+    if lib.flaNpuSetOperatorPackage(os.fsencode(str(path))) != 0:
+        msg = lib.flaNpuGetLastErrorMessage().decode(errors="replace")
+        raise NativeLibraryError(f"fla_npu: the operator package could not be loaded: {msg}")
 
 
 def library_available() -> bool:
@@ -148,11 +203,17 @@ def ref(desc):
     return None if desc is None else ctypes.byref(desc)
 
 
-def check(status: int, what: str) -> None:
+def check(status: int, what: str, lib: ctypes.CDLL | None = None) -> None:
+    """Raise for a non-zero ``status`` of the entry point ``what``: :class:`AclnnKernelError` when an
+    aclnn function of the operator package failed (its status described), else :class:`KernelError`."""
     if status != 0:
-        from .aclnn import describe
-
-        msg = load_library().flaNpuGetLastErrorMessage().decode(errors="replace")
+        lib = lib or load_library()
+        msg = lib.flaNpuGetLastErrorMessage().decode(errors="replace")
+        if status == ERR_ACLNN:
+            function = ctypes.c_char_p()
+            aclnn_status = lib.flaNpuGetLastAclnnStatus(ctypes.byref(function))
+            if aclnn_status != 0:
+                raise AclnnKernelError(aclnn_status, (function.value or b"").decode(errors="replace"), what, msg)
         raise KernelError(f"{describe(status, what)}: {msg}")
 
 

@@ -53,6 +53,9 @@ PASSING = [
     # Select (all three SELMODEs), checked bit for bit; ReLU by Select; a masked row max; Fixpipe
     # L0C -> L1 (NZ, feeding a second Mmad after FIX_MTE1; ND) and NZ to GM, exact.
     "vec_compare_select", "vec_select_repeat", "vec_relu_select", "vec_masked_max", "cube_fixpipe_l1",
+    # Operator-package entries: the tiling struct read from GM (GET_TILING_DATA, _WITH_STRUCT), the
+    # user workspace after the system one, which stays untouched.
+    "opp_entry",
 ]
 
 
@@ -126,6 +129,8 @@ FAILING = [
      ["Compare count alignment", "count 100 x 4 bytes = 400 bytes is not a multiple of 256 bytes"]),
     ("select_mode_mismatch", "select_mode_mismatch", "AIV0",
      ["Select mode", "selMode VSEL_TENSOR_TENSOR_MODE with a scalar src1"]),
+    # Operator-package entry launched without its tiling data
+    ("opp_tiling_null", "opp_entry", "AIV0", ["tiling data", "GET_TILING_DATA: the tiling address is null"]),
 ]
 
 

@@ -1,17 +1,28 @@
 /* fla-npu native entry points: the C interface of libfla_npu_kernels.so.
  *
- * Every op has the same two-phase, aclnn-style pair in every flavour of the library (sim: the
- * kernels compiled against the host simulation; a2/a3/a5: the same kernel sources built by Bisheng):
+ * Every op has the same two-phase, aclnn-style pair in every flavour of the library:
  *
  *   status = flaNpu<Op>GetWorkspaceSize(<inputs>, <attributes>, <outputs>, &workspace_size, &executor);
  *   ...allocate workspace_size bytes of device memory (the Python runtime uses torch)...
  *   status = flaNpu<Op>(workspace, workspace_size, executor, stream);
  *
- * GetWorkspaceSize validates everything and computes the tiling; it writes nothing to the outputs.
- * The executor is single-use: the launch call consumes and frees it (also when it fails);
- * flaNpuDestroyExecutor frees one that will not be launched. `stream` is an aclrtStream on the NPU
- * and ignored by the simulation (launches are synchronous there). Status 0 is success; otherwise
- * flaNpuGetLastErrorMessage() says what went wrong (per thread).
+ * Flavours:
+ *   sim       the kernels compiled against the host simulation of Ascend C and run on the host.
+ *   a2|a3|a5  a thin bridge to the operator package (OPP) embedded in the NPU wheel, whose
+ *             op_api/lib/libcust_opapi.so holds the kernels behind CANN's generated aclnn pair
+ *             aclnn<Op>GetWorkspaceSize / aclnn<Op>. The library is plain C++ without a link to
+ *             CANN: flaNpuSetOperatorPackage() loads that file (and, through it, CANN's
+ *             libnnopbase.so) at run time; every op call needs it done first.
+ *
+ * GetWorkspaceSize validates everything and computes the tiling, with the same checks and
+ * messages in every flavour; it writes nothing to the outputs. In the NPU flavours it then
+ * describes the tensors to CANN (aclCreateTensor) and calls aclnn<Op>GetWorkspaceSize: the
+ * workspace size it returns is the operator package's. The executor is single-use: the launch call
+ * consumes and frees it (also when it fails); flaNpuDestroyExecutor frees one that will not be
+ * launched (NPU flavours: the aclTensors are destroyed either way; CANN frees its own aclOpExecutor
+ * only when it is launched). `stream` is an aclrtStream on the NPU and ignored by the simulation
+ * (launches are synchronous there). Status 0 is success; otherwise flaNpuGetLastErrorMessage() says
+ * what went wrong (per thread).
  *
  * Tensors are described by FlaNpuTensor: a device pointer, a dtype, the shape and the strides in
  * elements (row-major contiguous is required where an op says so). The library depends on neither
@@ -48,7 +59,10 @@ typedef enum FlaNpuStatus {
     FLA_NPU_OK = 0,
     FLA_NPU_ERR_INVALID_ARGUMENT = 1,   /* rejected by GetWorkspaceSize; nothing ran */
     FLA_NPU_ERR_KERNEL = 2,             /* the kernel failed (simulation: a simulated-device fault) */
-    FLA_NPU_ERR_RUNTIME = 3,            /* the device runtime refused the launch */
+    FLA_NPU_ERR_RUNTIME = 3,            /* the device runtime refused the launch; NPU flavours: no operator
+                                           package loaded, or aclCreateTensor failed */
+    FLA_NPU_ERR_ACLNN = 4,              /* NPU flavours: an aclnn function of the operator package returned a
+                                           non-zero aclnnStatus (flaNpuGetLastAclnnStatus) */
 } FlaNpuStatus;
 
 typedef struct FlaNpuExecutor FlaNpuExecutor;
@@ -59,8 +73,23 @@ const char* flaNpuGetLastErrorMessage(void);
 void flaNpuDestroyExecutor(FlaNpuExecutor* executor);
 /* Which flavour this library is: "sim-a2", "sim-a3", "sim-a5", "a2", "a3" or "a5". */
 const char* flaNpuTarget(void);
-/* Vector cores a launch may use (sim: FLA_NPU_SIM_CORES or 8; NPU: the device's AIV count). */
+/* Vector cores a launch may use (sim: FLA_NPU_SIM_CORES or 8; NPU: the current device's AIV count
+ * from the ACL runtime reached through the operator package, 1 when it cannot be queried). */
 int32_t flaNpuVectorCoreNum(void);
+
+/* NPU flavours: load the operator package's aclnn library (the vendor's op_api/lib/libcust_opapi.so)
+ * with dlopen(RTLD_NOW | RTLD_GLOBAL) and resolve every op's aclnn pair and CANN's aclCreateTensor /
+ * aclDestroyTensor through it (its dependencies include CANN's libnnopbase.so, so CANN's library
+ * directory must be on the loader's path). The path is used as given: nothing is read from the
+ * environment. Returns FLA_NPU_ERR_RUNTIME with a message naming the path and the missing file or
+ * symbol on failure (a package set before stays in use). Calling it again with another path
+ * switches the package for later calls. The sim flavour has no operator package:
+ * FLA_NPU_ERR_INVALID_ARGUMENT. */
+int flaNpuSetOperatorPackage(const char* libcust_opapi_path);
+
+/* The aclnnStatus of the last call on this thread if it failed with FLA_NPU_ERR_ACLNN, else 0; when
+ * `function` is not NULL it receives the name of the aclnn function that failed ("" otherwise). */
+int32_t flaNpuGetLastAclnnStatus(const char** function);
 
 /* ---- gate activation + chunk-local cumsum (stage 1 of chunked KDA / Gated DeltaNet) ------------
  *
@@ -76,7 +105,11 @@ int32_t flaNpuVectorCoreNum(void);
  *   scale     the chunk-local cumsum of y is multiplied by it (1/ln 2: log2 units).
  *   out       fp32, shape and element count of g, contiguous; every token row is written.
  *
- * Workspace: none (0 bytes) in this version.
+ * Workspace: none (0 bytes) in the sim flavour; NPU flavours: what the operator package asks for.
+ * NPU flavours forward to aclnnFlaNpuGateChunkCumsum[GetWorkspaceSize](g, aLogOptional,
+ * dtBiasOptional, cuSeqlensOptional, chunkIndicesOptional, chunkSize, gateForm, lowerBound, scale,
+ * out): an optional input the kernel does not use (a_log with gate_form 0) is passed as NULL; nothing
+ * is called when there is no token.
  */
 int flaNpuGateChunkCumsumGetWorkspaceSize(const FlaNpuTensor* g, const FlaNpuTensor* a_log, const FlaNpuTensor* dt_bias,
                                           const FlaNpuTensor* cu_seqlens, const FlaNpuTensor* chunk_indices,
@@ -96,7 +129,9 @@ int32_t flaNpuGateChunkCumsumLastTiling(uint32_t* words, int32_t capacity);
  *   out   [bs, G, len_q, D], dtype of q, contiguous:  out[b, g] = softmax(q[b, g] k[b]^T * scale) v[b].
  *
  * Workspace: per launched AI core, two fp32 score tiles, one probability tile and one fp32 output
- * tile (128 rows each); the executor asks for it.
+ * tile (128 rows each); the executor asks for it. NPU flavours forward to
+ * aclnnFlaNpuPrefixSharedAttention[GetWorkspaceSize](q, k, v, scale, out) and ask for the operator
+ * package's workspace; nothing is called when bs == 0.
  */
 int flaNpuPrefixSharedAttentionGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, float scale,
                                                 const FlaNpuTensor* out, uint64_t* workspace_size, FlaNpuExecutor** executor);

@@ -1751,6 +1751,65 @@ static int run_fixpipe_l1(int bug) {
 static int case_cube_fixpipe_l1() { return run_fixpipe_l1(0); }
 static int case_cube_missing_fix_mte1() { return run_fixpipe_l1(1); }
 
+// An operator-package entry (sim_tiling.h): the tiling read from GM with REGISTER_TILING_DEFAULT +
+// GET_TILING_DATA (and a prefix of it with GET_TILING_DATA_WITH_STRUCT), the user workspace after the
+// system one. y = x * scale, and the first tile of y also written to the user workspace.
+struct OppCaseTiling {
+    uint32_t n;
+    float scale;
+};
+struct OppCaseHead {
+    uint32_t n;
+};
+extern "C" __global__ __aicore__ void opp_entry(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    REGISTER_TILING_DEFAULT(OppCaseTiling);
+    GET_TILING_DATA(t, tiling);
+    GET_TILING_DATA_WITH_STRUCT(OppCaseHead, head, tiling);
+    if (head.n != t.n) return;  // leaves y unwritten: the test fails
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx;
+    TQue<QuePosition::VECOUT, 1> qy;
+    pipe.InitBuffer(qx, 1, kTile * sizeof(float));
+    pipe.InitBuffer(qy, 1, kTile * sizeof(float));
+    GlobalTensor<float> gx, gy, gw;
+    gx.SetGlobalBuffer((__gm__ float*)x, t.n);
+    gy.SetGlobalBuffer((__gm__ float*)y, t.n);
+    gw.SetGlobalBuffer((__gm__ float*)GetUserWorkspace(workspace), kTile);
+    for (uint32_t i = 0; i < t.n / kTile; ++i) {
+        LocalTensor<float> lx = qx.AllocTensor<float>();
+        DataCopy(lx, gx[i * kTile], kTile);
+        qx.EnQue(lx);
+        lx = qx.DeQue<float>();
+        LocalTensor<float> ly = qy.AllocTensor<float>();
+        Muls(ly, lx, t.scale, kTile);
+        qx.FreeTensor(lx);
+        qy.EnQue(ly);
+        ly = qy.DeQue<float>();
+        DataCopy(gy[i * kTile], ly, kTile);
+        if (i == 0) DataCopy(gw, ly, kTile);
+        qy.FreeTensor(ly);
+    }
+}
+static int run_opp_entry(bool nullTiling) {
+    const OppCaseTiling t{4 * kTile, -0.5f};
+    std::vector<uint8_t> tilingGm(sizeof(t));  // what the runtime copies into GM
+    std::memcpy(tilingGm.data(), &t, sizeof(t));
+    std::vector<float> x(t.n), y(t.n, NAN);
+    for (uint32_t i = 0; i < t.n; ++i) x[i] = 0.25f * float(i) - 3.0f;
+    const uint64_t sys = sim::kSysWorkspaceBytes, user = kTile * sizeof(float);
+    std::vector<uint8_t> ws(sys + user, 0xAB);
+    CHECK(GetUserWorkspace(nullptr) == nullptr);
+    FLA_SIM_LAUNCH(opp_entry, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(y.data()), G(ws.data()),
+                   nullTiling ? nullptr : G(tilingGm.data()));
+    for (uint32_t i = 0; i < t.n; ++i) CHECK(y[i] == x[i] * t.scale);
+    CHECK(std::memcmp(ws.data() + sys, y.data(), user) == 0);
+    for (uint64_t i = 0; i < sys; ++i) CHECK(ws[i] == 0xAB);  // the system workspace is not the kernel's
+    return 0;
+}
+static int case_opp_entry() { return run_opp_entry(false); }
+static int case_opp_tiling_null() { return run_opp_entry(true); }
+
 // =============================================================================================
 static const std::map<std::string, std::function<int()>>& Cases() {
     static const std::map<std::string, std::function<int()>> cases = {
@@ -1819,6 +1878,8 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"select_mode_mismatch", case_select_mode_mismatch},
         {"cube_fixpipe_l1", case_cube_fixpipe_l1},
         {"cube_missing_fix_mte1", case_cube_missing_fix_mte1},
+        {"opp_entry", case_opp_entry},
+        {"opp_tiling_null", case_opp_tiling_null},
     };
     return cases;
 }

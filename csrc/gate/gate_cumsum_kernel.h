@@ -1,0 +1,241 @@
+// Gate activation + chunk-local cumsum (stage 1 of chunked KDA / Gated DeltaNet), vector-only.
+//
+//   out[t, c] = sum over the tokens s <= t of t's chunk of  y[s, c],   y = gate(g[s, c] + dt_bias[c])
+//
+// with the gate forms of gate_cumsum_tiling.h (none / -exp(A_log) * softplus / lower_bound *
+// sigmoid(exp(A_log) * x)) and the caller's scale folded in (1/ln 2 gives log2 units). Input fp32,
+// fp16 or bf16; everything is computed in fp32 (bf16 has no vector arithmetic on a2/a3); out fp32.
+//
+// One unit = one chunk (<= BT tokens) x one column tile (see the tiling header). Per unit:
+//   MTE2  DataCopyPad the [len, w] tile from GM (rows of w elements, GM row pitch W) into a VECIN
+//         buffer, every UB row padded to 32 bytes with zeros;
+//   V     Cast to fp32 (or a UB copy) into a VECOUT buffer; + dt_bias and * coef as row-vector
+//         operations (repeat form, one repeat per row, source-1 repeat stride 0); the activation as
+//         whole-tile count-form operations; the cumsum as len - 1 row additions (fp32, in order);
+//   MTE3  DataCopyPad the fp32 rows back to GM.
+// The queues' EnQue/DeQue/FreeTensor/AllocTensor are the only MTE2->V, V->MTE3 and back
+// synchronisation; the per-tile parameters (TBufs) are ordered with explicit flags.
+//
+// softplus(x) = max(x, 0) + log1p(exp(-|x|)), with log1p(u) = ln(1 + u) * u / ((1 + u) - 1) (exact to
+// a few ulp where ln(1 + u) alone would lose the low bits of u; 0 when 1 + u rounds to 1).
+#ifndef FLA_NPU_GATE_CUMSUM_KERNEL_H
+#define FLA_NPU_GATE_CUMSUM_KERNEL_H
+
+#include "kernel_operator.h"
+#include "gate_cumsum_tiling.h"
+
+namespace fla_npu {
+namespace gate {
+
+using namespace AscendC;
+
+template <class A, class B> struct SameType { static constexpr bool value = false; };
+template <class A> struct SameType<A, A> { static constexpr bool value = true; };
+
+constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
+
+template <class T>
+class GateChunkCumsum {
+public:
+    __aicore__ inline GateChunkCumsum() {}
+
+    __aicore__ inline void Init(GM_ADDR g, GM_ADDR aLog, GM_ADDR dtBias, GM_ADDR cu, GM_ADDR chunks, GM_ADDR out,
+                                const GateCumsumTiling& t) {
+        t_ = t;
+        const uint64_t n = uint64_t(t.B) * t.T * t.W;
+        gIn_.SetGlobalBuffer((__gm__ T*)g, n);
+        gOut_.SetGlobalBuffer((__gm__ float*)out, n);
+        if (t.has_a_log) gALog_.SetGlobalBuffer((__gm__ float*)aLog, t.H);
+        if (t.has_dt_bias) gBias_.SetGlobalBuffer((__gm__ float*)dtBias, t.W);
+        if (t.varlen) {
+            gChunks_.SetGlobalBuffer((__gm__ int32_t*)chunks, 2ull * t.num_chunks);
+            gCu_.SetGlobalBuffer((__gm__ int32_t*)cu);
+        }
+        const uint32_t rows = t.chunk_size, P = t.max_pitch;
+        pipe_.InitBuffer(inQ_, 2, rows * P * sizeof(T));
+        pipe_.InitBuffer(outQ_, 2, rows * P * sizeof(float));
+        for (uint32_t i = 0; i < t.num_tmp_bufs; ++i) pipe_.InitBuffer(tmp_[i], rows * P * sizeof(float));
+        if (t.has_dt_bias) pipe_.InitBuffer(bias_, P * sizeof(float));
+        if (t.has_a_log) pipe_.InitBuffer(coef_, P * sizeof(float));
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
+        const uint32_t nc = t_.num_chunks;
+        uint32_t curTile = 0xFFFFFFFFu;
+        for (uint32_t u = first; u < first + count; ++u) {
+            const uint32_t tile = u / nc, chunk = u % nc;
+            uint32_t c0 = 0, w = 0;
+            TileColumns(t_, tile, &c0, &w);
+            if (tile != curTile) {
+                LoadParams(c0, w, curTile != 0xFFFFFFFFu);
+                curTile = tile;
+            }
+            uint64_t row0 = 0;
+            uint32_t len = 0;
+            ChunkRows(chunk, &row0, &len);
+            if (len == 0) continue;
+            const uint32_t P = Pitch(w);
+            CopyIn(row0, len, c0, w, P);
+            Compute(len, w, P);
+            CopyOut(row0, len, c0, w, P);
+        }
+    }
+
+private:
+    // UB row pitch (elements) of a w-column tile: input rows and fp32 rows on 32-byte boundaries.
+    __aicore__ inline uint32_t Pitch(uint32_t w) const {
+        const uint32_t align = kBlockBytes / sizeof(T);
+        return (w + align - 1) / align * align;
+    }
+    __aicore__ inline static uint32_t Pad32(uint32_t bytes) { return (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes; }
+
+    // Tokens of a chunk: first token row (index into the B * T rows) and length.
+    __aicore__ inline void ChunkRows(uint32_t chunk, uint64_t* row0, uint32_t* len) const {
+        const uint32_t BT = t_.chunk_size;
+        if (!t_.varlen) {
+            const uint32_t b = chunk / t_.chunks_per_seq, j = chunk % t_.chunks_per_seq;
+            *row0 = uint64_t(b) * t_.T + uint64_t(j) * BT;
+            const uint32_t left = t_.T - j * BT;
+            *len = left < BT ? left : BT;
+            return;
+        }
+        const int32_t n = gChunks_.GetValue(2ull * chunk), j = gChunks_.GetValue(2ull * chunk + 1);
+        const int64_t bos = gCu_.GetValue(n), eos = gCu_.GetValue(n + 1);
+        const int64_t start = bos + int64_t(j) * BT;
+        *row0 = static_cast<uint64_t>(start);
+        const int64_t left = eos - start;
+        *len = left <= 0 ? 0u : (left < BT ? static_cast<uint32_t>(left) : BT);
+    }
+
+    // dt_bias and coef = exp(A_log) * coef_scale of columns [c0, c0 + w), once per column tile.
+    __aicore__ inline void LoadParams(uint32_t c0, uint32_t w, bool reload) {
+        const bool viaMte2 = t_.has_dt_bias || (t_.has_a_log && t_.D == 1);
+        if (reload && viaMte2) {  // the vector reads of the previous tile's parameters come first
+            const TEventID id = pipe_.FetchEventID(HardEvent::V_MTE2);
+            SetFlag<HardEvent::V_MTE2>(id);
+            WaitFlag<HardEvent::V_MTE2>(id);
+        }
+        const uint32_t padElems = (Pad32(w * 4) - w * 4) / 4;
+        const DataCopyExtParams row(1, w * 4, 0, 0, 0);
+        const DataCopyPadExtParams<float> zeroPad(true, 0, static_cast<uint8_t>(padElems), 0.0f);
+        if (t_.has_dt_bias) DataCopyPad(bias_.Get<float>(), gBias_[c0], row, zeroPad);
+        if (t_.has_a_log) {
+            LocalTensor<float> coef = coef_.Get<float>();
+            if (t_.D == 1) {
+                DataCopyPad(coef, gALog_[c0], row, zeroPad);
+            } else if (t_.heads_per_tile > 0) {  // whole heads, each D (a multiple of 8) columns
+                const uint32_t h0 = c0 / t_.D;
+                for (uint32_t h = 0; h < w / t_.D; ++h) Duplicate(coef[h * t_.D], gALog_.GetValue(h0 + h), static_cast<int32_t>(t_.D));
+            } else {  // a piece of one head
+                Duplicate(coef, gALog_.GetValue(c0 / t_.D), static_cast<int32_t>(w));
+            }
+        }
+        if (viaMte2) {
+            const TEventID id = pipe_.FetchEventID(HardEvent::MTE2_V);
+            SetFlag<HardEvent::MTE2_V>(id);
+            WaitFlag<HardEvent::MTE2_V>(id);
+        }
+        if (t_.has_a_log) {
+            LocalTensor<float> coef = coef_.Get<float>();
+            Exp(coef, coef, static_cast<int32_t>(w));
+            if (t_.coef_scale != 1.0f) Muls(coef, coef, t_.coef_scale, static_cast<int32_t>(w));
+        }
+    }
+
+    __aicore__ inline void CopyIn(uint64_t row0, uint32_t len, uint32_t c0, uint32_t w, uint32_t P) {
+        LocalTensor<T> x = inQ_.template AllocTensor<T>();
+        const uint32_t rowBytes = w * sizeof(T);
+        const DataCopyExtParams p(static_cast<uint16_t>(len), rowBytes, (t_.W - w) * sizeof(T),
+                                  (P * sizeof(T) - Pad32(rowBytes)) / kBlockBytes, 0);
+        const DataCopyPadExtParams<T> pad(true, 0, static_cast<uint8_t>(P - w), T(0.0f));
+        DataCopyPad(x, gIn_[row0 * t_.W + c0], p, pad);
+        inQ_.EnQue(x);
+    }
+
+    // dst[r, 0:w] = dst[r, 0:w] (op) vec[0:w] for the len rows of a tile of pitch P.
+    template <bool kMul>
+    __aicore__ inline void RowVector(const LocalTensor<float>& y, const LocalTensor<float>& vec, uint32_t len, uint32_t w,
+                                     uint32_t P) {
+        const uint8_t rep = static_cast<uint8_t>(P / 8);  // row pitch in 32-byte blocks
+        for (uint32_t j = 0; j < w; j += kFloatLanes) {
+            const uint64_t mask = w - j < kFloatLanes ? w - j : kFloatLanes;
+            const BinaryRepeatParams params(1, 1, 1, rep, rep, 0);
+            if (kMul) Mul(y[j], y[j], vec[j], mask, static_cast<uint8_t>(len), params);
+            else Add(y[j], y[j], vec[j], mask, static_cast<uint8_t>(len), params);
+        }
+    }
+
+    __aicore__ inline void Softplus(const LocalTensor<float>& y, int32_t n) {
+        LocalTensor<float> u = tmp_[0].Get<float>(), a = tmp_[1].Get<float>(), d = tmp_[2].Get<float>();
+        Abs(u, y, n);
+        Muls(u, u, -1.0f, n);
+        Exp(u, u, n);              // u = exp(-|x|) in (0, 1]
+        Adds(a, u, 1.0f, n);       // a = 1 + u (rounded)
+        Adds(d, a, -1.0f, n);      // d = a - 1 (exact)
+        Maxs(d, d, 1e-30f, n);     // 1 + u == 1: ln(a) = 0 below, so the result is 0
+        Ln(a, a, n);
+        Div(a, a, d, n);
+        Mul(a, a, u, n);           // log1p(u)
+        Relu(y, y, n);
+        Add(y, y, a, n);           // softplus(x)
+    }
+
+    __aicore__ inline void Compute(uint32_t len, uint32_t w, uint32_t P) {
+        LocalTensor<T> x = inQ_.template DeQue<T>();
+        LocalTensor<float> y = outQ_.template AllocTensor<float>();
+        const int32_t n = static_cast<int32_t>(len * P);
+        if constexpr (SameType<T, float>::value) DataCopy(y, x, static_cast<uint32_t>(n));
+        else Cast(y, x, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+        inQ_.FreeTensor(x);
+
+        if (t_.has_dt_bias) RowVector<false>(y, bias_.Get<float>(), len, w, P);
+        if (t_.gate_form == kGateSoftplus) {
+            Softplus(y, n);
+            RowVector<true>(y, coef_.Get<float>(), len, w, P);  // * -exp(A_log) * scale
+        } else if (t_.gate_form == kGateSigmoid) {
+            if (t_.has_a_log) RowVector<true>(y, coef_.Get<float>(), len, w, P);  // z = exp(A_log) * x
+            LocalTensor<float> e = tmp_[0].Get<float>();
+            Muls(e, y, -1.0f, n);
+            Exp(e, e, n);
+            Adds(e, e, 1.0f, n);
+            Reciprocal(y, e, n);   // sigmoid(z) = 1 / (1 + exp(-z))
+        }
+        if (t_.out_scale != 1.0f) Muls(y, y, t_.out_scale, n);  // none: scale; sigmoid: lower_bound * scale
+        for (uint32_t r = 1; r < len; ++r) Add(y[r * P], y[r * P], y[(r - 1) * P], static_cast<int32_t>(w));
+        outQ_.EnQue(y);
+    }
+
+    __aicore__ inline void CopyOut(uint64_t row0, uint32_t len, uint32_t c0, uint32_t w, uint32_t P) {
+        LocalTensor<float> y = outQ_.template DeQue<float>();
+        const uint32_t rowBytes = w * 4;
+        const DataCopyExtParams p(static_cast<uint16_t>(len), rowBytes, (P * 4 - Pad32(rowBytes)) / kBlockBytes,
+                                  (t_.W - w) * 4, 0);
+        DataCopyPad(gOut_[row0 * t_.W + c0], y, p);
+        outQ_.FreeTensor(y);
+    }
+
+    GateCumsumTiling t_{};
+    TPipe pipe_;
+    TQue<QuePosition::VECIN, 2> inQ_;
+    TQue<QuePosition::VECOUT, 2> outQ_;
+    TBuf<TPosition::VECCALC> tmp_[3];
+    TBuf<TPosition::VECCALC> bias_, coef_;
+    GlobalTensor<T> gIn_;
+    GlobalTensor<float> gOut_, gALog_, gBias_;
+    GlobalTensor<int32_t> gChunks_, gCu_;
+};
+
+template <class T>
+__aicore__ inline void RunGateChunkCumsum(GM_ADDR g, GM_ADDR aLog, GM_ADDR dtBias, GM_ADDR cu, GM_ADDR chunks, GM_ADDR out,
+                                          const GateCumsumTiling& tiling) {
+    GateChunkCumsum<T> op;
+    op.Init(g, aLog, dtBias, cu, chunks, out, tiling);
+    op.Process();
+}
+
+}  // namespace gate
+}  // namespace fla_npu
+
+#endif

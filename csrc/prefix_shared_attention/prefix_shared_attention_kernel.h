@@ -1,0 +1,383 @@
+// Prefix-shared attention forward, mixed Cube + vector (KERNEL_TYPE_MIX_AIC_1_2).
+//
+//   out[b, g] = softmax(q[b, g] k[b]^T * scale) v[b]       q [bs, G, Lq, D], k, v [bs, Lkv, D]
+//
+// Non-causal; fp16 or bf16 in and out; D = 64 or 128. The query rows of the G responses of a batch
+// are stacked along M (q[b] is one contiguous [G * Lq, D] matrix), so each K/V tile is read once per
+// 128-row M-tile: once per batch for decode shapes (G * Lq <= 128). See the tiling header for the
+// work split and why the result is batch-invariant.
+//
+// Per unit (batch b, M-tile of mLen <= 128 stacked rows) and K/V tile j (nLen <= 128 keys):
+//   AIC  S_j = Q K_j^T      GM -> L1 (ND -> NZ), L1 -> L0A/L0B (LoadData), Mmad into L0C (fp32),
+//                           Fixpipe to the core's GM workspace S slot j % 2 (fp32);  flag S  ->
+//   AIV  (its half of the rows) online softmax in fp32: x = S * scale (keys past nLen are -inf),
+//        m_new = max(m, rowmax x), alpha = exp(m - m_new), P = exp(x - m_new),
+//        l = l * alpha + rowsum P, O *= alpha; P rounded to the input type into the P slot;  flag P ->
+//   AIC  O_j = P V_j        P and V_j GM -> L1 (V's key padding zeroed), L0A/L0B (V transposed per
+//                           fractal into L0B's Zn), Mmad, Fixpipe to the O_j slot (fp32);   flag O ->
+//   AIV  O += O_j.  After the last tile: out = O / l, rounded to the input type, written once.
+// The AIC computes S_{j+1} before waiting for P_j (two S slots), so the Cube works while the vector
+// cores run the softmax.
+//
+// Cross-core protocol (mode 2: AIC <-> the two AIVs of one AI core), per K/V tile:
+//   kFlagS  AIC sets after Fixpipe(S_j)      AIVs wait before reading S_j
+//   kFlagP  AIVs set after writing P_j       AIC waits (both AIVs) before reading P_j
+//   kFlagO  AIC sets after Fixpipe(O_j)      AIVs wait before reading O_j
+// Slot reuse follows from the order: S_{j+2} is written after P_j arrived (so S_j was read), O_{j+1}
+// and P_{j+1} are produced only after the AIVs read O_j, and the AIC read P_j before it set kFlagO.
+// An AIV with no rows in a unit (mLen = 1) still takes part in every handshake.
+//
+// Intra-core order on the AIC uses explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and
+// the reverse pairs before every buffer reuse); on the AIVs the queues order MTE2 -> V -> MTE3.
+#ifndef FLA_NPU_PREFIX_SHARED_ATTENTION_KERNEL_H
+#define FLA_NPU_PREFIX_SHARED_ATTENTION_KERNEL_H
+
+#include "kernel_operator.h"
+#include "prefix_shared_attention_tiling.h"
+
+namespace fla_npu {
+namespace psa {
+
+using namespace AscendC;
+
+constexpr uint16_t kFlagS = 0, kFlagP = 1, kFlagO = 2;
+constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
+constexpr float kNegInf = -__builtin_inff();
+
+__aicore__ inline uint32_t Ceil16(uint32_t v) { return (v + 15) / 16 * 16; }
+__aicore__ inline uint32_t Pad32(uint32_t bytes) { return (bytes + 31) / 32 * 32; }
+
+template <HardEvent E> __aicore__ inline void Sync() {
+    SetFlag<E>(0);
+    WaitFlag<E>(0);
+}
+
+// ------------------------------------------------------------------------------------------------
+// AIC: the two matrix products.
+// ------------------------------------------------------------------------------------------------
+template <class T>
+class PsaCube {
+public:
+    __aicore__ inline PsaCube() {}
+
+    __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR ws, const PsaTiling& t) {
+        t_ = t;
+        D_ = t.D;
+        gQ_.SetGlobalBuffer((__gm__ T*)q, uint64_t(t.bs) * t.rows * t.D);
+        gK_.SetGlobalBuffer((__gm__ T*)k, uint64_t(t.bs) * t.len_kv * t.D);
+        gV_.SetGlobalBuffer((__gm__ T*)v, uint64_t(t.bs) * t.len_kv * t.D);
+        __gm__ uint8_t* base = (__gm__ uint8_t*)ws + uint64_t(GetBlockIdx()) * t.ws_bytes_per_core;
+        gS_.SetGlobalBuffer((__gm__ float*)(base + t.ws_s_off), 2ull * kBlockM * kBlockN);
+        gP_.SetGlobalBuffer((__gm__ T*)(base + t.ws_p_off), uint64_t(kBlockM) * kBlockN);
+        gO_.SetGlobalBuffer((__gm__ float*)(base + t.ws_o_off), uint64_t(kBlockM) * t.D);
+        pipe_.InitBuffer(q1_, kBlockM * D_ * sizeof(T));
+        pipe_.InitBuffer(p1_, kBlockM * kBlockN * sizeof(T));
+        pipe_.InitBuffer(k1_, kBlockN * D_ * sizeof(T));
+        pipe_.InitBuffer(v1_, kBlockN * D_ * sizeof(T));
+        pipe_.InitBuffer(qa_, kBlockM * D_ * sizeof(T));
+        pipe_.InitBuffer(pa_, kBlockM * kBlockN * sizeof(T));
+        pipe_.InitBuffer(kb_, kBlockN * D_ * sizeof(T));
+        pipe_.InitBuffer(vb_, kBlockN * D_ * sizeof(T));
+        pipe_.InitBuffer(sc_, kBlockM * kBlockN * sizeof(float));
+        pipe_.InitBuffer(oc_, kBlockM * D_ * sizeof(float));
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
+        for (uint32_t u = first; u < first + count; ++u) {
+            UnitRows(t_, u, &b_, &m0_, &mLen_);
+            mPad_ = Ceil16(mLen_);
+            LoadQ();
+            ComputeS(0);
+            for (uint32_t j = 0; j < t_.kv_tiles; ++j) {
+                if (j + 1 < t_.kv_tiles) ComputeS(j + 1);
+                ComputePV(j);
+            }
+        }
+    }
+
+private:
+    // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
+    // layout: a2/a3 Zz (one LoadData per fractal row), a5 Nz (the L1 order as it is).
+    __aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t mPad, uint32_t kPad) {
+        constexpr uint32_t fr = 512 / sizeof(T), c0 = 32 / sizeof(T);
+        const uint32_t mFrac = mPad / 16, kFrac = kPad / c0;
+#if __NPU_ARCH__ == 3510
+        LoadData(a2, a1, LoadData2dParams(0, static_cast<uint8_t>(mFrac * kFrac), 1, 0, 0, false, 0));
+#else
+        for (uint32_t i = 0; i < mFrac; ++i)
+            LoadData(a2[i * kFrac * fr], a1[i * fr],
+                     LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(mFrac), 0, 0, false, 0));
+#endif
+    }
+
+    __aicore__ inline void LoadQ() {
+        LocalTensor<T> q1 = q1_.Get<T>(), qa = qa_.Get<T>();
+        Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData has read q1
+        DataCopy(q1, gQ_[(uint64_t(b_) * t_.rows + m0_) * D_],
+                 Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
+                             static_cast<uint16_t>(mPad_), 1, 0));
+        Sync<HardEvent::MTE2_MTE1>();
+        Sync<HardEvent::M_MTE1>();     // the previous unit's Mmads have read qa
+        LoadA(qa, q1, mPad_, D_);
+    }
+
+    // S_j = Q K_j^T into S slot j % 2; flag S.
+    __aicore__ inline void ComputeS(uint32_t j) {
+        uint32_t n0 = 0, nLen = 0;
+        KvTile(t_, j, &n0, &nLen);
+        const uint32_t nPad = Ceil16(nLen);
+        LocalTensor<T> k1 = k1_.Get<T>(), kb = kb_.Get<T>(), qa = qa_.Get<T>();
+        LocalTensor<float> sc = sc_.Get<float>();
+        Sync<HardEvent::MTE1_MTE2>();
+        // Rows = keys, C0 along d: the NZ fractals are already L0B's Zn fractals of K^T (k = d, n = keys).
+        DataCopy(k1, gK_[(uint64_t(b_) * t_.len_kv + n0) * D_],
+                 Nd2NzParams(1, static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
+                             static_cast<uint16_t>(nPad), 1, 0));
+        Sync<HardEvent::MTE2_MTE1>();
+        Sync<HardEvent::M_MTE1>();
+        LoadData(kb, k1, LoadData2dParams(0, static_cast<uint8_t>((D_ / 16) * (nPad / 16)), 1, 0, 0, false, 0));
+        Sync<HardEvent::MTE1_M>();
+        Sync<HardEvent::FIX_M>();      // the previous Fixpipe has read sc
+        // Columns past nLen (K rows not loaded) are garbage in L0C and never leave it.
+        Mmad(sc, qa, kb, MmadParams(static_cast<uint16_t>(mLen_), static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0,
+                                    false, true));
+        Sync<HardEvent::M_FIX>();
+        Fixpipe(gS_[uint64_t(j % 2) * kBlockM * kBlockN], sc,
+                FixpipeParamsV220(static_cast<uint16_t>(nLen), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_),
+                                  kBlockN, false));
+        CrossCoreSetFlag<2, PIPE_FIX>(kFlagS);
+    }
+
+    // O_j = P_j V_j into the O slot; flag O.
+    __aicore__ inline void ComputePV(uint32_t j) {
+        constexpr uint32_t fr = 512 / sizeof(T);
+        uint32_t n0 = 0, nLen = 0;
+        KvTile(t_, j, &n0, &nLen);
+        const uint32_t kRows = Ceil16(nLen);
+        LocalTensor<T> v1 = v1_.Get<T>(), p1 = p1_.Get<T>(), vb = vb_.Get<T>(), pa = pa_.Get<T>();
+        LocalTensor<float> oc = oc_.Get<float>();
+        CrossCoreWaitFlag(kFlagP);     // both AIVs wrote their rows of P_j
+        Sync<HardEvent::MTE1_MTE2>();
+        // V_j as B (k = keys, n = d): the key padding rows up to 16 must be zero (P's are, but
+        // 0 * NaN is NaN).
+        if (kRows != nLen) InitConstValue(v1, InitConstValueParams<T>(1, static_cast<uint16_t>(kRows * D_ * sizeof(T) / 32), 0, T(0)));
+        DataCopy(v1, gV_[(uint64_t(b_) * t_.len_kv + n0) * D_],
+                 Nd2NzParams(1, static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
+                             static_cast<uint16_t>(kRows), 1, 0));
+        // P_j as A (m rows, k = keys): ND -> NZ zero-fills each row's C0 tail, i.e. keys nLen..kRows.
+        DataCopy(p1, gP_, Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(nLen), 0,
+                                      static_cast<uint16_t>(kBlockN), static_cast<uint16_t>(mPad_), 1, 0));
+        Sync<HardEvent::MTE2_MTE1>();
+        Sync<HardEvent::M_MTE1>();
+        LoadA(pa, p1, mPad_, kRows);
+        // L1 NZ of V holds 16 (keys) x 16 (d) fractals, column-major; L0B wants fractal (key block,
+        // d block) row-major, each d-major: one transposing LoadData per key block.
+        for (uint32_t kb = 0; kb < kRows / 16; ++kb)
+            LoadData(vb[kb * (D_ / 16) * fr], v1[kb * fr],
+                     LoadData2dParams(0, static_cast<uint8_t>(D_ / 16), static_cast<uint16_t>(kRows / 16), 0, 0, true, 0));
+        Sync<HardEvent::MTE1_M>();
+        Sync<HardEvent::FIX_M>();
+        Mmad(oc, pa, vb, MmadParams(static_cast<uint16_t>(mLen_), static_cast<uint16_t>(D_), static_cast<uint16_t>(nLen), 0,
+                                    false, true));
+        Sync<HardEvent::M_FIX>();
+        Fixpipe(gO_, oc, FixpipeParamsV220(static_cast<uint16_t>(D_), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_),
+                                           D_, false));
+        CrossCoreSetFlag<2, PIPE_FIX>(kFlagO);
+    }
+
+    PsaTiling t_{};
+    uint32_t D_ = 0, b_ = 0, m0_ = 0, mLen_ = 0, mPad_ = 0;
+    TPipe pipe_;
+    TBuf<TPosition::A1> q1_, p1_;
+    TBuf<TPosition::B1> k1_, v1_;
+    TBuf<TPosition::A2> qa_, pa_;
+    TBuf<TPosition::B2> kb_, vb_;
+    TBuf<TPosition::CO1> sc_, oc_;
+    GlobalTensor<T> gQ_, gK_, gV_, gP_;
+    GlobalTensor<float> gS_, gO_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// AIV: online softmax and the output accumulator for its rows of the M-tile.
+// ------------------------------------------------------------------------------------------------
+template <class T>
+class PsaVector {
+public:
+    __aicore__ inline PsaVector() {}
+
+    __aicore__ inline void Init(GM_ADDR out, GM_ADDR ws, const PsaTiling& t) {
+        t_ = t;
+        D_ = t.D;
+        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
+        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
+        gOut_.SetGlobalBuffer((__gm__ T*)out, uint64_t(t.bs) * t.rows * t.D);
+        __gm__ uint8_t* base = (__gm__ uint8_t*)ws + uint64_t(block_) * t.ws_bytes_per_core;
+        gS_.SetGlobalBuffer((__gm__ float*)(base + t.ws_s_off), 2ull * kBlockM * kBlockN);
+        gP_.SetGlobalBuffer((__gm__ T*)(base + t.ws_p_off), uint64_t(kBlockM) * kBlockN);
+        gO_.SetGlobalBuffer((__gm__ float*)(base + t.ws_o_off), uint64_t(kBlockM) * t.D);
+        constexpr uint32_t R = kRowsPerAiv;
+        pipe_.InitBuffer(sQ_, 1, R * kBlockN * sizeof(float));
+        pipe_.InitBuffer(pQ_, 1, R * kBlockN * sizeof(T));
+        pipe_.InitBuffer(ojQ_, 1, R * D_ * sizeof(float));
+        pipe_.InitBuffer(acc_, R * D_ * sizeof(float));
+        pipe_.InitBuffer(outQ_, 1, R * D_ * sizeof(T));
+        pipe_.InitBuffer(half_, R * kFloatLanes * sizeof(float));
+        pipe_.InitBuffer(m_[0], R * sizeof(float));
+        pipe_.InitBuffer(m_[1], R * sizeof(float));
+        pipe_.InitBuffer(l_, R * sizeof(float));
+        pipe_.InitBuffer(red_, R * sizeof(float));
+        pipe_.InitBuffer(alpha_, R * sizeof(float));
+        pipe_.InitBuffer(brcb_, R * 8 * sizeof(float));
+        pipe_.InitBuffer(ninf_, 8 * sizeof(float));
+        Duplicate(ninf_.Get<float>(), kNegInf, 8);
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, block_, &first, &count);
+        for (uint32_t u = first; u < first + count; ++u) {
+            uint32_t b = 0, m0 = 0, mLen = 0;
+            UnitRows(t_, u, &b, &m0, &mLen);
+            AivRows(mLen, sub_, &r0_, &R_);
+            cur_ = 0;
+            if (R_ > 0) {
+                Duplicate(acc_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
+                Duplicate(m_[0].Get<float>(), kNegInf, static_cast<int32_t>(R_));
+                Duplicate(l_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
+            }
+            for (uint32_t j = 0; j < t_.kv_tiles; ++j) {
+                CrossCoreWaitFlag(kFlagS);
+                if (R_ > 0) Softmax(j);
+                CrossCoreSetFlag<2, PIPE_MTE3>(kFlagP);
+                if (R_ > 0) RescaleAcc();
+                CrossCoreWaitFlag(kFlagO);
+                if (R_ > 0) Accumulate();
+            }
+            if (R_ > 0) Finish(b, m0);
+        }
+    }
+
+private:
+    // S_j -> P_j (to GM), updating the running max and sum; leaves alpha = exp(m_old - m_new).
+    __aicore__ inline void Softmax(uint32_t j) {
+        uint32_t n0 = 0, nLen = 0;
+        KvTile(t_, j, &n0, &nLen);
+        constexpr uint32_t N = kBlockN;
+        constexpr uint8_t rowBlk = N * sizeof(float) / 32;  // 16 blocks per S row
+        const int32_t R = static_cast<int32_t>(R_);
+        LocalTensor<float> s = sQ_.template AllocTensor<float>();
+        const uint32_t rowBytes = nLen * 4;
+        const DataCopyExtParams cp(static_cast<uint16_t>(R_), rowBytes, (N - nLen) * 4, (N * 4 - Pad32(rowBytes)) / 32, 0);
+        DataCopyPad(s, gS_[uint64_t(j % 2) * kBlockM * N + uint64_t(r0_) * N], cp, DataCopyPadExtParams<float>());
+        sQ_.EnQue(s);
+        s = sQ_.template DeQue<float>();
+        LocalTensor<float> h = half_.Get<float>(), red = red_.Get<float>(), bc = brcb_.Get<float>();
+        LocalTensor<float> mOld = m_[cur_].Get<float>(), mNew = m_[1 - cur_].Get<float>();
+        LocalTensor<float> l = l_.Get<float>(), alpha = alpha_.Get<float>();
+        const BinaryRepeatParams halves(1, 1, 1, 8, rowBlk, rowBlk);
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
+        const uint8_t brcbRep = static_cast<uint8_t>((R_ + 7) / 8);
+
+        Muls(s, s, t_.scale, R * static_cast<int32_t>(N));
+        // Keys past the tile's end (whatever the UB holds there) score -inf, so exp gives 0: a
+        // lane-masked Max of the -inf block with itself overwrites exactly those lanes of every row.
+        if (nLen < N) {
+            const BinaryRepeatParams fill(1, 0, 0, rowBlk, 0, 0);
+            LocalTensor<float> ninf = ninf_.Get<float>();
+            for (uint32_t half = 0; half < N / kFloatLanes; ++half) {
+                const uint32_t c0 = half * kFloatLanes;
+                if (nLen >= c0 + kFloatLanes) continue;
+                const uint32_t from = nLen > c0 ? nLen - c0 : 0;  // first padded lane of this half
+                uint64_t bits[2] = {from == 0 ? ~0ull : ~((1ull << from) - 1), 0};
+                Max(s[c0], ninf, ninf, bits, static_cast<uint8_t>(R_), fill);
+            }
+        }
+        Max(h, s, s[kFloatLanes], kFloatLanes, static_cast<uint8_t>(R_), halves);
+        WholeReduceMax(red, h, kFloatLanes, R, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+        Max(mNew, mOld, red, R);
+        Sub(alpha, mOld, mNew, R);
+        Exp(alpha, alpha, R);
+        Brcb(bc, mNew, brcbRep, BrcbRepeatParams(1, 8));
+        Sub(s, s, bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        Sub(s[kFloatLanes], s[kFloatLanes], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        Exp(s, s, R * static_cast<int32_t>(N));
+        Add(h, s, s[kFloatLanes], kFloatLanes, static_cast<uint8_t>(R_), halves);
+        WholeReduceSum(red, h, kFloatLanes, R, 1, 1, 8);
+        Mul(l, l, alpha, R);
+        Add(l, l, red, R);
+        cur_ = 1 - cur_;
+
+        LocalTensor<T> p = pQ_.template AllocTensor<T>();
+        Cast(p, s, RoundMode::CAST_RINT, R_ * N);
+        pQ_.EnQue(p);
+        sQ_.FreeTensor(s);
+        p = pQ_.template DeQue<T>();
+        DataCopy(gP_[uint64_t(r0_) * N], p, R_ * N);
+        pQ_.FreeTensor(p);
+    }
+
+    // O *= alpha (per row).
+    __aicore__ inline void RescaleAcc() {
+        LocalTensor<float> acc = acc_.Get<float>(), bc = brcb_.Get<float>();
+        Brcb(bc, alpha_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+        const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
+        for (uint32_t c = 0; c < D_; c += kFloatLanes) Mul(acc[c], acc[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+    }
+
+    // O += O_j.
+    __aicore__ inline void Accumulate() {
+        LocalTensor<float> oj = ojQ_.template AllocTensor<float>();
+        DataCopy(oj, gO_[uint64_t(r0_) * D_], R_ * D_);
+        ojQ_.EnQue(oj);
+        oj = ojQ_.template DeQue<float>();
+        LocalTensor<float> acc = acc_.Get<float>();
+        Add(acc, acc, oj, static_cast<int32_t>(R_ * D_));
+        ojQ_.FreeTensor(oj);
+    }
+
+    // out = O / l, rounded to T, written once.
+    __aicore__ inline void Finish(uint32_t b, uint32_t m0) {
+        LocalTensor<float> acc = acc_.Get<float>(), bc = brcb_.Get<float>();
+        Brcb(bc, l_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+        const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
+        for (uint32_t c = 0; c < D_; c += kFloatLanes) Div(acc[c], acc[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        LocalTensor<T> o = outQ_.template AllocTensor<T>();
+        Cast(o, acc, RoundMode::CAST_RINT, R_ * D_);
+        outQ_.EnQue(o);
+        o = outQ_.template DeQue<T>();
+        DataCopy(gOut_[(uint64_t(b) * t_.rows + m0 + r0_) * D_], o, R_ * D_);
+        outQ_.FreeTensor(o);
+    }
+
+    PsaTiling t_{};
+    uint32_t D_ = 0, block_ = 0, sub_ = 0, r0_ = 0, R_ = 0, cur_ = 0;
+    TPipe pipe_;
+    TQue<QuePosition::VECIN, 1> sQ_, ojQ_;
+    TQue<QuePosition::VECOUT, 1> pQ_, outQ_;
+    TBuf<TPosition::VECCALC> acc_, half_, m_[2], l_, red_, alpha_, brcb_, ninf_;
+    GlobalTensor<T> gOut_, gP_;
+    GlobalTensor<float> gS_, gO_;
+};
+
+template <class T>
+__aicore__ inline void RunPrefixSharedAttention(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR out, GM_ADDR ws, const PsaTiling& t) {
+    if ASCEND_IS_AIC {
+        PsaCube<T> op;
+        op.Init(q, k, v, ws, t);
+        op.Process();
+    }
+    if ASCEND_IS_AIV {
+        PsaVector<T> op;
+        op.Init(out, ws, t);
+        op.Process();
+    }
+}
+
+}  // namespace psa
+}  // namespace fla_npu
+
+#endif

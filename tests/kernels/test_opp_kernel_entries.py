@@ -1,0 +1,86 @@
+"""The operator package (csrc/opp/) on the host simulation, against the sim library's direct entry points.
+
+CI has no CANN, so the package itself is never built here; what can run, runs: per op, a native test
+(csrc/<op>/tests/<op>_opp_test.cpp, built by CMake from csrc/opp/tests/) compiles the OPP kernel entry
+once per dtype (DTYPE_<INPUT> as the OPP build defines it) and the op_host file against a stand-in of
+CANN's op_host API, runs the registered tiling function, puts its tiling bytes in a GM buffer and
+launches the entry with them, the block count and the workspace it asked for. Every output must be
+bit-identical to the direct entry point's (flaNpuGateChunkCumsum / flaNpuPrefixSharedAttention), the
+tiling identical word for word, and an invalid call refused by both with the same message. Each case
+runs in its own process; both simulated SoC profiles (a2: 2201, a5: 3510).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CSRC = ROOT / "csrc"
+
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+
+CASES = {
+    "gate_cumsum_opp_test": [
+        "registration",
+        "kda_softplus_f32", "kda_softplus_f16", "kda_softplus_bf16", "kda_sigmoid_bf16", "kda_sigmoid_no_a_log_f16",
+        "none_with_a_log_f32", "gdn_softplus_f32", "gdn_softplus_bf16", "head_pieces_f16", "empty_f32",
+        "varlen_f32", "varlen_f16", "varlen_bf16",
+        "refuse_chunk_size", "refuse_softplus_without_a_log", "refuse_gate_form", "refuse_g_rank", "refuse_out_shape",
+        "refuse_cu_alone", "refuse_varlen_batch",
+    ],
+    "prefix_shared_attention_opp_test": [
+        "registration",
+        "decode_f16", "decode_bf16", "m_tiles_d64_f16", "m_tiles_d64_bf16", "single_row_bf16", "empty_f16",
+        "refuse_head_dim", "refuse_kv_batch", "refuse_out_shape", "refuse_zero_g",
+    ],
+}
+SOCS = ["a2", "a5"]
+
+
+@pytest.fixture(scope="module", params=SOCS)
+def opp_build(request, tmp_path_factory) -> tuple[str, Path]:
+    soc = request.param
+    build = tmp_path_factory.mktemp(f"opp-build-{soc}")
+    subprocess.run(["cmake", "-S", str(CSRC), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DFLA_NPU_TARGET=sim",
+                    f"-DFLA_NPU_SIM_SOC={soc}", "-DFLA_NPU_BUILD_TESTS=ON"], check=True, capture_output=True, text=True)
+    r = subprocess.run(["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", *CASES],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    return soc, build / "opp" / "tests"
+
+
+def _run(exe: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("test,case", [(t, c) for t, cases in CASES.items() for c in cases])
+def test_opp_path_equals_direct_entry(opp_build, test, case):
+    _, tests = opp_build
+    r = _run(tests / test, case)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
+
+
+@pytest.mark.parametrize("test", sorted(CASES))
+def test_case_lists_are_complete(opp_build, test):
+    _, tests = opp_build
+    assert set(_run(tests / test, "--list").stdout.split()) == set(CASES[test])
+
+
+def test_opp_project_without_cann_fails_clearly(tmp_path):
+    """csrc/opp needs CANN; configured without it, CMake must stop and say what to install."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND")}
+    r = subprocess.run(["cmake", "-S", str(CSRC / "opp"), "-B", str(tmp_path / "b1")], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert "ASCEND_HOME_PATH is not set" in r.stderr and "source <cann>/set_env.sh" in r.stderr, r.stderr
+    empty = tmp_path / "not-cann"
+    empty.mkdir()
+    env["ASCEND_HOME_PATH"] = str(empty)
+    r = subprocess.run(["cmake", "-S", str(CSRC / "opp"), "-B", str(tmp_path / "b2"), f"-DASCEND_CANN_PACKAGE_PATH={empty}"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "CANN's ASC package was not found" in r.stderr and "./build_wheel --soc sim" in r.stderr, r.stderr
