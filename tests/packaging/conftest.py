@@ -94,8 +94,12 @@ def make_venv(path: Path, torch_site: Path) -> Path:
 
 
 def pip_install(py: Path, *wheels) -> None:
+    # Without PYTHONPATH: an fla-npu on it (a test run against `pip install --target DIR`) would look
+    # installed to the venv's pip, which would then skip the wheel.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     res = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps",
-                          "--disable-pip-version-check", "-q", *map(str, wheels)], capture_output=True, text=True)
+                          "--disable-pip-version-check", "-q", *map(str, wheels)], capture_output=True, text=True,
+                         env=env)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

@@ -1,8 +1,10 @@
 """A fake CANN operator package in the real installed layout (reference/packaging.md §2.1), made with
 the host C compiler: host libraries that need CANN's libraries (libopapi.so, libnnopbase.so,
-libascendcl.so, libtiling_api.so: stubs linked against and then removed, as on a machine without
-CANN), a device kernel object whose ELF machine is not the host's (as Bisheng's are), the
-``liboptiling.so`` symbolic link, and a stray ``libopapi.so`` that must never be shipped."""
+libascendcl.so, libtiling_api.so: stubs linked against and kept out of the package, as on a machine
+without CANN: :func:`stubs_dir`), a device kernel object whose ELF machine is not the host's (as
+Bisheng's are), the ``liboptiling.so`` symbolic link, and a stray ``libopapi.so`` that must never be
+shipped. Its ``op_api/lib/libcust_opapi.so`` is ``fake_aclnn.c``: the aclnn functions of fla-npu's ops,
+recording what they receive, so that an installed NPU wheel's bridge can be run without CANN."""
 
 from __future__ import annotations
 
@@ -11,16 +13,22 @@ import subprocess
 from pathlib import Path
 
 VENDOR = "fla_npu"
+FAKE_ACLNN = Path(__file__).resolve().parent / "fake_aclnn.c"
 
 
 def _cc(args, cwd):
     subprocess.run(["cc", *map(str, args)], cwd=cwd, check=True, capture_output=True)
 
 
+def stubs_dir(root: Path) -> Path:
+    """The stand-ins of CANN's libraries the package's host libraries need (on LD_LIBRARY_PATH, they load)."""
+    return root.parent / (root.name + "-cann-stubs")
+
+
 def make_fake_opp(root: Path, unit: str = "ascend910b", vendor: str = VENDOR, version: str = "9.0.0") -> Path:
     """Write the package under ``root`` (an install root: ``root/vendors/<vendor>/...``); returns ``root``."""
     arch = platform.machine()
-    stubs = root.parent / (root.name + "-cann-stubs")
+    stubs = stubs_dir(root)
     stubs.mkdir(parents=True, exist_ok=True)
     (stubs / "stub.c").write_text("int cann_stub(void) { return 0; }\n")
     for lib in ("opapi", "nnopbase", "ascendcl", "tiling_api"):
@@ -39,7 +47,7 @@ def make_fake_opp(root: Path, unit: str = "ascend910b", vendor: str = VENDOR, ve
     src = stubs / "op.c"
     src.write_text("int cann_stub(void);\nint aclnnFakeGetWorkspaceSize(void) { return cann_stub(); }\n")
     link = ["-L", stubs, "-Wl,--no-as-needed", "-lopapi", "-lnnopbase", "-lascendcl", "-ltiling_api"]
-    _cc(["-shared", "-fPIC", "-o", dirs["api"] / "libcust_opapi.so", src, *link], stubs)
+    _cc(["-shared", "-fPIC", "-Wl,-Bsymbolic", "-o", dirs["api"] / "libcust_opapi.so", FAKE_ACLNN, *link], stubs)
     _cc(["-shared", "-fPIC", "-o", dirs["proto"] / "libcust_opsproto_rt2.0.so", src, *link], stubs)
     master = dirs["tiling"] / "lib" / "linux" / arch / "libcust_opmaster_rt2.0.so"
     _cc(["-shared", "-fPIC", "-o", master, src, *link], stubs)

@@ -1,8 +1,9 @@
 """The wheels ./build_wheel makes (issue 5): the sim flavour built, repaired and tagged, installed into
-a fresh virtual environment and run; an a2 flavour around a fake operator package (compile skipped):
-embedding, symbolic links, naming, metadata, auditwheel exclusion, first use without an NPU, a SoC
-mismatch; two flavours installed over each other refused; the sdist building the sim wheel alone.
-No NPU and no CANN needed."""
+a fresh virtual environment and run; an a2 flavour around a fake operator package (its kernels
+prebuilt, the aclnn bridge compiled): embedding, symbolic links, naming, metadata, auditwheel
+exclusion, first use without an NPU, a SoC mismatch, the bridge loading the embedded package; two
+flavours installed over each other refused; the sdist building the sim wheel alone. No NPU and no
+CANN needed."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, make_venv, pip_install, read_wheel, run_build_wheel, venv_run, wheel_from_output
+from fake_opp import stubs_dir
 
 GIT_HEAD = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout.strip() or None
@@ -102,7 +104,7 @@ print(json.dumps({"target": target(), "err": float((out - ref).abs().max()), "li
 def test_fake_a2_wheel_embedding_naming_metadata(a2_wheel, fake_opp):
     wheel, stdout = a2_wheel
     assert re.match(r"fla_npu_a2-0\.1\.0" + TAG_RE, wheel.name), wheel.name
-    assert "compile skipped" in stdout and "[7/7] done" in stdout
+    assert "prebuilt: kernels not compiled" in stdout and "aclnn bridge" in stdout and "[7/7] done" in stdout
     w = read_wheel(wheel)
     assert "\nName: fla-npu-a2\n" in w["metadata"] and "Summary: [a2] Atlas A2" in w["metadata"]
     assert "soc-a2" in w["metadata"]
@@ -127,10 +129,11 @@ def test_fake_a2_wheel_embedding_naming_metadata(a2_wheel, fake_opp):
     # auditwheel: the CANN libraries the host libraries need are excluded, nothing grafted.
     assert not [n for n in w["names"] if ".libs/" in n]
     assert "libascendcl.so" in stdout and "libopapi.so" in stdout and "grafted by auditwheel: nothing" in stdout
-    assert "fla_npu/lib/libfla_npu_kernels.so" not in w["names"]  # compile skipped
+    assert "fla_npu/lib/libfla_npu_kernels.so" in w["names"]  # the aclnn bridge (g++, no CANN)
     bi = w["build_info"]
     assert (bi["distribution"], bi["flavour"], bi["soc"], bi["cann_floor"]) == ("fla-npu-a2", "a2", "a2", "9.0.0")
     assert bi["opp_vendor"] == "fla_npu" and bi["cann_version"] == "9.0.0" and "prebuilt" in bi["compiler"]
+    assert "aclnn bridge" in bi["compiler"] and bi["npu_arch"] == "dav-2201"
     assert "fla_npu/_flavours/a2.json" in w["names"]
 
 
@@ -169,6 +172,11 @@ try:
     load_library()
 except B.CannVersionError as e:
     out["old_cann"] = str(e)
+B.C.runtime_version = lambda environ=None: ("9.0.0", "simulated")
+try:   # every check passes: the bridge loads the embedded libcust_opapi.so, whose CANN libraries are missing here
+    load_library()
+except NativeLibraryError as e:
+    out["no_cann_libs"] = str(e)
 print(json.dumps(out))
 """
     res = venv_run(py, code)
@@ -183,6 +191,9 @@ print(json.dumps(out))
     m = r["mismatch"]
     assert "fla-npu-a2" in m and "Ascend910_9391" in m and "pip install fla-npu-a3" in m and "Atlas A2" in m
     assert "needs CANN >= 9.0.0" in r["old_cann"] and "8.5.1" in r["old_cann"]
+    opapi = r["autoload"]["vendor_dirs"][0] + "/op_api/lib/libcust_opapi.so"
+    assert f"operator package could not be loaded: flaNpuSetOperatorPackage: cannot load {opapi}" in r["no_cann_libs"]
+    assert "libopapi.so: cannot open shared object file" in r["no_cann_libs"] and "set_env.sh" in r["no_cann_libs"]
     res = subprocess.run([str(py.parent / "fla-npu"), "info", "--json"], capture_output=True, text=True,
                          env={"PATH": str(py.parent) + ":/usr/bin:/bin", "HOME": str(tmp_path)})
     assert res.returncode == 0, res.stderr
@@ -190,6 +201,35 @@ print(json.dumps(out))
     assert (info["distribution"], info["flavour"], info["soc"]) == ("fla-npu-a2", "a2", "a2")
     assert info["operator_package"]["in_env"] is True and info["operator_package"]["libopapi_shipped"] is False
     assert info["device"]["soc"] is None and info["cann"]["floor"] == "9.0.0"
+
+
+def test_fake_a2_installed_bridge_calls_the_embedded_operator_package(a2_wheel, fake_opp, torch_site, tmp_path):
+    """First use of the installed a2 wheel with its checks passed (simulated device and CANN) and
+    CANN's libraries findable (the fake package's stubs): the bridge is handed the embedded
+    libcust_opapi.so and an op goes through its aclnn pair."""
+    py = make_venv(tmp_path / "venv", torch_site)
+    pip_install(py, a2_wheel[0])
+    code = r"""
+import ctypes, json, torch
+from fla_npu.runtime import _native as N, bootstrap as B, gate as kgate
+B.detect_device_soc = lambda: ("Ascend910B3", "torch_npu (simulated)")
+B.C.runtime_version = lambda environ=None: ("9.0.0", "simulated")
+lib = N.load_library()
+fake = ctypes.CDLL(str(N.operator_package_library()))
+fake.fake_reset()
+fake.fake_set_vector_cores(ctypes.c_int64(5))
+kgate.gate_chunk_cumsum(torch.randn(1, 40, 2, 16), 32, "softplus", torch.randn(2))
+print(json.dumps({"target": N.target(), "opapi": str(N.operator_package_library()), "calls": fake.fake_call_count(),
+                  "created": fake.fake_tensors_created(), "destroyed": fake.fake_tensors_destroyed(),
+                  "cores": lib.flaNpuVectorCoreNum()}))
+"""
+    res = venv_run(py, code, env_extra={"LD_LIBRARY_PATH": str(stubs_dir(fake_opp))})
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    assert r["target"] == "a2" and r["cores"] == 5
+    assert r["opapi"].startswith(str(tmp_path / "venv") + "/")
+    assert r["opapi"].endswith("fla_npu/opp/vendors/fla_npu/op_api/lib/libcust_opapi.so")
+    assert r["calls"] == 2 and r["created"] == r["destroyed"] == 3  # g, a_log, out
 
 
 def test_two_flavours_installed_over_each_other_are_refused(sim_wheel, a2_wheel, torch_site, tmp_path):

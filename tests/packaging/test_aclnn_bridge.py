@@ -1,0 +1,505 @@
+"""The NPU flavours' libfla_npu_kernels.so: a thin bridge from the C entry points to the operator
+package's aclnn functions. Built here with cmake (FLA_NPU_TARGET=a2: plain C++, no CANN) and run
+against a fake operator package library (fake_aclnn.c, compiled with the host C compiler: it records
+every tensor description, attribute, workspace, executor and stream it receives, and returns the
+workspace size and statuses a test asks for), through fla_npu.runtime's ctypes declarations, with
+CPU tensors as data (the fake never reads them)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from fla_npu.runtime import _native as N, aclnn, gate as kgate
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+GATE = "aclnnFlaNpuGateChunkCumsum"
+PSA = "aclnnFlaNpuPrefixSharedAttention"
+ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.bfloat16: 27}
+ACL_FORMAT_ND = 2
+STREAM = 0x5EA0
+
+
+class FakeTensor(ctypes.Structure):
+    _fields_ = [("view_dims", ctypes.c_int64 * 8), ("strides", ctypes.c_int64 * 8), ("storage_dims", ctypes.c_int64 * 8),
+                ("view_ndim", ctypes.c_uint64), ("storage_ndim", ctypes.c_uint64), ("offset", ctypes.c_int64),
+                ("dtype", ctypes.c_int32), ("format", ctypes.c_int32), ("data", ctypes.c_void_p),
+                ("destroyed", ctypes.c_int32), ("id", ctypes.c_int32)]
+
+
+class FakeCall(ctypes.Structure):
+    _fields_ = [("function", ctypes.c_char * 96), ("tensors", ctypes.POINTER(FakeTensor) * 8),
+                ("num_tensors", ctypes.c_int32), ("num_ints", ctypes.c_int32), ("ints", ctypes.c_int64 * 4),
+                ("num_floats", ctypes.c_int32), ("status", ctypes.c_int32), ("floats", ctypes.c_double * 4),
+                ("workspace", ctypes.c_void_p), ("workspace_size", ctypes.c_uint64), ("executor", ctypes.c_void_p),
+                ("stream", ctypes.c_void_p)]
+
+
+class Fake:
+    """One loaded build of fake_aclnn.c and what it recorded."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lib = lib = ctypes.CDLL(str(path))
+        lib.fake_call.restype = ctypes.POINTER(FakeCall)
+        lib.fake_call.argtypes = [ctypes.c_int32]
+        lib.fake_set_workspace_size.argtypes = [ctypes.c_uint64]
+        lib.fake_set_vector_cores.argtypes = [ctypes.c_int64]
+        lib.fake_set_status.argtypes = [ctypes.c_char_p, ctypes.c_int32]
+        assert lib.fake_sizeof_call() == ctypes.sizeof(FakeCall) and lib.fake_sizeof_tensor() == ctypes.sizeof(FakeTensor)
+
+    def reset(self, workspace_size=0, vector_cores=48):
+        self.lib.fake_reset()
+        self.lib.fake_set_workspace_size(workspace_size)
+        self.lib.fake_set_vector_cores(vector_cores)
+
+    def calls(self) -> list:
+        return [self.lib.fake_call(i).contents for i in range(self.lib.fake_call_count())]
+
+    @property
+    def created(self) -> int:
+        return self.lib.fake_tensors_created()
+
+    @property
+    def destroyed(self) -> int:
+        return self.lib.fake_tensors_destroyed()
+
+    @property
+    def bad_destroys(self) -> int:
+        return self.lib.fake_bad_destroys()
+
+    def fail(self, function: str, status: int) -> None:
+        self.lib.fake_set_status(function.encode(), status)
+
+
+def _cc(src: Path, out: Path, *defines) -> Path:
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic", *defines, "-o", str(out), str(src)],
+                   check=True, capture_output=True, text=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """The a2 flavour of the library (cmake, tests off) and three builds of the fake package."""
+    if shutil.which("cmake") is None or (shutil.which("c++") is None and shutil.which("g++") is None):
+        pytest.skip("cmake and a C++ compiler are needed to build the a2 flavour")
+    d = tmp_path_factory.mktemp("aclnn-bridge")
+    for cmd in (["cmake", "-S", ROOT / "csrc", "-B", d / "build", "-DFLA_NPU_TARGET=a2", "-DFLA_NPU_BUILD_TESTS=OFF",
+                 "-DCMAKE_BUILD_TYPE=Release"], ["cmake", "--build", d / "build", "-j", str(os.cpu_count() or 2)]):
+        res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+        assert res.returncode == 0, res.stdout + res.stderr
+    src = HERE / "fake_aclnn.c"
+    return {"lib": d / "build" / N.LIBRARY_NAME, "dir": d,
+            "fake": _cc(src, d / "fake" / "op_api" / "lib" / "libcust_opapi.so"),
+            "no_psa": _cc(src, d / "no_psa" / "libcust_opapi.so", "-DFAKE_ACLNN_OMIT_PSA"),
+            "no_create": _cc(src, d / "no_create" / "libcust_opapi.so", "-DFAKE_ACLNN_OMIT_CREATE_TENSOR")}
+
+
+_copies = [0]
+
+
+def fresh_bridge(build) -> ctypes.CDLL:
+    """A separately loaded instance of the a2 library (a copy: its own operator package state)."""
+    _copies[0] += 1
+    path = build["dir"] / f"copy{_copies[0]}" / N.LIBRARY_NAME
+    path.parent.mkdir()
+    shutil.copy2(build["lib"], path)
+    lib = ctypes.CDLL(str(path))
+    N._declare(lib)
+    return lib
+
+
+@pytest.fixture(scope="module")
+def fake(build):
+    return Fake(build["fake"])
+
+
+@pytest.fixture(scope="module")
+def bridge_lib(build, fake):
+    lib = fresh_bridge(build)
+    assert lib.flaNpuSetOperatorPackage(str(build["fake"]).encode()) == 0, lib.flaNpuGetLastErrorMessage()
+    return lib
+
+
+@pytest.fixture
+def bridge(bridge_lib, fake):
+    fake.reset()
+    yield bridge_lib
+    assert fake.bad_destroys == 0, "an aclTensor was destroyed twice, or one the fake never made"
+
+
+def sim_library():
+    """The installed sim flavour's library, to compare with (None if not installed)."""
+    try:
+        lib = N.load_library()
+    except N.NativeLibraryError:
+        return None
+    return lib if lib.flaNpuTarget().decode().startswith("sim") else None
+
+
+def err(lib) -> str:
+    return lib.flaNpuGetLastErrorMessage().decode()
+
+
+def f32(x: float) -> float:
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def gate_ws(lib, g, a_log=None, dt_bias=None, cu=None, chunks=None, chunk_size=64, form=1, lower_bound=0.0, scale=1.0,
+            out="like"):
+    """flaNpuGateChunkCumsumGetWorkspaceSize: (status, workspace size, executor, the tensors kept alive)."""
+    if isinstance(out, str):
+        out = torch.empty(g.shape, dtype=torch.float32)
+    tensors = (g, a_log, dt_bias, cu, chunks, out)
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuGateChunkCumsumGetWorkspaceSize(*[N.ref(x) for x in d[:5]], chunk_size, form, lower_bound, scale,
+                                                   N.ref(d[5]), ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
+def psa_ws(lib, q, k, v, scale=0.125, out="like"):
+    if isinstance(out, str):
+        out = torch.empty(q.shape, dtype=q.dtype)
+    tensors = (q, k, v, out)
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuPrefixSharedAttentionGetWorkspaceSize(N.ref(d[0]), N.ref(d[1]), N.ref(d[2]), scale, N.ref(d[3]),
+                                                         ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
+def row_major(shape) -> list:
+    out, s = [], 1
+    for n in reversed(shape):
+        out.insert(0, s)
+        s *= n
+    return out
+
+
+def assert_describes(ft: FakeTensor, t: torch.Tensor):
+    """The aclTensor the fake received describes `t` exactly: view shape, row-major strides, offset 0,
+    ND, storage shape = view shape, aclDataType, data pointer."""
+    nd = t.dim()
+    assert (ft.view_ndim, ft.storage_ndim) == (nd, nd)
+    assert list(ft.view_dims)[:nd] == list(t.shape) == list(ft.storage_dims)[:nd]
+    assert list(ft.strides)[:nd] == row_major(t.shape) == list(t.stride())
+    assert (ft.offset, ft.format, ft.dtype) == (0, ACL_FORMAT_ND, ACL_DTYPES[t.dtype])
+    assert ft.data == t.data_ptr()
+
+
+def tensors_of(call: FakeCall) -> list:
+    return [call.tensors[i].contents if call.tensors[i] else None for i in range(call.num_tensors)]
+
+
+def last_tiling(lib, entry: str) -> list:
+    fn = getattr(lib, entry)
+    n = fn(None, 0)
+    words = (ctypes.c_uint32 * n)()
+    fn(words, n)
+    return list(words)
+
+
+# ---- the library itself --------------------------------------------------------------------------
+
+def test_bridge_needs_no_cann_library(build):
+    lib = fresh_bridge(build)
+    assert lib.flaNpuTarget() == b"a2"
+    if shutil.which("readelf"):
+        dyn = subprocess.run(["readelf", "-d", str(build["lib"])], capture_output=True, text=True, check=True).stdout
+        needed = [ln.split("[")[1].rstrip("]") for ln in dyn.splitlines() if "(NEEDED)" in ln]
+        assert needed and not [n for n in needed if not n.startswith(("libstdc++", "libgcc_s", "libc.", "libm.", "libdl.",
+                                                                      "ld-linux", "libpthread"))], needed
+    if shutil.which("nm"):
+        undefined = subprocess.run(["nm", "-D", "--undefined-only", str(build["lib"])], capture_output=True, text=True,
+                                   check=True).stdout
+        assert "acl" not in undefined.lower(), undefined  # every CANN function goes through dlsym
+        assert "getenv" not in undefined, undefined  # no ASCEND_CUSTOM_OPP_PATH read (cached) at load
+    assert lib.flaNpuVectorCoreNum() == 1  # no operator package (hence no ACL runtime) yet
+
+
+def test_sim_flavour_has_no_operator_package():
+    lib = sim_library()
+    if lib is None:
+        pytest.skip("the sim flavour is not installed")
+    assert lib.flaNpuSetOperatorPackage(b"/x/libcust_opapi.so") == 1
+    assert "the sim flavour has no operator package" in err(lib)
+    function = ctypes.c_char_p()
+    assert lib.flaNpuGetLastAclnnStatus(ctypes.byref(function)) == 0 and function.value == b""
+
+
+def test_an_op_before_the_operator_package_is_set(build, fake):
+    lib = fresh_bridge(build)
+    fake.reset()
+    g, A = torch.randn(1, 20, 2, 16), torch.randn(2)
+    st, ws, ex, _ = gate_ws(lib, g, A)
+    assert st == 3 and not ex.value and ws == 0
+    assert err(lib).startswith("flaNpuGateChunkCumsum: the operator package is not loaded: call flaNpuSetOperatorPackage(")
+    st, _, ex, _ = psa_ws(lib, torch.randn(1, 2, 3, 64).half(), torch.randn(1, 5, 64).half(), torch.randn(1, 5, 64).half())
+    assert st == 3 and "flaNpuPrefixSharedAttention: the operator package is not loaded" in err(lib)
+    # Validation comes first, with its own message, in every flavour.
+    assert gate_ws(lib, g, torch.randn(7))[0] == 1 and "`a_log` must have H elements" in err(lib)
+    with pytest.raises(N.KernelError, match="operator package is not loaded"):
+        N.check(gate_ws(lib, g, A)[0], "flaNpuGateChunkCumsumGetWorkspaceSize", lib)
+    assert fake.calls() == [] and fake.created == 0
+
+
+def test_set_operator_package_errors(build):
+    lib = fresh_bridge(build)
+    assert lib.flaNpuSetOperatorPackage(None) == 1 and "null or empty" in err(lib)
+    missing = build["dir"] / "nowhere" / "libcust_opapi.so"
+    assert lib.flaNpuSetOperatorPackage(str(missing).encode()) == 3
+    assert f"{missing}: no such file" in err(lib) and "op_api/lib/libcust_opapi.so" in err(lib)
+    not_elf = build["dir"] / "not_elf" / "libcust_opapi.so"
+    not_elf.parent.mkdir()
+    not_elf.write_text("not a library\n")
+    assert lib.flaNpuSetOperatorPackage(str(not_elf).encode()) == 3
+    assert f"cannot load {not_elf}" in err(lib) and "set_env.sh" in err(lib)
+    assert lib.flaNpuSetOperatorPackage(str(build["no_psa"]).encode()) == 3
+    assert err(lib) == (f"flaNpuSetOperatorPackage: {build['no_psa']} has no symbol {PSA}GetWorkspaceSize (not fla-npu's "
+                        "operator package, or one built without this op)")
+    assert lib.flaNpuSetOperatorPackage(str(build["no_create"]).encode()) == 3
+    assert f"{build['no_create']} has no symbol aclCreateTensor (CANN's libnnopbase.so provides it" in err(lib)
+    # Nothing was set by the failures.
+    assert gate_ws(lib, torch.randn(1, 4, 2), torch.randn(2))[0] == 3 and "not loaded" in err(lib)
+    # The Python runtime turns a failure into NativeLibraryError with the library's message.
+    with pytest.raises(N.NativeLibraryError, match=f"operator package could not be loaded: .*{missing}: no such file"):
+        N.set_operator_package(lib, missing)
+
+
+# ---- forwarding -------------------------------------------------------------------------------------
+
+def test_gate_arguments_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=4096, vector_cores=6)
+    assert bridge.flaNpuVectorCoreNum() == 6  # the device's AIV count, through the ACL runtime
+    g = torch.randn(2, 70, 3, 16).bfloat16()
+    A, dt_bias = torch.randn(3), torch.randn(3 * 16)
+    out = torch.empty(g.shape, dtype=torch.float32)
+    st, ws, ex, _ = gate_ws(bridge, g, A, dt_bias, chunk_size=64, form=2, lower_bound=-5.1, scale=1.4426950408889634,
+                            out=out)
+    assert st == 0, err(bridge)
+    assert ws == 4096 and ex.value  # the operator package's workspace size
+    [call] = fake.calls()
+    assert call.function == f"{GATE}GetWorkspaceSize".encode() and call.status == 0
+    t = tensors_of(call)
+    assert len(t) == 6 and t[3] is None and t[4] is None  # dense: no cu_seqlens, no chunk_indices
+    for ft, tensor in zip((t[0], t[1], t[2], t[5]), (g, A, dt_bias, out)):
+        assert_describes(ft, tensor)
+    assert list(call.ints)[:call.num_ints] == [64, 2]
+    assert list(call.floats)[:call.num_floats] == [f32(-5.1), f32(1.4426950408889634)]
+    assert fake.created == 4 and fake.destroyed == 0  # alive until the launch
+    gws, gex = call.workspace_size, call.executor  # what the fake returned (CANN's executor: ours wraps it)
+    assert gws == 4096 and gex and gex != ex.value
+
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuGateChunkCumsum(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[1]
+    assert launch.function == GATE.encode()
+    assert (launch.workspace, launch.workspace_size, launch.executor, launch.stream) == (workspace.data_ptr(), 4096, gex, STREAM)
+    assert fake.created == fake.destroyed == 4  # every aclTensor destroyed after the launch
+
+    # The tiling is computed as in the sim flavour, with the device's core count.
+    tiling = kgate._TILING_FIELDS
+    words = last_tiling(bridge, "flaNpuGateChunkCumsumLastTiling")
+    assert words[tiling.index("block_dim")] <= 6 and words[tiling.index("has_a_log")] == 1
+
+
+def test_gate_varlen_and_inputs_the_kernel_does_not_use(bridge, fake):
+    fake.reset()
+    cu = torch.tensor([0, 5, 5, 70], dtype=torch.int32)
+    chunks = kgate.chunk_list(cu, 32)
+    g = torch.randn(1, 70, 4)  # GDN: [B, T, H]
+    out = torch.empty(g.shape, dtype=torch.float32)
+    st, ws, ex, _ = gate_ws(bridge, g, torch.randn(4), None, cu, chunks, chunk_size=32, form=0, out=out)
+    assert st == 0, err(bridge)
+    [call] = fake.calls()
+    t = tensors_of(call)
+    assert t[1] is None and t[2] is None  # gate form 0 does not use a_log: passed as NULL; no dt_bias
+    assert_describes(t[0], g)
+    assert_describes(t[3], cu)
+    assert_describes(t[4], chunks)
+    assert_describes(t[5], out)
+    assert list(call.ints)[:2] == [32, 0] and ws == 0
+    assert bridge.flaNpuGateChunkCumsum(None, 0, ex, None) == 0, err(bridge)
+    assert fake.calls()[1].stream is None and fake.calls()[1].workspace is None
+    assert fake.created == fake.destroyed == 4
+
+
+def test_prefix_shared_attention_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=123456)
+    q, k, v = torch.randn(2, 4, 3, 128).half(), torch.randn(2, 9, 128).half(), torch.randn(2, 9, 128).half()
+    out = torch.empty(q.shape, dtype=q.dtype)
+    st, ws, ex, _ = psa_ws(bridge, q, k, v, scale=0.08838834764831845, out=out)
+    assert st == 0 and ws == 123456, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{PSA}GetWorkspaceSize".encode()
+    for ft, tensor in zip(tensors_of(call), (q, k, v, out)):
+        assert_describes(ft, tensor)
+    assert call.num_ints == 0 and list(call.floats)[:call.num_floats] == [f32(0.08838834764831845)]
+    # The workspace must be as large as the operator package asked for (checked before its launch).
+    small = torch.empty(100, dtype=torch.uint8)
+    assert bridge.flaNpuPrefixSharedAttention(small.data_ptr(), 100, ex, None) == 1
+    assert "smaller than GetWorkspaceSize asked for" in err(bridge)
+    assert len(fake.calls()) == 1 and fake.created == fake.destroyed == 4
+    st, ws, ex, _ = psa_ws(bridge, q, k, v, out=out)
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuPrefixSharedAttention(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        PSA.encode(), workspace.data_ptr(), 123456, STREAM)
+    assert launch.executor == fake.calls()[-2].executor
+    assert fake.created == fake.destroyed == 8
+
+
+def test_destroy_executor_destroys_the_tensors(bridge, fake):
+    fake.reset()
+    st, _, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2), torch.randn(16))
+    assert st == 0 and fake.created == 4 and fake.destroyed == 0
+    bridge.flaNpuDestroyExecutor(ex)
+    assert fake.destroyed == 4 and len(fake.calls()) == 1  # never launched
+
+
+def test_nothing_to_compute_calls_nothing(bridge, fake):
+    fake.reset(workspace_size=777)
+    q, k = torch.randn(0, 2, 3, 64).half(), torch.randn(0, 5, 64).half()
+    st, ws, ex, _ = psa_ws(bridge, q, k, k.clone())
+    assert st == 0 and ws == 0 and ex.value
+    assert bridge.flaNpuPrefixSharedAttention(None, 0, ex, None) == 0
+    st, ws, ex, _ = gate_ws(bridge, torch.randn(1, 0, 2), torch.randn(2))
+    assert st == 0 and ws == 0
+    assert bridge.flaNpuGateChunkCumsum(None, 0, ex, None) == 0
+    assert fake.calls() == [] and fake.created == 0
+
+
+# ---- errors -----------------------------------------------------------------------------------------
+
+INVALID_GATE = [
+    (dict(a_log=torch.randn(7)), "`a_log` must have H elements"),
+    (dict(a_log=None, form=1), "needs `a_log`"),
+    (dict(dt_bias=torch.randn(5)), "`dt_bias` must have H * K elements"),
+    (dict(chunk_size=256), "power of two <= 128"),
+    (dict(form=3), "`gate_form` must be 0"),
+    (dict(out=torch.empty(2, 20, 3, 8, dtype=torch.float16)), "`out` must be float32"),
+    (dict(out=torch.empty(2, 20, 3, 4)), "`out` must have the shape of `g`"),
+    (dict(g=torch.randn(2, 3, 20, 8).transpose(1, 2)), "`g` must be contiguous"),
+    (dict(cu=torch.tensor([0, 20], dtype=torch.int32)), "`cu_seqlens` and `chunk_indices` go together"),
+]
+
+
+@pytest.mark.parametrize("kwargs,message", INVALID_GATE, ids=[m for _, m in INVALID_GATE])
+def test_invalid_arguments_rejected_before_any_aclnn_call(bridge, fake, kwargs, message):
+    args = dict(g=torch.randn(2, 20, 3, 8), a_log=torch.randn(3), chunk_size=16, form=1)
+    args.update(kwargs)
+    g = args.pop("g")
+    if "out" not in args:
+        args["out"] = torch.empty(g.shape, dtype=torch.float32)
+    st, ws, ex, _ = gate_ws(bridge, g, **args)
+    assert st == 1 and not ex.value and message in err(bridge)
+    assert fake.calls() == [] and fake.created == 0
+    sim = sim_library()
+    if sim is not None:  # the same check and message in every flavour
+        assert gate_ws(sim, g, **args)[0] == 1 and err(sim) == err(bridge)
+
+
+def test_invalid_prefix_shared_attention_rejected_before_any_aclnn_call(bridge, fake):
+    q, k = torch.randn(1, 2, 3, 96).half(), torch.randn(1, 5, 96).half()
+    assert psa_ws(bridge, q, k, k.clone())[0] == 1 and "64 or 128" in err(bridge)
+    q, k = torch.randn(1, 2, 3, 64).half(), torch.randn(1, 5, 64).half()
+    assert psa_ws(bridge, q, k, torch.randn(1, 4, 64).half())[0] == 1 and "different lengths" in err(bridge)
+    assert fake.calls() == [] and fake.created == 0
+
+
+def test_failing_aclnn_status_is_reported_with_the_function_and_its_meaning(bridge, fake):
+    fake.reset()
+    fake.fail(f"{GATE}GetWorkspaceSize", 561103)
+    st, ws, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2))
+    assert st == 4 and not ex.value and ws == 0
+    assert err(bridge).startswith(f"flaNpuGateChunkCumsum: {GATE}GetWorkspaceSize failed with aclnn status 561103")
+    function = ctypes.c_char_p()
+    assert bridge.flaNpuGetLastAclnnStatus(ctypes.byref(function)) == 561103
+    assert function.value == f"{GATE}GetWorkspaceSize".encode()
+    assert fake.created == fake.destroyed == 3  # g, a_log, out: destroyed on the failure
+    with pytest.raises(N.AclnnKernelError) as e:
+        N.check(st, "flaNpuGateChunkCumsumGetWorkspaceSize", bridge)
+    assert isinstance(e.value, N.KernelError) and isinstance(e.value, aclnn.AclnnError)
+    assert (e.value.status, e.value.op, e.value.caller) == (561103, f"{GATE}GetWorkspaceSize",
+                                                           "flaNpuGateChunkCumsumGetWorkspaceSize")
+    msg = str(e.value)
+    assert msg.startswith(aclnn.describe(561103, f"{GATE}GetWorkspaceSize"))
+    assert "ACLNN_ERR_INNER_NULLPTR" in msg and "Cannot find bin of op" in msg and "ASCEND_CUSTOM_OPP_PATH" in msg
+
+    # A failing launch: reported the same way; the tensors are destroyed all the same.
+    fake.reset(workspace_size=64)
+    fake.fail(PSA, 361001)
+    q, k = torch.randn(1, 2, 3, 64).bfloat16(), torch.randn(1, 5, 64).bfloat16()
+    st, ws, ex, _ = psa_ws(bridge, q, k, k.clone())
+    assert st == 0, err(bridge)
+    assert bridge.flaNpuGetLastAclnnStatus(None) == 0  # a success clears it
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    st = bridge.flaNpuPrefixSharedAttention(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM))
+    assert st == 4 and f"{PSA} failed with aclnn status 361001" in err(bridge)
+    assert fake.created == fake.destroyed == 4
+    with pytest.raises(N.AclnnKernelError, match=r"aclnnFlaNpuPrefixSharedAttention failed with aclnn status 361001 "
+                                                 r"\(ACLNN_ERR_RUNTIME_ERROR"):
+        N.check(st, "flaNpuPrefixSharedAttention", bridge)
+
+
+def test_a_failing_aclcreatetensor_is_reported_and_cleaned_up(bridge, fake):
+    fake.reset()
+    fake.lib.fake_set_create_limit(2)
+    st, _, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2), torch.randn(16))
+    assert st == 3 and not ex.value and "flaNpuGateChunkCumsum: aclCreateTensor failed for `dt_bias`" in err(bridge)
+    assert fake.created == fake.destroyed == 2 and fake.calls() == []
+
+
+# ---- the Python runtime ------------------------------------------------------------------------------
+
+def test_runtime_gives_an_npu_flavour_its_embedded_operator_package(build, monkeypatch, tmp_path):
+    """load_library() of an NPU flavour: after the first-use checks it loads the library and hands it
+    the embedded vendor's op_api/lib/libcust_opapi.so; ops then go through it, and aclnn failures
+    come back as AclnnKernelError."""
+    import fla_npu_autoload  # noqa: F401 - the wheel's top-level module (vendor directories)
+    from fla_npu.runtime import bootstrap, flavour
+
+    pkg = tmp_path / "fla_npu"
+    vendor = pkg / "opp" / "vendors" / "fla_npu"
+    (pkg / "lib").mkdir(parents=True)
+    shutil.copy2(build["lib"], pkg / "lib" / N.LIBRARY_NAME)
+    (vendor / "op_api" / "lib").mkdir(parents=True)
+    (pkg / "opp" / "vendors" / "config.ini").write_text("load_priority=fla_npu\n")
+    monkeypatch.setattr(N, "_lib", None)
+    monkeypatch.setenv("FLA_NPU_KERNEL_LIB", str(pkg / "lib" / N.LIBRARY_NAME))
+    monkeypatch.setattr(flavour, "PACKAGE_DIR", pkg)
+    monkeypatch.setattr(flavour, "build_info", lambda package_dir=None: {"flavour": "a2"})
+    monkeypatch.setattr(bootstrap, "ensure_ready", lambda: None)
+    with pytest.raises(N.NativeLibraryError, match=r"no operator package with op_api/lib/libcust_opapi.so .*vendors found: "
+                                                   r"fla_npu"):
+        N.load_library()
+    shutil.copy2(build["fake"], vendor / "op_api" / "lib" / "libcust_opapi.so")
+    assert N.operator_package_library() == vendor / "op_api" / "lib" / "libcust_opapi.so"
+    lib = N.load_library()
+    assert N.target() == "a2"
+    fake = Fake(vendor / "op_api" / "lib" / "libcust_opapi.so")
+    fake.reset(vector_cores=4)
+    g = torch.randn(1, 40, 2, 16)
+    kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2), torch.randn(32), scale=2.0)
+    get_ws, launch = fake.calls()
+    assert get_ws.function == f"{GATE}GetWorkspaceSize".encode() and launch.function == GATE.encode()
+    assert list(get_ws.ints)[:2] == [32, 1] and get_ws.floats[1] == 2.0
+    assert launch.executor == get_ws.executor and fake.created == fake.destroyed == 4
+    assert kgate.last_tiling()["block_dim"] <= 4 and lib.flaNpuVectorCoreNum() == 4
+    fake.fail(f"{GATE}GetWorkspaceSize", 561103)
+    with pytest.raises(N.AclnnKernelError, match=r"aclnnFlaNpuGateChunkCumsumGetWorkspaceSize failed with aclnn status "
+                                                 r"561103 \(ACLNN_ERR_INNER_NULLPTR.*Called by "
+                                                 r"flaNpuGateChunkCumsumGetWorkspaceSize"):
+        kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2))
