@@ -31,26 +31,6 @@ TOL = {torch.float32: 1e-5, torch.bfloat16: 4e-3}
 
 
 @pytest.fixture
-def spy(monkeypatch):
-    """Count the calls FLA's dispatch hands to the fla_npu backend, per function."""
-    calls = {}
-
-    def install(key):
-        cls = _backend.registered[key]
-        name = key.partition(".")[2]
-        original = getattr(cls, name)
-
-        def spied(self, *args, **kwargs):
-            calls[key] = calls.get(key, 0) + 1
-            return original(*args, **kwargs)  # the class attribute is a staticmethod
-
-        monkeypatch.setattr(cls, name, spied)
-    for key in _backend.registered:
-        install(key)
-    return calls
-
-
-@pytest.fixture
 def pieces_only(monkeypatch):
     """An fla_npu flavour declaring FLA's gate pieces but not ``fused_kda_gate``: FLA's own
     ``KDAGateFunction`` runs and calls the dispatched ``kda_gate_fwd`` / ``kda_gate_bwd``."""

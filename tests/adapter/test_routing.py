@@ -27,26 +27,6 @@ def _registry(key):
     return fb._operation_registries[key.partition(".")[0]]
 
 
-@pytest.fixture
-def spy(monkeypatch):
-    """Count the calls FLA's dispatch hands to the fla_npu backend, per function."""
-    calls = {}
-
-    def install(key):
-        cls = _backend.registered[key]
-        name = key.partition(".")[2]
-        original = getattr(cls, name)
-
-        def spied(self, *args, **kwargs):
-            calls[key] = calls.get(key, 0) + 1
-            return original(*args, **kwargs)  # the class attribute is a staticmethod
-
-        monkeypatch.setattr(cls, name, spied)
-    for key in _backend.registered:
-        install(key)
-    return calls
-
-
 @pytest.mark.parametrize("key", sorted(_backend.FLA_FUNCTIONS))
 def test_registered_in_fla_registry_ahead_of_builtins(key):
     registry = _registry(key)
