@@ -5,9 +5,10 @@
 // Non-causal; fp16 or bf16 in and out; D = 64 or 128. The query rows of the G responses of a batch
 // are stacked along M (q[b] is one contiguous [G * Lq, D] matrix), so each K/V tile is read once per
 // 128-row M-tile: once per batch for decode shapes (G * Lq <= 128). See the tiling header for the
-// work split and why the result is batch-invariant.
+// work split, the K/V splits and why the result is batch-invariant.
 //
-// Per unit (batch b, M-tile of mLen <= 128 stacked rows) and K/V tile j (nLen <= 128 keys):
+// Per unit (batch b, M-tile of mLen <= 128 stacked rows, K/V tiles j0..j1-1) and K/V tile j
+// (nLen <= 128 keys):
 //   AIC  S_j = Q K_j^T      GM -> L1 (ND -> NZ), L1 -> L0A/L0B (LoadData), Mmad into L0C (fp32),
 //                           Fixpipe to the core's GM workspace S slot j % 2 (fp32);  flag S  ->
 //   AIV  (its half of the rows) online softmax in fp32: x = S * scale (keys past nLen are -inf),
@@ -15,7 +16,13 @@
 //        l = l * alpha + rowsum P, O *= alpha; P rounded to the input type into the P slot;  flag P ->
 //   AIC  O_j = P V_j        P and V_j GM -> L1 (V's key padding zeroed), L0A/L0B (V transposed per
 //                           fractal into L0B's Zn), Mmad, Fixpipe to the O_j slot (fp32);   flag O ->
-//   AIV  O += O_j.  After the last tile: out = O / l, rounded to the input type, written once.
+//   AIV  O += O_j.  At the end of each K/V split (kv_tiles_per_split tiles, boundaries set by len_kv):
+//        a local unit merges the split's (m, l, O) into its running result in UB and, after its last
+//        split, writes out = O / L rounded to the input type; a split unit writes (m, l, O) of its
+//        rows to the split's partial slot in GM instead.
+//   Distributed launches then run a second phase on the AIVs only: SyncAll<true>(), and each AIV
+//   merges, for its 8-row combine groups, the partial slots of splits 0, 1, 2, ... with the same
+//   Merge as the local units and writes the output rows. The AICs take no part in it.
 // The AIC computes S_{j+1} before waiting for P_j (two S slots), so the Cube works while the vector
 // cores run the softmax.
 //
@@ -83,15 +90,15 @@ public:
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
+        uint32_t first = 0, count = 0, j0 = 0, j1 = 0;
         CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
         for (uint32_t u = first; u < first + count; ++u) {
-            UnitRows(t_, u, &b_, &m0_, &mLen_);
+            UnitWork(t_, u, &b_, &m0_, &mLen_, &j0, &j1);
             mPad_ = Ceil16(mLen_);
             LoadQ();
-            ComputeS(0);
-            for (uint32_t j = 0; j < t_.kv_tiles; ++j) {
-                if (j + 1 < t_.kv_tiles) ComputeS(j + 1);
+            ComputeS(j0);
+            for (uint32_t j = j0; j < j1; ++j) {
+                if (j + 1 < j1) ComputeS(j + 1);
                 ComputePV(j);
             }
         }
@@ -217,6 +224,8 @@ public:
         gS_.SetGlobalBuffer((__gm__ float*)(base + t.ws_s_off), 2ull * kBlockM * kBlockN);
         gP_.SetGlobalBuffer((__gm__ T*)(base + t.ws_p_off), uint64_t(kBlockM) * kBlockN);
         gO_.SetGlobalBuffer((__gm__ float*)(base + t.ws_o_off), uint64_t(kBlockM) * t.D);
+        slotFloats_ = t.partial_slot_bytes / sizeof(float);
+        gPart_.SetGlobalBuffer((__gm__ float*)((__gm__ uint8_t*)ws + PartialBase(t)), uint64_t(t.partial_slots) * slotFloats_);
         constexpr uint32_t R = kRowsPerAiv;
         pipe_.InitBuffer(sQ_, 1, R * kBlockN * sizeof(float));
         pipe_.InitBuffer(pQ_, 1, R * kBlockN * sizeof(T));
@@ -231,31 +240,45 @@ public:
         pipe_.InitBuffer(alpha_, R * sizeof(float));
         pipe_.InitBuffer(brcb_, R * 8 * sizeof(float));
         pipe_.InitBuffer(ninf_, 8 * sizeof(float));
+        pipe_.InitBuffer(oRun_, R * D_ * sizeof(float));
+        pipe_.InitBuffer(mRun_[0], R * sizeof(float));
+        pipe_.InitBuffer(mRun_[1], R * sizeof(float));
+        pipe_.InitBuffer(lRun_, R * sizeof(float));
+        pipe_.InitBuffer(brcb2_, R * 8 * sizeof(float));
         Duplicate(ninf_.Get<float>(), kNegInf, 8);
     }
 
     __aicore__ inline void Process() {
+        const bool local = t_.unit_splits == 1;
+        const uint32_t per = t_.kv_tiles_per_split;
         uint32_t first = 0, count = 0;
         CoreUnits(t_, block_, &first, &count);
         for (uint32_t u = first; u < first + count; ++u) {
-            uint32_t b = 0, m0 = 0, mLen = 0;
-            UnitRows(t_, u, &b, &m0, &mLen);
+            uint32_t b = 0, m0 = 0, mLen = 0, j0 = 0, j1 = 0;
+            UnitWork(t_, u, &b, &m0, &mLen, &j0, &j1);
             AivRows(mLen, sub_, &r0_, &R_);
-            cur_ = 0;
-            if (R_ > 0) {
-                Duplicate(acc_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
-                Duplicate(m_[0].Get<float>(), kNegInf, static_cast<int32_t>(R_));
-                Duplicate(l_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
-            }
-            for (uint32_t j = 0; j < t_.kv_tiles; ++j) {
+            if (R_ > 0 && local) ResetRun();
+            for (uint32_t j = j0; j < j1; ++j) {
+                if (R_ > 0 && j % per == 0) ResetSplit();
                 CrossCoreWaitFlag(kFlagS);
                 if (R_ > 0) Softmax(j);
                 CrossCoreSetFlag<2, PIPE_MTE3>(kFlagP);
                 if (R_ > 0) RescaleAcc();
                 CrossCoreWaitFlag(kFlagO);
                 if (R_ > 0) Accumulate();
+                if (R_ > 0 && ((j + 1) % per == 0 || j + 1 == j1)) {  // the split ends
+                    if (local) Merge(m_[cur_].Get<float>(), l_.Get<float>(), acc_.Get<float>());
+                    else WritePartial(PartialSlot(t_, b, m0 / kBlockM, j / per));
+                }
             }
-            if (R_ > 0) Finish(b, m0);
+            if (R_ > 0 && local) WriteOut(b, m0 + r0_);
+        }
+        if (!local) {
+            // Every split's partial result is in GM before any AIV merges: the barrier waits for
+            // all pipes of all AIVs (the AICs have nothing to do with the merge).
+            PipeBarrier<PIPE_ALL>();
+            SyncAll<true>();
+            Combine();
         }
     }
 
@@ -338,29 +361,116 @@ private:
         ojQ_.FreeTensor(oj);
     }
 
-    // out = O / l, rounded to T, written once.
-    __aicore__ inline void Finish(uint32_t b, uint32_t m0) {
-        LocalTensor<float> acc = acc_.Get<float>(), bc = brcb_.Get<float>();
-        Brcb(bc, l_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+    // A split starts from m = -inf, l = 0, O = 0.
+    __aicore__ inline void ResetSplit() {
+        Duplicate(acc_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
+        Duplicate(m_[cur_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
+        Duplicate(l_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
+    }
+
+    // The merged result starts from M = -inf, L = 0, O = 0.
+    __aicore__ inline void ResetRun() {
+        Duplicate(oRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
+        Duplicate(mRun_[run_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
+        Duplicate(lRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
+    }
+
+    // Merge one split's (m, l, O) of R_ rows into the running (M, L, O); l and O are overwritten.
+    // The only merge code: a local unit calls it on its UB values as each split ends, a combine
+    // group on the values it loads from GM, so both give the same bits.
+    __aicore__ inline void Merge(const LocalTensor<float>& m, const LocalTensor<float>& l, const LocalTensor<float>& o) {
+        const int32_t R = static_cast<int32_t>(R_);
+        const uint8_t brcbRep = static_cast<uint8_t>((R_ + 7) / 8);
+        LocalTensor<float> mOld = mRun_[run_].Get<float>(), mNew = mRun_[1 - run_].Get<float>();
+        LocalTensor<float> lRun = lRun_.Get<float>(), oRun = oRun_.Get<float>();
+        LocalTensor<float> a = alpha_.Get<float>(), w = red_.Get<float>(), bcA = brcb_.Get<float>(), bcW = brcb2_.Get<float>();
+        Max(mNew, mOld, m, R);
+        Sub(a, mOld, mNew, R);
+        Exp(a, a, R);  // exp(-inf) = 0 for the first split
+        Sub(w, m, mNew, R);
+        Exp(w, w, R);
+        Mul(lRun, lRun, a, R);
+        Mul(l, l, w, R);
+        Add(lRun, lRun, l, R);
+        Brcb(bcA, a, brcbRep, BrcbRepeatParams(1, 8));
+        Brcb(bcW, w, brcbRep, BrcbRepeatParams(1, 8));
         const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
         const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
-        for (uint32_t c = 0; c < D_; c += kFloatLanes) Div(acc[c], acc[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
-        LocalTensor<T> o = outQ_.template AllocTensor<T>();
-        Cast(o, acc, RoundMode::CAST_RINT, R_ * D_);
-        outQ_.EnQue(o);
-        o = outQ_.template DeQue<T>();
-        DataCopy(gOut_[(uint64_t(b) * t_.rows + m0 + r0_) * D_], o, R_ * D_);
-        outQ_.FreeTensor(o);
+        for (uint32_t c = 0; c < D_; c += kFloatLanes) {
+            Mul(oRun[c], oRun[c], bcA, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+            Mul(o[c], o[c], bcW, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        }
+        Add(oRun, oRun, o, R * static_cast<int32_t>(D_));
+        run_ = 1 - run_;
+    }
+
+    // This AIV's rows of the split's (m, l, O) to their partial slot: m and l at row r0_ (a multiple
+    // of 8, so the two AIVs never share a 32-byte block), O as rows of D fp32.
+    __aicore__ inline void WritePartial(uint32_t slot) {
+        const uint64_t base = uint64_t(slot) * slotFloats_;
+        const DataCopyExtParams rowsOf4(1, R_ * 4, 0, 0, 0);
+        Sync<HardEvent::V_MTE3>();
+        DataCopyPad(gPart_[base + r0_], m_[cur_].Get<float>(), rowsOf4);
+        DataCopyPad(gPart_[base + kBlockM + r0_], l_.Get<float>(), rowsOf4);
+        DataCopy(gPart_[base + 2 * kBlockM + uint64_t(r0_) * D_], acc_.Get<float>(), R_ * D_);
+        Sync<HardEvent::MTE3_V>();  // the next split's reset overwrites what was just copied out
+    }
+
+    // After the barrier: merge the kv_splits partial slots of each of this AIV's combine groups,
+    // split 0 first, and write the groups' outputs.
+    __aicore__ inline void Combine() {
+        uint32_t first = 0, count = 0;
+        AivCombineGroups(t_, block_ * 2 + sub_, &first, &count);
+        for (uint32_t g = first; g < first + count; ++g) {
+            uint32_t b = 0, row0 = 0, cnt = 0;
+            CombineRows(t_, g, &b, &row0, &cnt);
+            const uint32_t mt = row0 / kBlockM, r = row0 % kBlockM;
+            R_ = cnt;
+            ResetRun();
+            const DataCopyExtParams rowsOf4(1, cnt * 4, 0, 0, 0);
+            for (uint32_t s = 0; s < t_.kv_splits; ++s) {
+                const uint64_t base = uint64_t(PartialSlot(t_, b, mt, s)) * slotFloats_;
+                LocalTensor<float> ml = sQ_.template AllocTensor<float>();  // m at 0, l at kRowsPerAiv
+                DataCopyPad(ml, gPart_[base + r], rowsOf4, DataCopyPadExtParams<float>());
+                DataCopyPad(ml[kRowsPerAiv], gPart_[base + kBlockM + r], rowsOf4, DataCopyPadExtParams<float>());
+                sQ_.EnQue(ml);
+                LocalTensor<float> o = ojQ_.template AllocTensor<float>();
+                DataCopy(o, gPart_[base + 2 * kBlockM + uint64_t(r) * D_], cnt * D_);
+                ojQ_.EnQue(o);
+                ml = sQ_.template DeQue<float>();
+                o = ojQ_.template DeQue<float>();
+                Merge(ml, ml[kRowsPerAiv], o);
+                sQ_.FreeTensor(ml);
+                ojQ_.FreeTensor(o);
+            }
+            WriteOut(b, row0);
+        }
+    }
+
+    // out = O / L for R_ rows starting at stacked row `row` of batch b, rounded to T, written once.
+    __aicore__ inline void WriteOut(uint32_t b, uint32_t row) {
+        LocalTensor<float> o = oRun_.Get<float>(), bc = brcb_.Get<float>();
+        Brcb(bc, lRun_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+        const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
+        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
+        for (uint32_t c = 0; c < D_; c += kFloatLanes) Div(o[c], o[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        LocalTensor<T> y = outQ_.template AllocTensor<T>();
+        Cast(y, o, RoundMode::CAST_RINT, R_ * D_);
+        outQ_.EnQue(y);
+        y = outQ_.template DeQue<T>();
+        DataCopy(gOut_[(uint64_t(b) * t_.rows + row) * D_], y, R_ * D_);
+        outQ_.FreeTensor(y);
     }
 
     PsaTiling t_{};
-    uint32_t D_ = 0, block_ = 0, sub_ = 0, r0_ = 0, R_ = 0, cur_ = 0;
+    uint32_t D_ = 0, block_ = 0, sub_ = 0, r0_ = 0, R_ = 0, cur_ = 0, run_ = 0, slotFloats_ = 0;
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> sQ_, ojQ_;
     TQue<QuePosition::VECOUT, 1> pQ_, outQ_;
-    TBuf<TPosition::VECCALC> acc_, half_, m_[2], l_, red_, alpha_, brcb_, ninf_;
+    // acc_, m_, l_: the current split; oRun_, mRun_, lRun_: the splits merged so far.
+    TBuf<TPosition::VECCALC> acc_, half_, m_[2], l_, red_, alpha_, brcb_, ninf_, oRun_, mRun_[2], lRun_, brcb2_;
     GlobalTensor<T> gOut_, gP_;
-    GlobalTensor<float> gS_, gO_;
+    GlobalTensor<float> gS_, gO_, gPart_;
 };
 
 template <class T>

@@ -22,7 +22,10 @@ uint32_t UbBytesNeeded(uint32_t D, uint32_t elem_bytes) {
                    + Pad32(R * 4)                  // running sum
                    + 2 * Pad32(R * 4)              // tile row max / row sum, alpha
                    + Pad32(R * 8 * 4)              // per-row broadcast (Brcb)
-                   + 32;                           // one block of -inf
+                   + 32                            // one block of -inf
+                   // merging the splits: running O (fp32), running max (ping-pong) and sum,
+                   // a second per-row broadcast
+                   + Pad32(R * D * 4) + 3 * Pad32(R * 4) + Pad32(R * 8 * 4);
     return static_cast<uint32_t>(total);
 }
 
@@ -47,12 +50,31 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     t->kv_tiles = (p.len_kv + kBlockN - 1) / kBlockN;
     const uint64_t units = uint64_t(p.bs) * t->m_tiles;
     if (units > 0x7FFFFFFFull) { *err = "prefix_shared_attention tiling: too many units"; return -1; }
-    t->num_units = static_cast<uint32_t>(units);
+    t->kv_tiles_per_split = SplitTiles(t->kv_tiles);
+    t->kv_splits = (t->kv_tiles + t->kv_tiles_per_split - 1) / t->kv_tiles_per_split;
+    // Run the splits as units of their own when that shortens the busiest core's queue. Cost in
+    // half K/V tiles: a local unit walks 2 * kv_tiles; a split unit 2 * kv_tiles_per_split plus one
+    // for its Q reload and partial-result round trip. The numbers are the same either way (see the
+    // header), so this may look at bs and the core count.
+    const uint64_t localCost = (units + p.core_num - 1) / p.core_num * 2 * t->kv_tiles;
+    const uint64_t splitUnits = units * t->kv_splits;
+    const uint64_t splitCost = (splitUnits + p.core_num - 1) / p.core_num * (2ull * t->kv_tiles_per_split + 1);
+    const uint64_t groups = uint64_t(p.bs) * ((t->rows + kCombineRows - 1) / kCombineRows);
+    const bool distribute = t->kv_splits > 1 && splitCost < localCost && splitUnits <= 0x7FFFFFFFull && groups <= 0x7FFFFFFFull;
+    t->unit_splits = distribute ? t->kv_splits : 1u;
+    t->num_units = static_cast<uint32_t>(units * t->unit_splits);
     t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
     if (t->block_dim > 0) {
         t->units_per_core = t->num_units / t->block_dim;
         t->units_rem = t->num_units % t->block_dim;
     }
+    if (distribute) {
+        t->partial_slots = static_cast<uint32_t>(splitUnits);
+        t->combine_groups = static_cast<uint32_t>(groups);
+        t->combine_per_aiv = t->combine_groups / (2 * t->block_dim);
+        t->combine_rem = t->combine_groups % (2 * t->block_dim);
+    }
+    t->partial_slot_bytes = (2 * kBlockM + kBlockM * p.D) * 4;
     t->elem_bytes = p.elem_bytes;
     t->scale = p.scale;
 

@@ -9,7 +9,9 @@
 // its shape/dtype inference, and its tiling: the sim library's argument checks and tiling
 // (psa::PsaArgs, psa::ComputeTiling) on the call's shapes, the POD tiling struct copied into the
 // tiling buffer for the kernel entry (op_kernel/fla_npu_prefix_shared_attention.cpp), and the
-// workspace: the system workspace plus one GM slice per AI core for the kernel's S / P / O_j slots.
+// workspace: the system workspace plus one GM slice per AI core for the kernel's S / P / O_j slots
+// and, when the tiling runs the K/V splits as units of their own, the per-(M-tile, split) partial
+// results that the kernel's second phase (after SyncAll, in the same launch) merges.
 #include "opp_host_common.h"
 
 #include "../../prefix_shared_attention/prefix_shared_attention_tiling.h"

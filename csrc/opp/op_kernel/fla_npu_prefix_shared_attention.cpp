@@ -9,7 +9,9 @@
 // defined by the OPP build; see fla_npu_gate_chunk_cumsum.cpp.
 //
 // Workspace: the host tiling asks for the system workspace (GetLibApiWorkSpaceSize) plus the
-// kernel's per-core S / P / O_j slots; GetUserWorkspace gives the start of the latter.
+// kernel's per-core S / P / O_j slots and the K/V splits' partial results (psa::UserWorkspaceBytes);
+// GetUserWorkspace gives the start of the latter. The splits' merge is the kernel's second phase in
+// this one launch (SyncAll over the AIVs), so the package needs no second kernel.
 #include "kernel_operator.h"
 #include "../../prefix_shared_attention/prefix_shared_attention_kernel.h"
 

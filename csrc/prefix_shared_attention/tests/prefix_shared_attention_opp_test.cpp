@@ -112,6 +112,8 @@ int Same(const Call& c) {
     PsaTiling t;
     std::memcpy(&t, words, sizeof(t));
     OPP_CHECK(ctx.block_dim == (t.block_dim > 0 ? t.block_dim : 1u));
+    if (c.len_kv >= 1000) OPP_CHECK(t.kv_splits > 1 && t.unit_splits == t.kv_splits && t.partial_slots > 0);
+    if (c.G == 64) OPP_CHECK(t.kv_splits > 1 && t.unit_splits == 1 && t.partial_slots == 0);
     const uint64_t sys = platform.lib_api_workspace_bytes;
     OPP_CHECK(ctx.workspace.size() == 1 && ctx.workspace[0] == sys + fla_npu::psa::UserWorkspaceBytes(t));
 
@@ -204,6 +206,11 @@ const std::map<std::string, std::function<int()>>& Cases() {
         {"m_tiles_d64_f16", [] { return Same(With(FLA_NPU_FLOAT16, 1, 5, 60, 130, 64)); }},
         {"m_tiles_d64_bf16", [] { return Same(With(FLA_NPU_BFLOAT16, 1, 5, 60, 130, 64)); }},
         {"single_row_bf16", [] { return Same(With(FLA_NPU_BFLOAT16, 3, 1, 1, 1, 128)); }},
+        // K/V splits: run as units of their own and merged after the barrier from the workspace's
+        // partial slots (decode; more split units than cores), and merged on chip (2 M-tiles per batch).
+        {"split_decode_f16", [] { return Same(With(FLA_NPU_FLOAT16, 1, 4, 1, 1000, 128)); }},
+        {"split_units_over_cores_bf16", [] { return Same(With(FLA_NPU_BFLOAT16, 2, 3, 1, 2500, 64)); }},
+        {"split_on_chip_bf16", [] { return Same(With(FLA_NPU_BFLOAT16, 2, 64, 4, 600, 64)); }},
         {"empty_f16", [] { return Same(With(FLA_NPU_FLOAT16, 0, 4, 3, 20, 64)); }},
         // Refused by both front ends with the same message.
         {"refuse_head_dim", [] { return SameRefusal(With(FLA_NPU_FLOAT16, 1, 2, 3, 20, 96), "64 or 128"); }},
