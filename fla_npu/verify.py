@@ -374,8 +374,9 @@ def implementations(include_unavailable: bool = False) -> list[Implementation]:
 
 
 def _with_simulated_stage1(fn: Callable) -> Callable:
-    """``fn`` with ``FLA_NPU_CPU_IMPL=sim`` during the call: its stage 1 runs as the Ascend C kernel
-    on the host simulation (the choice is kept for the backward pass)."""
+    """``fn`` with ``FLA_NPU_CPU_IMPL=sim`` during the call: its stage 1 (and, for fp16/bf16, its
+    stage 5) runs as an Ascend C kernel on the host simulation (the choice is kept for the backward
+    pass)."""
     def call(*args, **kwargs):
         old = os.environ.get(ENV_CPU_IMPL)
         os.environ[ENV_CPU_IMPL] = "sim"
@@ -409,8 +410,8 @@ register_implementation(Implementation(
 
 register_implementation(Implementation(
     name="sim",
-    description="the chunk ops with stage 1 (gate activation + chunk-local cumsum) as the Ascend C kernel "
-                "on the host simulation, the later stages on the reference",
+    description="the chunk ops with stage 1 (gate activation + chunk-local cumsum) and, for fp16/bf16, stage 5 "
+                "(the output) as Ascend C kernels on the host simulation, the other stages on the reference",
     ops={"chunk_kda": _with_simulated_stage1(chunk_kda),
          "chunk_gated_delta_rule": _with_simulated_stage1(chunk_gated_delta_rule)},
     unavailable=_simulation_unavailable,

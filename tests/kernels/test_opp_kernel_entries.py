@@ -5,7 +5,8 @@ CI has no CANN, so the package itself is never built here; what can run, runs: p
 once per dtype (DTYPE_<INPUT> as the OPP build defines it) and the op_host file against a stand-in of
 CANN's op_host API, runs the registered tiling function, puts its tiling bytes in a GM buffer and
 launches the entry with them, the block count and the workspace it asked for. Every output must be
-bit-identical to the direct entry point's (flaNpuGateChunkCumsum / flaNpuPrefixSharedAttention), the
+bit-identical to the direct entry point's (flaNpuGateChunkCumsum / flaNpuPrefixSharedAttention /
+flaNpuChunkOutput), the
 tiling identical word for word, and an invalid call refused by both with the same message. Each case
 runs in its own process; both simulated SoC profiles (a2: 2201, a5: 3510).
 """
@@ -37,6 +38,11 @@ CASES = {
         "decode_f16", "decode_bf16", "m_tiles_d64_f16", "m_tiles_d64_bf16", "single_row_bf16", "empty_f16",
         "split_decode_f16", "split_units_over_cores_bf16", "split_on_chip_bf16",
         "refuse_head_dim", "refuse_kv_batch", "refuse_out_shape", "refuse_zero_g",
+    ],
+    "chunk_output_opp_test": [
+        "registration",
+        "kda_f16", "kda_bf16", "gdn_bt32_bf16", "gdn_bt16_f16", "v_tiles_bf16", "many_units_f16", "empty_bf16",
+        "refuse_chunk_size", "refuse_head_dim", "refuse_e_row", "refuse_s_shape", "refuse_out_shape",
     ],
 }
 SOCS = ["a2", "a5"]

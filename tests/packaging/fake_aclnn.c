@@ -259,3 +259,20 @@ EXPORT int32_t aclnnFlaNpuPrefixSharedAttention(void* workspace, uint64_t worksp
     return second_phase("aclnnFlaNpuPrefixSharedAttention", workspace, workspace_size, executor, stream);
 }
 #endif
+
+EXPORT int32_t aclnnFlaNpuChunkOutputGetWorkspaceSize(const void* q, const void* e_row, const void* s, const void* aqk,
+                                                      const void* v_new, const void* out, uint64_t* workspace_size,
+                                                      void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkOutputGetWorkspaceSize");
+    add_tensor(c, q);
+    add_tensor(c, e_row);
+    add_tensor(c, s);
+    add_tensor(c, aqk);
+    add_tensor(c, v_new);
+    add_tensor(c, out);
+    return first_phase(c, "aclnnFlaNpuChunkOutput", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkOutput(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkOutput", workspace, workspace_size, executor, stream);
+}

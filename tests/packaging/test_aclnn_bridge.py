@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 GATE = "aclnnFlaNpuGateChunkCumsum"
 PSA = "aclnnFlaNpuPrefixSharedAttention"
+CHUNK_OUTPUT = "aclnnFlaNpuChunkOutput"
 ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.bfloat16: 27}
 ACL_FORMAT_ND = 2
 STREAM = 0x5EA0
@@ -176,6 +177,13 @@ def psa_ws(lib, q, k, v, scale=0.125, out="like"):
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
     st = lib.flaNpuPrefixSharedAttentionGetWorkspaceSize(N.ref(d[0]), N.ref(d[1]), N.ref(d[2]), scale, N.ref(d[3]),
                                                          ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
+def chunk_output_ws(lib, tensors):
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuChunkOutputGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
     return st, ws.value, ex, (tensors, d)
 
 
@@ -359,6 +367,32 @@ def test_prefix_shared_attention_forwarded_exactly(bridge, fake):
         PSA.encode(), workspace.data_ptr(), 123456, STREAM)
     assert launch.executor == fake.calls()[-2].executor
     assert fake.created == fake.destroyed == 8
+
+
+def test_chunk_output_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=4096)
+    NC, HV, BT, K, V = 3, 2, 64, 128, 96
+    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT, 1), torch.randn(NC, HV, K, V),
+               torch.randn(NC, HV, BT, BT).bfloat16(), torch.randn(NC, HV, BT, V).bfloat16(),
+               torch.empty(NC, HV, BT, V))
+    st, ws, ex, _ = chunk_output_ws(bridge, tensors)
+    assert st == 0 and ws == 4096, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{CHUNK_OUTPUT}GetWorkspaceSize".encode()
+    for ft, tensor in zip(tensors_of(call), tensors):
+        assert_describes(ft, tensor)
+    assert call.num_ints == 0 and call.num_floats == 0
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuChunkOutput(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        CHUNK_OUTPUT.encode(), workspace.data_ptr(), 4096, STREAM)
+    assert launch.executor == call.executor and fake.created == fake.destroyed == 6
+    # Refused before any aclnn call: fp32 Cube inputs, a chunk size the kernel does not take.
+    fake.reset()
+    as_fp32 = tuple(t.float() for t in tensors)
+    assert chunk_output_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
+    assert len(fake.calls()) == 0 and fake.created == 0
 
 
 def test_destroy_executor_destroys_the_tensors(bridge, fake):

@@ -141,6 +141,33 @@ int flaNpuPrefixSharedAttention(void* workspace, uint64_t workspace_size, FlaNpu
  * fla_npu::psa::PsaTiling (for tests and diagnostics); returns the word count. */
 int32_t flaNpuPrefixSharedAttentionLastTiling(uint32_t* words, int32_t capacity);
 
+/* ---- chunk output (stage 5 of chunked KDA / Gated DeltaNet; mixed Cube + vector) ----------------
+ *
+ *   q      [NC, HV, BT, K]   Cube input type: float16 or bfloat16 (float32 is refused: see below)
+ *   e_row  [NC, HV, BT, Kg]  float32; Kg = K (KDA) or 1 (GDN, one factor per row)
+ *   s      [NC, HV, K, V]    float32, the chunk-start states (cast to q's dtype for the Cube)
+ *   aqk    [NC, HV, BT, BT]  q's dtype, lower triangular (read as given)
+ *   v_new  [NC, HV, BT, V]   q's dtype
+ *   out    [NC, HV, BT, V]   float32:  out = T(q * e_row) @ T(s) + aqk @ v_new  (fp32 accumulation)
+ * All contiguous; BT 16, 32 or 64; K and V multiples of 16 in [16, 256]; NC or HV may be 0 (nothing
+ * runs). Every row of every chunk is computed, padding rows of tail chunks included (from whatever
+ * the inputs hold there). Float32 inputs are refused with a message: s and v_new reach the Cube
+ * through a transposing load that exists for 2-byte types only.
+ *
+ * Workspace: per launched AI core, two slots of (BT * K + K * V) elements of q's dtype, through which
+ * the vector cores hand q * e_row and the cast s to the Cube. NPU flavours forward to
+ * aclnnFlaNpuChunkOutput[GetWorkspaceSize](q, eRow, s, aqk, vNew, out) and ask for the operator
+ * package's workspace; nothing is called when there is no chunk.
+ */
+int flaNpuChunkOutputGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* e_row, const FlaNpuTensor* s,
+                                      const FlaNpuTensor* aqk, const FlaNpuTensor* v_new, const FlaNpuTensor* out,
+                                      uint64_t* workspace_size, FlaNpuExecutor** executor);
+int flaNpuChunkOutput(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
+
+/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
+ * fla_npu::chunk_output::ChunkOutputTiling (for tests and diagnostics); returns the word count. */
+int32_t flaNpuChunkOutputLastTiling(uint32_t* words, int32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

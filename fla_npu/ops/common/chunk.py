@@ -9,6 +9,7 @@ pre-processing backward. Everything is computed in float32 (float64 for float64 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Callable
@@ -20,7 +21,7 @@ from . import chunk_fwd as fwd
 from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
 from .decay import ChunkDecay
-from ...runtime.routing import use_sim
+from ...runtime.routing import ENV, cpu_impl, log_once, use_sim
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,33 @@ def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, s
     return fwd.chunk_local_cumsum(plan.to_chunks(gf), torch.float64)
 
 
+def _use_sim_output(cfg: DeltaRuleConfig, q, v) -> bool:
+    """Whether stage 5 (the output) runs on the simulated kernel: ``FLA_NPU_CPU_IMPL=sim`` and a call
+    the kernel takes (Cube inputs of ``q``'s dtype, fp16 / bf16; chunk size and head dims within its
+    limits); otherwise the reference, the reason logged once."""
+    from ...runtime import chunk_output as kout
+
+    op = f"{cfg.name} (stage 5: output)"
+    if q.device.type == "cpu" and cpu_impl() == "sim":
+        why = kout.unsupported(q.dtype, cfg.chunk_size, q.shape[-1], v.shape[-1])
+        if why is not None:
+            log_once(op, "the PyTorch reference", f"{ENV}=sim, but {why}", logging.WARNING)
+            return False
+    return use_sim(op, q, supported_dtypes=kout.KERNEL_DTYPES)
+
+
+def _output(p, dtype, sim: bool) -> torch.Tensor:
+    """Stage 5 in the chunk layout: on the simulated kernel (``sim``; Cube inputs ``q``, ``Aqk``,
+    ``v_new`` rounded to the op's input ``dtype``, ``S`` rounded to it inside the kernel, float32
+    accumulation) or the reference."""
+    if sim:
+        from ...runtime.chunk_output import chunk_output
+
+        return chunk_output(p.q.to(dtype), p.decay.e_row.to(torch.float32), p.h.to(torch.float32), p.Aqk.to(dtype),
+                            p.v_new.to(dtype))
+    return fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)
+
+
 def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None):
     if Aqk is None:
         Aqk, Akk = fwd.chunk_intra_fwd(p.q, p.k, p.b, p.decay)
@@ -138,15 +166,17 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, g, beta, A_log, dt_bias, initial_state, cfg: DeltaRuleConfig, plan: ChunkPlan):
-        # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward).
+        # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward) ...
         sim = compute_dtype(q, k, v) != torch.float64 and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g)
+        # ... and stage 5 (the output: forward only, the backward recomputes nothing from it).
+        sim_out = compute_dtype(q, k, v) != torch.float64 and _use_sim_output(cfg, q, v)
         slices = _head_slices(q.shape[2], v.shape[2])
         o, final, h, kept = [], [], [], []
         for sl in slices:
             qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
             p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim)
             _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan)
-            o.append(plan.from_chunks(fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)).to(q.dtype))
+            o.append(plan.from_chunks(_output(p, q.dtype, sim_out)).to(q.dtype))
             final.append(_state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None)
             if cfg.return_intermediate_states:
                 h.append(plan.chunk_grid(_state_out(p.h, cfg, k.dtype)))

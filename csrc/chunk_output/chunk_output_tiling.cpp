@@ -1,0 +1,125 @@
+// Host tiling of the chunk output kernel; see chunk_output_tiling.h.
+#include "chunk_output_tiling.h"
+
+#include <cstring>
+
+namespace fla_npu {
+namespace chunk_output {
+
+namespace {
+uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
+bool HeadDimOk(uint32_t d) { return d >= 16 && d <= kMaxHeadDim && d % 16 == 0; }
+}  // namespace
+
+int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err) {
+    static const char* kOk = "";
+    *err = kOk;
+    std::memset(t, 0, sizeof(*t));
+    if (p.elem_bytes == 4 && !p.cube_fp32) {
+        *err = "chunk_output tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16"; return -1;
+    }
+    if (p.elem_bytes == 4) {
+        *err = "chunk_output tiling: float32 Cube inputs are not supported: S and v_new reach the Cube through a "
+               "transposing load that exists for 2-byte types only; pass float16 or bfloat16";
+        return -1;
+    }
+    if (p.elem_bytes != 2) { *err = "chunk_output tiling: inputs must be float16 or bfloat16"; return -1; }
+    if (p.BT != 16 && p.BT != 32 && p.BT != 64) { *err = "chunk_output tiling: the chunk size BT must be 16, 32 or 64"; return -1; }
+    if (!HeadDimOk(p.K) || !HeadDimOk(p.V)) {
+        *err = "chunk_output tiling: the head dims K and V must be multiples of 16 in [16, 256]"; return -1;
+    }
+    if (p.Kg != 1 && p.Kg != p.K) { *err = "chunk_output tiling: e_row must have 1 or K columns"; return -1; }
+    if (p.core_num == 0) { *err = "chunk_output tiling: core_num must be positive"; return -1; }
+    const uint64_t units = uint64_t(p.NC) * p.HV;
+    if (units > 0x7FFFFFFFull || units * p.K * p.V > (1ull << 40)) { *err = "chunk_output tiling: tensor too large"; return -1; }
+
+    t->NC = p.NC; t->HV = p.HV; t->BT = p.BT; t->K = p.K; t->V = p.V; t->Kg = p.Kg;
+    t->elem_bytes = p.elem_bytes;
+    t->num_units = static_cast<uint32_t>(units);
+    t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
+    if (t->block_dim > 0) {
+        t->units_per_core = t->num_units / t->block_dim;
+        t->units_rem = t->num_units % t->block_dim;
+    }
+
+    // AIV: half of qe's rows, half of S's rows in pieces of at most kVecPieceElems fp32 elements
+    // (V <= 256, so a piece has at least 32 rows; K / 2 is a multiple of 8).
+    t->rows_per_aiv = p.BT / 2;
+    t->s_rows_per_aiv = p.K / 2;
+    const uint32_t piece = kVecPieceElems / p.V;
+    t->s_piece_rows = piece < t->s_rows_per_aiv ? piece : t->s_rows_per_aiv;
+    const uint32_t qElems = t->rows_per_aiv * p.K, sElems = t->s_piece_rows * p.V;
+    t->vec_elems = qElems > sElems ? qElems : sElems;
+    // q in (T), e_row / S piece in (fp32), the fp32 work tile, the T out tile, one Brcb block per row.
+    t->ub_bytes_used = static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 2 +
+                                             (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "chunk_output tiling: UB too small"; return -1; }
+
+    // AIC: the V-tile is the widest multiple of 16 whose B operands (T(S) and v_new columns) fit L0B.
+    uint32_t vt = kL0abBytes / ((p.K + p.BT) * p.elem_bytes) / 16 * 16;
+    t->v_tile = vt < p.V ? vt : p.V;
+    t->l1_bytes_used = (p.BT * p.K + p.K * p.V + p.BT * p.BT + p.BT * p.V) * p.elem_bytes;
+    t->l0a_bytes_used = (p.BT * p.K + p.BT * p.BT) * p.elem_bytes;
+    t->l0b_bytes_used = (p.K + p.BT) * t->v_tile * p.elem_bytes;
+    t->l0c_bytes_used = p.BT * t->v_tile * 4;
+    if (t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes) {
+        *err = "chunk_output tiling: L0 too small"; return -1;
+    }
+    t->ws_slot_elems = p.BT * p.K + p.K * p.V;
+    t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;
+    return 0;
+}
+
+// ---- ChunkOutputArgs: the messages are the C entry point's (include/fla_npu/kernels.h) -------------
+
+const char* ChunkOutputArgs::SetRanks(int32_t q, int32_t e_row, int32_t s, int32_t aqk, int32_t v_new, int32_t out) {
+    if (q != 4 || e_row != 4 || s != 4 || aqk != 4 || v_new != 4 || out != 4)
+        return "`q`, `e_row`, `s`, `aqk`, `v_new` and `out` must be 4-D (chunk layout [NC, HV, ...])";
+    return nullptr;
+}
+
+const char* ChunkOutputArgs::SetShapes(const int64_t* q, const int64_t* e_row, const int64_t* s, const int64_t* aqk,
+                                       const int64_t* v_new, const int64_t* out) {
+    const int64_t NC = q[0], HV = q[1], BT = q[2], K = q[3], V = v_new[3];
+    const int64_t* all[] = {e_row, s, aqk, v_new, out};
+    for (const int64_t* x : all)
+        if (x[0] != NC || x[1] != HV) return "`e_row`, `s`, `aqk`, `v_new` and `out` must have the [NC, HV] of `q`";
+    if (e_row[2] != BT || (e_row[3] != 1 && e_row[3] != K)) return "`e_row` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
+    if (s[2] != K || s[3] != V) return "`s` must be [NC, HV, K, V]";
+    if (aqk[2] != BT || aqk[3] != BT) return "`aqk` must be [NC, HV, BT, BT]";
+    if (v_new[2] != BT) return "`v_new` must be [NC, HV, BT, V]";
+    if (std::memcmp(out, v_new, sizeof(int64_t) * 4) != 0) return "`out` must have the shape of `v_new`";
+    std::memcpy(q_, q, sizeof(q_));
+    V_ = V;
+    Kg_ = e_row[3];
+    return nullptr;
+}
+
+const char* ChunkOutputArgs::CheckSizes() const {
+    if (q_[2] != 16 && q_[2] != 32 && q_[2] != 64) return "the chunk size BT must be 16, 32 or 64";
+    const int64_t dims[] = {q_[3], V_};
+    for (int64_t d : dims)
+        if (d < 16 || d > kMaxHeadDim || d % 16 != 0) return "the head dims K and V must be multiples of 16 in [16, 256]";
+    if (q_[0] > 0x7FFFFFFF || q_[1] > 0x7FFFFFFF) return "a dimension is too large";
+    return nullptr;
+}
+
+ChunkOutputProblem ChunkOutputArgs::Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
+                                            uint32_t l0c_bytes) const {
+    ChunkOutputProblem p;
+    p.NC = static_cast<uint32_t>(q_[0]);
+    p.HV = static_cast<uint32_t>(q_[1]);
+    p.BT = static_cast<uint32_t>(q_[2]);
+    p.K = static_cast<uint32_t>(q_[3]);
+    p.V = static_cast<uint32_t>(V_);
+    p.Kg = static_cast<uint32_t>(Kg_);
+    p.elem_bytes = elem_bytes;
+    p.cube_fp32 = cube_fp32;
+    p.core_num = core_num;
+    p.ub_bytes = ub_bytes;
+    p.l0c_bytes = l0c_bytes;
+    return p;
+}
+
+}  // namespace chunk_output
+}  // namespace fla_npu

@@ -1,0 +1,110 @@
+// Host tiling of the chunk output kernel (chunk_output_kernel.cpp), stage 5 of chunked KDA and
+// Gated DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host
+// (tests/chunk_output_tiling_test.cpp).
+//
+// The op, per chunk c and value head h (chunk layout, every (c, h) independent):
+//   o[c, h] = (q[c, h] * e_row[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h]
+// q [NC, HV, BT, K], e_row [NC, HV, BT, Kg] (Kg = K: KDA; Kg = 1: GDN, broadcast over K), S [NC, HV, K,
+// V] fp32 (chunk-start states), Aqk [NC, HV, BT, BT] (lower triangular, read as given), v_new [NC, HV,
+// BT, V]; o [NC, HV, BT, V] fp32. q, Aqk, v_new are of the Cube input type T (fp16 or bf16); e_row
+// and S are fp32.
+//
+// Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2), chosen over a Cube-only kernel with a separate
+// vector pre-pass because the two operands that need vector work (q * e_row, and S cast to T) then
+// go through GM once, in a per-core workspace slot the Cube reads right after, instead of through a
+// full-size intermediate tensor and a second launch. On a2/a3 the AIV and AIC exchange data only
+// through GM (a5's UB -> L1 path is not modelled by the simulation), so that slot costs
+// 2 * (BT * K + K * V) * sizeof(T) extra bytes per unit; everything else is read once, o written once.
+//   AIV  sub-block s forms rows [s BT/2, (s+1) BT/2) of qe = T(q * e_row) (fp32 multiply, one
+//        rounding) and rows [s K/2, (s+1) K/2) of T(S), into the core's workspace slot;  flag Ready ->
+//   AIC  loads qe, T(S), Aqk, v_new (ND -> NZ into L1), and per V-tile of v_tile columns computes
+//        both products into ONE L0C tile: Mmad(init) qe @ S, Mmad(accumulate) Aqk @ v_new; one
+//        Fixpipe writes o (fp32). All multiply-adds of the products run on the Cube.
+// Two workspace slots per core let the AIVs prepare unit i + 1 while the Cube works on unit i.
+//
+// Work split: a *unit* is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
+// (CoreUnits). No reduction crosses units and each unit's instructions do not depend on which core
+// runs it, so the output is bit-identical for any core count.
+//
+// Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256] (whole 16 x 16 fractals: no
+// padding rows in L1, and 32-byte vector rows). Float32 Cube inputs are refused: S and v_new are the
+// Cube's B operands and reach L0B through a transposing LoadData, which exists for 2-byte types only
+// (the 4-byte LoadDataWithTranspose is not modelled by the host simulation); and on a SoC whose Cube
+// takes no fp32 inputs (problem.cube_fp32 false) they would be refused anyway.
+#ifndef FLA_NPU_CHUNK_OUTPUT_TILING_H
+#define FLA_NPU_CHUNK_OUTPUT_TILING_H
+
+#include <cstdint>
+
+#include "../common/aicore.h"
+
+namespace fla_npu {
+namespace chunk_output {
+
+constexpr uint32_t kMaxHeadDim = 256;
+constexpr uint32_t kL0abBytes = 64u * 1024;     // L0A / L0B on every SoC
+constexpr uint32_t kVecPieceElems = 8192;       // fp32 elements of one S piece on an AIV (32 KB)
+
+// Passed by value to the kernel (POD; identical layout on host and device).
+struct ChunkOutputTiling {
+    uint32_t NC, HV, BT, K, V, Kg;
+    uint32_t elem_bytes;         // sizeof(T): 2
+    uint32_t num_units;          // NC * HV
+    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t units_per_core, units_rem;
+    uint32_t rows_per_aiv;       // BT / 2 rows of qe per AIV
+    uint32_t s_rows_per_aiv;     // K / 2 rows of S per AIV
+    uint32_t s_piece_rows;       // rows of S cast per UB piece
+    uint32_t vec_elems;          // elements of each AIV UB buffer
+    uint32_t v_tile;             // V columns per L0B / L0C tile (multiple of 16)
+    uint32_t ws_slot_elems;      // one workspace slot, elements of T: qe [BT, K] then T(S) [K, V]
+    uint32_t ws_bytes_per_core;  // two slots
+    uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
+};
+
+struct ChunkOutputProblem {
+    uint32_t NC = 0, HV = 0, BT = 64, K = 128, V = 128, Kg = 128;
+    uint32_t elem_bytes = 2;     // of q, Aqk, v_new
+    bool cube_fp32 = true;       // the SoC's Cube takes float x float
+    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;       // usable UB per vector core
+    uint32_t l0c_bytes = 128u * 1024;
+};
+
+// Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
+int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err);
+
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+inline uint64_t UserWorkspaceBytes(const ChunkOutputTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
+
+// The argument checks that depend only on shapes, shared by the op's two front ends: the C entry
+// point (chunk_output_host.cpp, which also checks dtypes and strides) and the operator package's
+// tiling (csrc/opp/op_host/). Each step returns nullptr or a message (static, without the op's
+// name); call them in the order declared so that both front ends report the first defect alike.
+class ChunkOutputArgs {
+  public:
+    const char* SetRanks(int32_t q, int32_t e_row, int32_t s, int32_t aqk, int32_t v_new, int32_t out);  // all 4
+    // q [NC, HV, BT, K], e_row [NC, HV, BT, 1 or K], s [NC, HV, K, V], aqk [NC, HV, BT, BT],
+    // v_new [NC, HV, BT, V], out the shape of v_new.
+    const char* SetShapes(const int64_t* q, const int64_t* e_row, const int64_t* s, const int64_t* aqk, const int64_t* v_new,
+                          const int64_t* out);
+    const char* CheckSizes() const;  // BT 16/32/64, K and V multiples of 16 up to 256, NC and HV fit 31 bits
+    // The problem for ComputeTiling, with the launch facts of the caller's device.
+    ChunkOutputProblem Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
+                               uint32_t l0c_bytes) const;
+
+  private:
+    int64_t q_[4] = {0, 0, 0, 0};
+    int64_t V_ = 0, Kg_ = 0;
+};
+
+// First unit and unit count of AI core `block`.
+FLA_NPU_AICORE inline void CoreUnits(const ChunkOutputTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
+    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
+    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
+}
+
+}  // namespace chunk_output
+}  // namespace fla_npu
+
+#endif

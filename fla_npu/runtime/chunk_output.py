@@ -1,0 +1,65 @@
+"""The chunk output kernel (``csrc/chunk_output/``, stage 5 of chunked KDA / Gated DeltaNet) called
+through the C entry points ``flaNpuChunkOutputGetWorkspaceSize`` / ``flaNpuChunkOutput``."""
+
+from __future__ import annotations
+
+import torch
+
+from . import _native as N
+
+KERNEL_DTYPES = (torch.float16, torch.bfloat16)  # the Cube input type: q, Aqk, v_new
+CHUNK_SIZES = (16, 32, 64)
+MAX_HEAD_DIM = 256
+
+_last_launched = False
+
+_TILING_FIELDS = ("NC", "HV", "BT", "K", "V", "Kg", "elem_bytes", "num_units", "block_dim", "units_per_core", "units_rem",
+                  "rows_per_aiv", "s_rows_per_aiv", "s_piece_rows", "vec_elems", "v_tile", "ws_slot_elems",
+                  "ws_bytes_per_core", "ub_bytes_used", "l1_bytes_used", "l0a_bytes_used", "l0b_bytes_used",
+                  "l0c_bytes_used")
+
+
+def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
+    """Why the kernel cannot take a call with these facts (``None`` if it can): the limits the C
+    entry point checks, stated here so that a router can fall back before building any input."""
+    if dtype not in KERNEL_DTYPES:
+        return f"the kernel takes float16 / bfloat16 Cube inputs, not {dtype}"
+    if BT not in CHUNK_SIZES:
+        return f"chunk_size {BT} (the kernel takes 16, 32, 64)"
+    if any(d % 16 or not 16 <= d <= MAX_HEAD_DIM for d in (K, V)):
+        return f"head dims K={K}, V={V} (the kernel takes multiples of 16 up to {MAX_HEAD_DIM})"
+    return None
+
+
+def chunk_output(q: torch.Tensor, e_row: torch.Tensor, S: torch.Tensor, Aqk: torch.Tensor, v_new: torch.Tensor) -> torch.Tensor:
+    """Run the kernel: ``o = (q * e_row) @ S + Aqk @ v_new`` in the chunk layout, ``q`` ``[NC, HV, BT, K]``,
+    ``e_row`` ``[NC, HV, BT, K or 1]`` (float32), ``S`` ``[NC, HV, K, V]`` (float32), ``Aqk``
+    ``[NC, HV, BT, BT]``, ``v_new`` ``[NC, HV, BT, V]`` (``q``'s dtype, float16 or bfloat16) -> ``o``
+    ``[NC, HV, BT, V]`` float32. ``q * e_row`` is formed in float32 and rounded to ``q``'s dtype, ``S``
+    is rounded to it; the Cube accumulates in float32."""
+    global _last_launched
+    lib = N.load_library()
+    if not hasattr(lib, "flaNpuChunkOutputGetWorkspaceSize"):
+        raise N.NativeLibraryError(f"{N.library_path()} has no chunk output kernel: rebuild fla-npu")
+    q, e_row, S, Aqk, v_new = (t.contiguous() for t in (q, e_row, S, Aqk, v_new))
+    out = torch.empty(v_new.shape, dtype=torch.float32, device=q.device)
+    descs = [N.tensor_desc(t) for t in (q, e_row, S, Aqk, v_new, out)]
+    ws_size = N.ctypes.c_uint64(0)
+    executor = N.ctypes.c_void_p(None)
+    N.check(lib.flaNpuChunkOutputGetWorkspaceSize(*(N.ref(d) for d in descs), N.ctypes.byref(ws_size),
+                                                  N.ctypes.byref(executor)), "flaNpuChunkOutputGetWorkspaceSize")
+    workspace = N.allocate_workspace(ws_size.value, q.device)
+    ws_ptr = None if workspace is None else workspace.data_ptr()
+    N.check(lib.flaNpuChunkOutput(ws_ptr, ws_size.value, executor, N.current_stream(q.device)), "flaNpuChunkOutput")
+    _last_launched = last_tiling()["block_dim"] > 0
+    return out
+
+
+def last_tiling() -> dict:
+    """The tiling of the last ``chunk_output`` call on this thread, as a dict."""
+    return N.read_last_tiling("flaNpuChunkOutputLastTiling", _TILING_FIELDS)
+
+
+def last_launch() -> N.SimLaunch | None:
+    """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
+    return N.last_sim_launch() if _last_launched else None

@@ -1,0 +1,227 @@
+"""Stage 5 kernel (csrc/chunk_output/): o = (q * e_row) @ S + Aqk @ v_new per (chunk, head), mixed Cube +
+vector, run on the host simulation of Ascend C through the installed library and fla_npu.runtime.
+
+Against the reference stage (``chunk_fwd.output_fwd``) in float64 on the same inputs, relative RMS
+within the dtype's tolerance (fla_npu/testing.py); the inputs are built in the chunk layout from
+token tensors (``ChunkPlan``: tails and varlen, padding rows of tail chunks zero in q and Aqk as the
+reference has them, and filled with junk in v_new to show it cannot leak into a token row); outputs
+NaN-poisoned before the launch (tests/conftest.py); bit-identical for 1, 3 and 16 AI cores; hazard
+checker clean (a hazard fails the launch); the GM bytes and Cube multiply-adds from the counters.
+Then the public chunk ops with FLA_NPU_CPU_IMPL=sim (stage 5 on this kernel) against the float64 gold.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import fla_npu
+from fla_npu.ops.common import chunk_fwd as fwd
+from fla_npu.ops.common.chunk_plan import ChunkPlan
+from fla_npu.ops.common.decay import ChunkDecay
+from fla_npu.runtime import _native, chunk_output as kout, routing
+from fla_npu.testing import TOLERANCES, check_close, rel_rms
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from helpers import Switches, check_chunk_op  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+
+
+def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
+    """Stage-5 inputs in the chunk layout: (q, e_row, S, Aqk, v_new, plan), q / Aqk / v_new in
+    ``dtype``, e_row and S float32. Built as the chunked reference builds them: q and k from token
+    tensors (padding rows zero), G the chunk-local cumsum of a decaying gate, Aqk = decay.tril(q, k)."""
+    gen = torch.Generator().manual_seed(seed)
+    cu_t = None if cu is None else torch.tensor(cu)
+    plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
+    Kg = K if per_key else 1
+    q = plan.to_chunks(torch.randn(B, T, HV, K, generator=gen) * 0.5)
+    k = plan.to_chunks(torch.randn(B, T, HV, K, generator=gen) * 0.5)
+    g = plan.to_chunks(-torch.rand(B, T, HV, Kg, generator=gen) * 0.2 - 0.01)
+    decay = ChunkDecay(fwd.chunk_local_cumsum(g, torch.float64), torch.float32)
+    Aqk = decay.tril(q, k, diagonal=True)
+    NC = plan.num_chunks
+    v_new = torch.randn(NC, HV, BT, V, generator=gen)  # padding rows hold junk (the reference's are u - w S)
+    S = torch.randn(NC, HV, K, V, generator=gen) * 0.3
+    return q.to(dtype), decay.e_row.contiguous(), S, Aqk.to(dtype), v_new.to(dtype), plan
+
+
+def _reference(q, e_row, S, Aqk, v_new):
+    """The reference stage in float64 on the kernel's inputs."""
+    d = lambda t: t.double()  # noqa: E731
+    return fwd.output_fwd(d(q), SimpleNamespace(e_row=d(e_row)), d(S), d(Aqk), d(v_new))
+
+
+def _gm_bytes(q, e_row, S, Aqk, v_new):
+    """Compulsory minimum (each input read once, o written once) and the kernel's own: plus the
+    workspace slot round trip of T(q * e_row) and T(S) (written by the AIVs, read by the AIC)."""
+    NC, HV, BT, K = q.shape
+    V = v_new.shape[-1]
+    eb = q.element_size()
+    minimum = sum(t.numel() * t.element_size() for t in (q, e_row, S, Aqk, v_new)) + NC * HV * BT * V * 4
+    return minimum, minimum + 2 * NC * HV * (BT * K + K * V) * eb
+
+
+CASES = [  # (B, T, HV, K, V, BT, per_key, dtype, cu)
+    pytest.param(2, 100, 2, 64, 64, 64, True, BF16, None, id="kda-bt64-k64-tail-bf16"),
+    pytest.param(1, 150, 2, 128, 128, 64, True, FP16, None, id="kda-bt64-k128-fp16"),
+    pytest.param(2, 70, 3, 64, 128, 32, True, BF16, None, id="kda-bt32-k64-v128-bf16"),
+    pytest.param(1, 160, 2, 128, 64, 32, False, FP16, (0, 1, 1, 70, 150, 160), id="gdn-bt32-varlen-fp16"),
+    pytest.param(2, 90, 2, 128, 128, 64, False, BF16, None, id="gdn-bt64-k128-tail-bf16"),
+    pytest.param(1, 40, 1, 256, 256, 16, False, BF16, None, id="gdn-bt16-k256-vtiles-bf16"),
+]
+
+
+@pytest.mark.parametrize("B,T,HV,K,V,BT,per_key,dtype,cu", CASES)
+def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
+    q, e_row, S, Aqk, v_new, plan = _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu)
+    o = kout.chunk_output(q, e_row, S, Aqk, v_new)
+    launch = kout.last_launch()
+    assert launch is not None and launch.ok, launch and launch.error
+    ref = _reference(q, e_row, S, Aqk, v_new)
+    assert o.dtype == FP32 and torch.isfinite(o).all(), "an output element was not written (NaN-poisoned)"
+    check_close("o (chunk layout, padding rows included)", o, ref, dtype)
+    # Token rows only, as the op uses them: the padding rows' junk in v_new did not leak.
+    check_close("o (token rows)", plan.from_chunks(o), plan.from_chunks(ref), dtype)
+    t = kout.last_tiling()
+    assert (t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (plan.num_chunks, HV, BT, K, V, K if per_key else 1)
+
+
+def test_core_count_invariance_and_counters(monkeypatch):
+    """1, 3 and 16 AI cores give bit-identical outputs; GM bytes and Cube share from the counters."""
+    q, e_row, S, Aqk, v_new, _ = _stage_inputs(2, 150, 3, 128, 128, 64, True, BF16, seed=3)
+    outs = []
+    for cores in (1, 3, 16):
+        monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
+        outs.append(kout.chunk_output(q, e_row, S, Aqk, v_new))
+        assert kout.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
+        launch = kout.last_launch()
+        assert launch.ok and len(launch.cores) == 3 * kout.last_tiling()["block_dim"]
+        NC, HV, BT, K = q.shape
+        V = v_new.shape[-1]
+        minimum, expected = _gm_bytes(q, e_row, S, Aqk, v_new)
+        tot = launch.totals
+        assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected
+        assert tot.cube_macs == NC * HV * BT * V * (K + BT)  # both products, all on the Cube
+        cube_share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
+        assert cube_share > 0.97, cube_share
+    for o in outs[1:]:
+        assert torch.equal(o, outs[0])
+    # The numbers the README states (KDA, bf16, BT 64, K = V = 128).
+    assert round(expected / minimum, 2) == 1.57
+
+
+@pytest.mark.parametrize("per_key,expect_ratio,expect_share", [(True, 1.571, 0.975), (False, 1.705, 0.974)])
+def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_share):
+    q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 128, 2, 128, 128, 64, per_key, BF16, seed=5)
+    kout.chunk_output(q, e_row, S, Aqk, v_new)
+    tot = kout.last_launch().totals
+    minimum, _ = _gm_bytes(q, e_row, S, Aqk, v_new)
+    ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
+    share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
+    assert round(ratio, 3) == expect_ratio and round(share, 3) == expect_share, (ratio, share)
+
+
+def test_no_chunk_launches_nothing():
+    q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
+    o = kout.chunk_output(q[:0], e_row[:0], S[:0], Aqk[:0], v_new[:0])
+    assert o.shape == (0, 2, 64, 64) and kout.last_launch() is None
+
+
+def test_refusals():
+    q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
+    with pytest.raises(_native.KernelError, match="float32 Cube inputs are not supported"):
+        kout.chunk_output(q.float(), e_row, S, Aqk.float(), v_new.float())
+    with pytest.raises(_native.KernelError, match="one dtype"):
+        kout.chunk_output(q, e_row, S, Aqk.half(), v_new)
+    with pytest.raises(_native.KernelError, match="`e_row`, `s` and `out` must be float32"):
+        kout.chunk_output(q, e_row.bfloat16(), S, Aqk, v_new)
+    with pytest.raises(_native.KernelError, match=r"`s` must be \[NC, HV, K, V\]"):
+        kout.chunk_output(q, e_row, S[..., :32], Aqk, v_new)
+    with pytest.raises(_native.KernelError, match="multiples of 16"):
+        kout.chunk_output(q[..., :40], e_row[..., :40], S[:, :, :40], Aqk, v_new)
+    assert kout.unsupported(FP32, 64, 128, 128) and kout.unsupported(BF16, 128, 128, 128)
+    assert kout.unsupported(BF16, 64, 100, 128) and kout.unsupported(BF16, 64, 128, 128) is None
+
+
+@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+def test_tiling_unit_tests(tmp_path):
+    """The C++ unit tests of the host tiling (csrc/chunk_output/tests/), compiled on the spot."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    src = ROOT / "csrc" / "chunk_output"
+    exe = tmp_path / "chunk_output_tiling_test"
+    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
+                    str(src / "tests" / "chunk_output_tiling_test.cpp"), str(src / "chunk_output_tiling.cpp"),
+                    "-o", str(exe)], check=True, capture_output=True, text=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+# ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 5 on this kernel -----------------------
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Route the chunk ops to the simulated kernels and record the stage-5 launches."""
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    calls = []
+    real = kout.chunk_output
+
+    def spy(*args, **kwargs):
+        calls.append(args[0].dtype)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kout, "chunk_output", spy)
+    return calls
+
+
+OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
+    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True),
+                 64, None, BF16, 64, 64, id="kda-production-bf16-tail"),
+    pytest.param("kda", Switches(gate="softplus", qk_l2norm=True), 32, (0, 1, 1, 70, 150), FP16, 32, 48,
+                 id="kda-softplus-varlen-fp16-k32-v48"),
+    pytest.param("gdn", Switches(gate="softplus", beta_sigmoid=True), 64, None, BF16, 64, 32, id="gdn-softplus-bf16-tail"),
+    pytest.param("gdn", Switches(), 16, (0, 37, 37, 100), FP16, 32, 32, id="gdn-pregated-varlen-fp16-bt16"),
+    pytest.param("kda", Switches(disable_recompute=True), 64, None, BF16, 32, 32, id="kda-keep-intermediates-bf16"),
+]
+
+
+@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
+def test_chunk_op_with_simulated_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
+    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+    T = 100 if cu is None else cu[-1]
+    B = 2 if cu is None else 1
+    check_chunk_op(fn, op, B, T, 2, 4, K, V, sw.but(chunk_size=chunk_size), dtype,
+                   cu_seqlens=None if cu is None else torch.tensor(cu), seed=11)
+    # Stage 5 runs in the forward only (the backward recomputes what it needs, never o).
+    assert launches == [dtype]
+
+
+def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
+    """The kernel takes no fp32 Cube inputs: stage 5 stays on the reference, logged once as a warning."""
+    monkeypatch.setattr(routing, "_logged", set())  # earlier tests may have logged this choice already
+    with caplog.at_level(logging.WARNING, logger="fla_npu"):
+        check_chunk_op(fla_npu.chunk_kda, "kda", 1, 70, 1, 2, 32, 32, Switches(chunk_size=32), FP32, seed=2)
+    assert launches == []
+    assert any("stage 5: output" in r.getMessage() and "float16 / bfloat16" in r.getMessage() for r in caplog.records)
+
+
+def test_verify_sim_row_runs_the_output_kernel(launches):
+    """`fla-npu verify`'s sim implementation covers stage 5: its first bf16 KDA and GDN rows pass."""
+    from fla_npu import verify
+
+    impl = next(i for i in verify.implementations() if i.name == "sim")
+    cases = []
+    for op in verify.OPS:
+        cases += [c for c in verify.build_cases(ops=(op,), quick=True) if c.kind != "decode"][:1]
+    rows = verify.verify(cases, [impl], "bf16")
+    assert len(rows) == 2 and all(r["passed"] for r in rows), rows
+    assert len(launches) >= 2 and set(launches) == {BF16}
