@@ -12,7 +12,11 @@ test modules are imported. It
   adapter registered) and records, per test, which calls were routed to fla_npu and the verifier's
   reason for each rejected call;
 * records each test's outcome and, for failures, whether the failure is a Triton kernel launch (no
-  Triton driver on the CPU) and from which FLA function.
+  Triton driver on the CPU) and from which FLA function;
+* after a failed test, runs Python's cyclic garbage collector: the failed test's frames (its tensors
+  and autograd graphs) stay alive in a reference cycle with the exception's traceback until that
+  collector runs, which tensor allocations never trigger, so after an out-of-memory failure the
+  following tests would fail on the leftover instead of on their own allocations.
 
 It never edits, skips or weakens FLA's tests: no assertion, tolerance, shape, marker or fixture of
 FLA's is touched, and NaN poisoning of ``torch.empty*`` by FLA's conftest stays active (it also
@@ -23,6 +27,7 @@ Raw per-test records are written as JSON lines to ``$FLA_CONFORMANCE_RECORDS``.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -203,6 +208,8 @@ def pytest_runtest_logfinish(nodeid, location):
     if path and rec is not None:
         with open(path, "a") as f:
             f.write(json.dumps(rec) + "\n")
+    if rec is not None and rec["outcome"] == "failed":
+        gc.collect()  # frees the failed test's frames (see the module docstring)
 
 
 def pytest_collection_finish(session):
