@@ -138,6 +138,7 @@ def collect_info() -> dict:
     kernels = ["gate_chunk_cumsum"] + (["prefix_shared_attention"] if hasattr(runtime, "prefix_shared_attention")
                                        or _has_module("fla_npu.runtime.prefix_shared_attention") else [])
     kernels += ["chunk_output"] if _has_module("fla_npu.runtime.chunk_output") else []
+    kernels += ["wy_fast"] if _has_module("fla_npu.runtime.wy_fast") else []
     out["kernels"] = kernels if lib["loaded"] or bi.get("flavour") in F.NPU_FLAVOURS else []
     try:
         out["cpu_impl"] = runtime.cpu_impl()
@@ -200,8 +201,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"kernels: {', '.join(info['kernels']) or 'none'}")
     print("CPU tensors: the chunked PyTorch reference (fla_npu.ops.common.chunk; decode: fla_npu.ops.common.recurrent)")
     print(f"FLA_NPU_CPU_IMPL: {info['cpu_impl']} (sim: kda_gate_chunk_cumsum, gdn_gate_chunk_cumsum, prefix_shared_attention "
-          "(fp16/bf16) and stages 1 (gate cumsum) and 5 (output, fp16/bf16) of chunk_kda / chunk_gated_delta_rule "
-          "run the simulated kernels; their other stages and the backward run the reference)")
+          "(fp16/bf16) and stages 1 (gate cumsum), 3 (WY factors, fp16/bf16) and 5 (output, fp16/bf16) of chunk_kda / "
+          "chunk_gated_delta_rule run the simulated kernels; their other stages and the backward run the reference)")
     fb = info["fla_backends"]
     if fb is None:
         print("FLA backends: fla-npu-adapter not installed (FLA uses its default path)")

@@ -35,7 +35,7 @@ the final state, the gradient error the largest over the gradients of every inpu
 when both are finite and within ``fla_npu.testing.TOLERANCES[dtype]``. Decode rows are forward only.
 
 Implementations live in a registry: ``reference`` (fla_npu's public ops on CPU tensors) and ``sim``
-(the chunk ops with their stage 1 run as the Ascend C kernel on the host simulation; available
+(the chunk ops with their stages 1, 3 and 5 run as Ascend C kernels on the host simulation; available
 when the native library is installed). Another one joins with
 ``register_implementation(Implementation(name, description, ops={"chunk_kda": ..., ...}))`` and is
 then checked on every case whose function it provides.
@@ -375,7 +375,7 @@ def implementations(include_unavailable: bool = False) -> list[Implementation]:
 
 def _with_simulated_stage1(fn: Callable) -> Callable:
     """``fn`` with ``FLA_NPU_CPU_IMPL=sim`` during the call: its stage 1 (and, for fp16/bf16, its
-    stage 5) runs as an Ascend C kernel on the host simulation (the choice is kept for the backward
+    stages 3 and 5) runs as an Ascend C kernel on the host simulation (the choice is kept for the backward
     pass)."""
     def call(*args, **kwargs):
         old = os.environ.get(ENV_CPU_IMPL)
@@ -410,8 +410,9 @@ register_implementation(Implementation(
 
 register_implementation(Implementation(
     name="sim",
-    description="the chunk ops with stage 1 (gate activation + chunk-local cumsum) and, for fp16/bf16, stage 5 "
-                "(the output) as Ascend C kernels on the host simulation, the other stages on the reference",
+    description="the chunk ops with stage 1 (gate activation + chunk-local cumsum) and, for fp16/bf16, stages 3 "
+                "(the WY factors) and 5 (the output) as Ascend C kernels on the host simulation, the other stages "
+                "on the reference",
     ops={"chunk_kda": _with_simulated_stage1(chunk_kda),
          "chunk_gated_delta_rule": _with_simulated_stage1(chunk_gated_delta_rule)},
     unavailable=_simulation_unavailable,

@@ -12,8 +12,8 @@
 //        qe and Aqk into L0A; per V-tile: T(S) and v_new columns into L0B (transposing LoadData:
 //        L1's NZ fractals of a row-major k x n matrix are the transposes of L0B's Zn fractals),
 //        Mmad(init) qe @ S, Mmad(accumulate) Aqk @ v_new into one L0C tile, Fixpipe -> o (fp32).
-// Flag counts balance: the AIVs wait Free count - 2 times, the AIC sets it count - 2 times, and
-// at most two sets of either flag are ever pending.
+// The slot hand-off (flags Ready / Free), the loads and the V-tile loop are common/chunk_cube.h's,
+// shared with the WY kernel (csrc/wy_fast/).
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
 // reverse pairs before each buffer is reused); on the AIVs the queues order MTE2 -> V -> MTE3.
@@ -23,19 +23,13 @@
 
 #include "kernel_operator.h"
 #include "chunk_output_tiling.h"
+#include "../common/chunk_cube.h"
 
 namespace fla_npu {
 namespace chunk_output {
 
 using namespace AscendC;
-
-constexpr uint16_t kFlagReady = 0, kFlagFree = 1;
-constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
-
-template <HardEvent E> __aicore__ inline void Sync() {
-    SetFlag<E>(0);
-    WaitFlag<E>(0);
-}
+using namespace chunk_cube;
 
 // ------------------------------------------------------------------------------------------------
 // AIC: both products into one L0C tile per V-tile.
@@ -51,8 +45,7 @@ public:
         gA_.SetGlobalBuffer((__gm__ T*)aqk, units * t.BT * t.BT);
         gVn_.SetGlobalBuffer((__gm__ T*)vNew, units * t.BT * t.V);
         gO_.SetGlobalBuffer((__gm__ float*)out, units * t.BT * t.V);
-        gWs_.SetGlobalBuffer((__gm__ T*)((__gm__ uint8_t*)ws + uint64_t(GetBlockIdx()) * t.ws_bytes_per_core),
-                             2ull * t.ws_slot_elems);
+        BindSlots(gWs_, ws, static_cast<uint32_t>(GetBlockIdx()), t.ws_bytes_per_core, t.ws_slot_elems);
         const uint32_t BT = t.BT, K = t.K, V = t.V, Vt = t.v_tile;
         pipe_.InitBuffer(qe1_, BT * K * sizeof(T));
         pipe_.InitBuffer(a1_, BT * BT * sizeof(T));
@@ -72,66 +65,26 @@ public:
     }
 
 private:
-    // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
-    // layout: a2/a3 Zz (one LoadData per fractal row), a5 Nz (the L1 order as it is).
-    __aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
-        constexpr uint32_t fr = 512 / sizeof(T), c0 = 32 / sizeof(T);
-        const uint32_t mFrac = m / 16, kFrac = k / c0;
-#if __NPU_ARCH__ == 3510
-        LoadData(a2, a1, LoadData2dParams(0, static_cast<uint8_t>(mFrac * kFrac), 1, 0, 0, false, 0));
-#else
-        for (uint32_t i = 0; i < mFrac; ++i)
-            LoadData(a2[i * kFrac * fr], a1[i * fr],
-                     LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(mFrac), 0, 0, false, 0));
-#endif
-    }
-
-    // B = columns [v0, v0 + n) of a row-major k x V matrix held in L1 as NZ (16 x 16 fractals,
-    // column-major: fractal (row block r, column block c) at c * k / 16 + r) into L0B's Zn (fractal
-    // (r, c) at r * n / 16 + c, each stored n-major): one transposing LoadData per row block.
-    __aicore__ inline void LoadB(const LocalTensor<T>& b2, const LocalTensor<T>& b1, uint32_t k, uint32_t v0, uint32_t n) {
-        constexpr uint32_t fr = 512 / sizeof(T);
-        const uint32_t kFrac = k / 16, nFrac = n / 16;
-        for (uint32_t r = 0; r < kFrac; ++r)
-            LoadData(b2[r * nFrac * fr], b1[((v0 / 16) * kFrac + r) * fr],
-                     LoadData2dParams(0, static_cast<uint8_t>(nFrac), static_cast<uint16_t>(kFrac), 0, 0, true, 0));
-    }
-
     __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V;
         const uint64_t base = uint64_t(slot) * t_.ws_slot_elems;
         LocalTensor<T> qe1 = qe1_.Get<T>(), a1 = a1_.Get<T>(), s1 = s1_.Get<T>(), v1 = v1_.Get<T>();
-        LocalTensor<T> qea = qea_.Get<T>(), aa = aa_.Get<T>(), sb = sb_.Get<T>(), vb = vb_.Get<T>();
-        LocalTensor<float> oc = oc_.Get<float>();
+        LocalTensor<T> qea = qea_.Get<T>(), aa = aa_.Get<T>();
 
-        CrossCoreWaitFlag(kFlagReady);  // both AIVs wrote their rows of the slot
+        SlotConsumer::Acquire();
         Sync<HardEvent::MTE1_MTE2>();   // the previous unit's LoadData have read L1
-        DataCopy(qe1, gWs_[base], Nd2NzParams(1, static_cast<uint16_t>(BT), static_cast<uint16_t>(K), 0,
-                                              static_cast<uint16_t>(K), static_cast<uint16_t>(BT), 1, 0));
-        DataCopy(s1, gWs_[base + uint64_t(BT) * K], Nd2NzParams(1, static_cast<uint16_t>(K), static_cast<uint16_t>(V), 0,
-                                                                static_cast<uint16_t>(V), static_cast<uint16_t>(K), 1, 0));
-        if (slotReused) CrossCoreSetFlag<2, PIPE_MTE2>(kFlagFree);  // the slot is read: the AIVs may refill it
-        DataCopy(a1, gA_[uint64_t(u) * BT * BT], Nd2NzParams(1, static_cast<uint16_t>(BT), static_cast<uint16_t>(BT), 0,
-                                                             static_cast<uint16_t>(BT), static_cast<uint16_t>(BT), 1, 0));
-        DataCopy(v1, gVn_[uint64_t(u) * BT * V], Nd2NzParams(1, static_cast<uint16_t>(BT), static_cast<uint16_t>(V), 0,
-                                                             static_cast<uint16_t>(V), static_cast<uint16_t>(BT), 1, 0));
+        LoadNz(qe1, gWs_[base], BT, K);
+        LoadNz(s1, gWs_[base + uint64_t(BT) * K], K, V);
+        SlotConsumer::Release(slotReused);
+        LoadNz(a1, gA_[uint64_t(u) * BT * BT], BT, BT);
+        LoadNz(v1, gVn_[uint64_t(u) * BT * V], BT, V);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();      // the previous unit's Mmads have read L0A / L0B
         LoadA(qea, qe1, BT, K);
         LoadA(aa, a1, BT, BT);
-        for (uint32_t v0 = 0; v0 < V; v0 += t_.v_tile) {
-            const uint32_t n = V - v0 < t_.v_tile ? V - v0 : t_.v_tile;
-            if (v0 > 0) Sync<HardEvent::M_MTE1>();  // the previous V-tile's Mmads have read L0B
-            LoadB(sb, s1, K, v0, n);
-            LoadB(vb, v1, BT, v0, n);
-            Sync<HardEvent::MTE1_M>();
-            Sync<HardEvent::FIX_M>();   // the previous Fixpipe has read oc
-            Mmad(oc, qea, sb, MmadParams(static_cast<uint16_t>(BT), static_cast<uint16_t>(n), static_cast<uint16_t>(K), 0, false, true));
-            Mmad(oc, aa, vb, MmadParams(static_cast<uint16_t>(BT), static_cast<uint16_t>(n), static_cast<uint16_t>(BT), 0, false, false));
-            Sync<HardEvent::M_FIX>();
-            Fixpipe(gO_[uint64_t(u) * BT * V + v0], oc,
-                    FixpipeParamsV220(static_cast<uint16_t>(n), static_cast<uint16_t>(BT), static_cast<uint16_t>(BT), V, false));
-        }
+        // Both products into one L0C tile per V-tile: qe @ T(S) (init), then Aqk @ v_new (accumulate).
+        const CubeProduct<T> prods[2] = {{qea, s1, sb_.Get<T>(), K}, {aa, v1, vb_.Get<T>(), BT}};
+        TileProducts(oc_.Get<float>(), gO_[uint64_t(u) * BT * V], V, BT, V, t_.v_tile, prods);
     }
 
     ChunkOutputTiling t_{};
@@ -161,7 +114,7 @@ public:
         gQ_.SetGlobalBuffer((__gm__ T*)q, units * t.BT * t.K);
         gE_.SetGlobalBuffer((__gm__ float*)eRow, units * t.BT * t.Kg);
         gS_.SetGlobalBuffer((__gm__ float*)s, units * t.K * t.V);
-        gWs_.SetGlobalBuffer((__gm__ T*)((__gm__ uint8_t*)ws + uint64_t(block_) * t.ws_bytes_per_core), 2ull * t.ws_slot_elems);
+        BindSlots(gWs_, ws, block_, t.ws_bytes_per_core, t.ws_slot_elems);
         pipe_.InitBuffer(inT_, 1, t.vec_elems * sizeof(T));
         pipe_.InitBuffer(inF_, 1, t.vec_elems * sizeof(float));
         pipe_.InitBuffer(outT_, 1, t.vec_elems * sizeof(T));
@@ -173,11 +126,11 @@ public:
         uint32_t first = 0, count = 0;
         CoreUnits(t_, block_, &first, &count);
         for (uint32_t i = 0; i < count; ++i) {
-            if (i >= 2) CrossCoreWaitFlag(kFlagFree);  // the Cube has read slot i % 2 (unit i - 2)
+            SlotProducer::Acquire(i);
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
             FormQe(first + i, base);
             CastS(first + i, base + uint64_t(t_.BT) * t_.K);
-            CrossCoreSetFlag<2, PIPE_MTE3>(kFlagReady);
+            SlotProducer::Ready();
         }
     }
 
@@ -200,13 +153,8 @@ private:
             Mul(w, w, e, static_cast<int32_t>(n));
         } else {  // GDN: row r times e[r]; Brcb puts e[r] in its own 32-byte block, read with stride 0
             LocalTensor<float> bc = brcb_.Get<float>();
-            Brcb(bc, e, static_cast<uint8_t>(R / 8), BrcbRepeatParams(1, 8));
-            const uint8_t rowBlk = static_cast<uint8_t>(K * sizeof(float) / 32);
-            const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
-            for (uint32_t c = 0; c < K; c += kFloatLanes) {
-                const uint64_t mask = K - c < kFloatLanes ? K - c : kFloatLanes;
-                Mul(w[c], w[c], bc, mask, static_cast<uint8_t>(R), perRow);
-            }
+            BroadcastRows(bc, e, R);
+            MulRows(w, w, bc, R, K);
         }
         inF_.FreeTensor(e);
         LocalTensor<T> y = outT_.template AllocTensor<T>();

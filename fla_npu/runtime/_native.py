@@ -90,6 +90,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "flaNpuGateChunkCumsum": [T, T, T, T, T, ctypes.c_int32, ctypes.c_int32, ctypes.c_float, ctypes.c_float, T],
         "flaNpuPrefixSharedAttention": [T, T, T, ctypes.c_float, T],
         "flaNpuChunkOutput": [T, T, T, T, T, T],
+        "flaNpuWyFast": [T, T, T, T, T, T, T, T, T],
     }
     for op, op_args in ops.items():
         getattr(lib, op + "GetWorkspaceSize").restype = ctypes.c_int

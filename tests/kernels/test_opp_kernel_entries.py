@@ -6,7 +6,7 @@ once per dtype (DTYPE_<INPUT> as the OPP build defines it) and the op_host file 
 CANN's op_host API, runs the registered tiling function, puts its tiling bytes in a GM buffer and
 launches the entry with them, the block count and the workspace it asked for. Every output must be
 bit-identical to the direct entry point's (flaNpuGateChunkCumsum / flaNpuPrefixSharedAttention /
-flaNpuChunkOutput), the
+flaNpuChunkOutput / flaNpuWyFast), the
 tiling identical word for word, and an invalid call refused by both with the same message. Each case
 runs in its own process; both simulated SoC profiles (a2: 2201, a5: 3510).
 """
@@ -43,6 +43,11 @@ CASES = {
         "registration",
         "kda_f16", "kda_bf16", "gdn_bt32_bf16", "gdn_bt16_f16", "v_tiles_bf16", "many_units_f16", "empty_bf16",
         "refuse_chunk_size", "refuse_head_dim", "refuse_e_row", "refuse_s_shape", "refuse_out_shape",
+    ],
+    "wy_fast_opp_test": [
+        "registration",
+        "kda_f16", "kda_bf16", "gdn_bt32_bf16", "gdn_bt16_f16", "wide_bf16", "many_units_f16", "empty_bf16",
+        "refuse_chunk_size", "refuse_head_dim", "refuse_e_row", "refuse_beta_shape", "refuse_u_shape",
     ],
 }
 SOCS = ["a2", "a5"]

@@ -38,7 +38,7 @@ typedef struct FakeTensor {
 
 typedef struct FakeCall {
     char function[96];
-    const FakeTensor* tensors[8]; /* in argument order; NULL for an absent optional input */
+    const FakeTensor* tensors[12]; /* in argument order; NULL for an absent optional input */
     int32_t num_tensors;
     int32_t num_ints;
     int64_t ints[4];
@@ -125,7 +125,7 @@ static FakeCall* record(const char* function) {
 }
 
 static void add_tensor(FakeCall* c, const void* t) {
-    if (c != NULL && c->num_tensors < 8) c->tensors[c->num_tensors++] = (const FakeTensor*)t;
+    if (c != NULL && c->num_tensors < 12) c->tensors[c->num_tensors++] = (const FakeTensor*)t;
 }
 
 /* ---- CANN's libnnopbase.so (what the bridge uses of it) ------------------------------------------ */
@@ -275,4 +275,24 @@ EXPORT int32_t aclnnFlaNpuChunkOutputGetWorkspaceSize(const void* q, const void*
 
 EXPORT int32_t aclnnFlaNpuChunkOutput(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
     return second_phase("aclnnFlaNpuChunkOutput", workspace, workspace_size, executor, stream);
+}
+
+EXPORT int32_t aclnnFlaNpuWyFastGetWorkspaceSize(const void* k, const void* v, const void* beta, const void* akk,
+                                                 const void* e_row, const void* e_tail, const void* w, const void* u,
+                                                 const void* kg, uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuWyFastGetWorkspaceSize");
+    add_tensor(c, k);
+    add_tensor(c, v);
+    add_tensor(c, beta);
+    add_tensor(c, akk);
+    add_tensor(c, e_row);
+    add_tensor(c, e_tail);
+    add_tensor(c, w);
+    add_tensor(c, u);
+    add_tensor(c, kg);
+    return first_phase(c, "aclnnFlaNpuWyFast", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuWyFast(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuWyFast", workspace, workspace_size, executor, stream);
 }

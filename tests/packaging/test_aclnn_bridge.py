@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 GATE = "aclnnFlaNpuGateChunkCumsum"
 PSA = "aclnnFlaNpuPrefixSharedAttention"
 CHUNK_OUTPUT = "aclnnFlaNpuChunkOutput"
+WY_FAST = "aclnnFlaNpuWyFast"
 ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.bfloat16: 27}
 ACL_FORMAT_ND = 2
 STREAM = 0x5EA0
@@ -37,7 +38,7 @@ class FakeTensor(ctypes.Structure):
 
 
 class FakeCall(ctypes.Structure):
-    _fields_ = [("function", ctypes.c_char * 96), ("tensors", ctypes.POINTER(FakeTensor) * 8),
+    _fields_ = [("function", ctypes.c_char * 96), ("tensors", ctypes.POINTER(FakeTensor) * 12),
                 ("num_tensors", ctypes.c_int32), ("num_ints", ctypes.c_int32), ("ints", ctypes.c_int64 * 4),
                 ("num_floats", ctypes.c_int32), ("status", ctypes.c_int32), ("floats", ctypes.c_double * 4),
                 ("workspace", ctypes.c_void_p), ("workspace_size", ctypes.c_uint64), ("executor", ctypes.c_void_p),
@@ -184,6 +185,13 @@ def chunk_output_ws(lib, tensors):
     d = [N.tensor_desc(t) for t in tensors]
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
     st = lib.flaNpuChunkOutputGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
+def wy_fast_ws(lib, tensors):
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuWyFastGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
     return st, ws.value, ex, (tensors, d)
 
 
@@ -392,6 +400,33 @@ def test_chunk_output_forwarded_exactly(bridge, fake):
     fake.reset()
     as_fp32 = tuple(t.float() for t in tensors)
     assert chunk_output_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
+    assert len(fake.calls()) == 0 and fake.created == 0
+
+
+def test_wy_fast_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=8192)
+    NC, HV, BT, K, V = 3, 2, 64, 128, 96
+    tensors = (torch.randn(NC, HV, BT, K).half(), torch.randn(NC, HV, BT, V).half(), torch.rand(NC, HV, BT),
+               torch.randn(NC, HV, BT, BT).half(), torch.rand(NC, HV, BT, K), torch.rand(NC, HV, BT, K),
+               torch.empty(NC, HV, BT, K), torch.empty(NC, HV, BT, V), torch.empty(NC, HV, BT, K))
+    st, ws, ex, _ = wy_fast_ws(bridge, tensors)
+    assert st == 0 and ws == 8192, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{WY_FAST}GetWorkspaceSize".encode()
+    assert call.num_tensors == 9
+    for ft, tensor in zip(tensors_of(call), tensors):
+        assert_describes(ft, tensor)
+    assert call.num_ints == 0 and call.num_floats == 0
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuWyFast(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        WY_FAST.encode(), workspace.data_ptr(), 8192, STREAM)
+    assert launch.executor == call.executor and fake.created == fake.destroyed == 9
+    # Refused before any aclnn call: fp32 Cube inputs.
+    fake.reset()
+    as_fp32 = tuple(t.float() for t in tensors)
+    assert wy_fast_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
     assert len(fake.calls()) == 0 and fake.created == 0
 
 

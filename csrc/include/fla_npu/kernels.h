@@ -168,6 +168,38 @@ int flaNpuChunkOutput(void* workspace, uint64_t workspace_size, FlaNpuExecutor* 
  * fla_npu::chunk_output::ChunkOutputTiling (for tests and diagnostics); returns the word count. */
 int32_t flaNpuChunkOutputLastTiling(uint32_t* words, int32_t capacity);
 
+/* ---- WY factors (stage 3 of chunked KDA / Gated DeltaNet; mixed Cube + vector) ------------------
+ *
+ *   k      [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below)
+ *   v      [NC, HV, BT, V]   k's dtype
+ *   beta   [NC, HV, BT]      float32
+ *   akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
+ *   e_row  [NC, HV, BT, Kg]  float32, 2^G; Kg = K (KDA) or 1 (GDN, one factor per row)
+ *   e_tail [NC, HV, BT, Kg]  float32, 2^(G_last - G)
+ *   w      [NC, HV, BT, K]   float32:  w  = akk @ T(beta * k * e_row)   (fp32 accumulation)
+ *   u      [NC, HV, BT, V]   float32:  u  = akk @ T(beta * v)
+ *   kg     [NC, HV, BT, K]   float32:  kg = k * e_tail
+ * T(x): x formed in float32 and rounded once to k's dtype. All contiguous; BT 16, 32 or 64; K and V
+ * multiples of 16 in [16, 256]; NC or HV may be 0 (nothing runs). Every row of every chunk is
+ * computed, padding rows of tail chunks included (from whatever the inputs hold there). Float32
+ * inputs are refused with a message: the scaled k and v reach the Cube through a transposing load
+ * that exists for 2-byte types only.
+ *
+ * Workspace: per launched AI core, two slots of BT * (K + V) elements of k's dtype, through which
+ * the vector cores hand T(beta k e_row) and T(beta v) to the Cube. NPU flavours forward to
+ * aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, eRow, eTail, w, u, kg) and ask for the
+ * operator package's workspace; nothing is called when there is no chunk.
+ */
+int flaNpuWyFastGetWorkspaceSize(const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* beta, const FlaNpuTensor* akk,
+                                 const FlaNpuTensor* e_row, const FlaNpuTensor* e_tail, const FlaNpuTensor* w,
+                                 const FlaNpuTensor* u, const FlaNpuTensor* kg, uint64_t* workspace_size,
+                                 FlaNpuExecutor** executor);
+int flaNpuWyFast(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
+
+/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
+ * fla_npu::wy_fast::WyFastTiling (for tests and diagnostics); returns the word count. */
+int32_t flaNpuWyFastLastTiling(uint32_t* words, int32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

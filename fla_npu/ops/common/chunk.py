@@ -126,11 +126,39 @@ def _output(p, dtype, sim: bool) -> torch.Tensor:
     return fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)
 
 
-def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None):
+def _use_sim_wy(cfg: DeltaRuleConfig, q, v) -> bool:
+    """Whether stage 3 (the WY factors ``w``, ``u``, ``kg``) runs on the simulated kernel: as
+    :func:`_use_sim_output`, with the WY kernel's limits (Cube inputs ``k``, ``v``, ``Akk`` of the op's
+    dtype, fp16 / bf16)."""
+    from ...runtime import wy_fast as kwy
+
+    op = f"{cfg.name} (stage 3: WY factors)"
+    if q.device.type == "cpu" and cpu_impl() == "sim":
+        why = kwy.unsupported(q.dtype, cfg.chunk_size, q.shape[-1], v.shape[-1])
+        if why is not None:
+            log_once(op, "the PyTorch reference", f"{ENV}=sim, but {why}", logging.WARNING)
+            return False
+    return use_sim(op, q, supported_dtypes=kwy.KERNEL_DTYPES)
+
+
+def _wy(p, Akk, wy_dtype):
+    """Stage 3 in the chunk layout: on the simulated kernel when ``wy_dtype`` is given (the Cube
+    inputs ``k``, ``v``, ``Akk`` rounded to it; ``beta k e_row`` and ``beta v`` formed in float32 and
+    rounded once to it inside the kernel; float32 accumulation), otherwise the reference."""
+    if wy_dtype is not None:
+        from ...runtime.wy_fast import wy_fast
+
+        f32 = torch.float32
+        return wy_fast(p.k.to(wy_dtype), p.v.to(wy_dtype), p.b.to(f32), Akk.to(wy_dtype), p.decay.e_row.to(f32),
+                       p.decay.e_tail.to(f32))
+    return fwd.wy_fwd(p.k, p.v, p.b, p.decay, Akk)
+
+
+def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None, wy_dtype=None):
     if Aqk is None:
         Aqk, Akk = fwd.chunk_intra_fwd(p.q, p.k, p.b, p.decay)
     p.Aqk, p.Akk = Aqk, Akk
-    p.w, p.u, p.kg = fwd.wy_fwd(p.k, p.v, p.b, p.decay, Akk)
+    p.w, p.u, p.kg = _wy(p, Akk, wy_dtype)
     p.h, p.v_new, p.final = fwd.state_fwd(p.kg, p.w, p.u, p.decay, h0, plan)
     return p
 
@@ -168,14 +196,17 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
     def forward(ctx, q, k, v, g, beta, A_log, dt_bias, initial_state, cfg: DeltaRuleConfig, plan: ChunkPlan):
         # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward) ...
         sim = compute_dtype(q, k, v) != torch.float64 and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g)
-        # ... and stage 5 (the output: forward only, the backward recomputes nothing from it).
+        # ... and stage 5 (the output: forward only, the backward recomputes nothing from it) ...
         sim_out = compute_dtype(q, k, v) != torch.float64 and _use_sim_output(cfg, q, v)
+        # ... and stage 3 (w, u, kg: forward only; the backward always recomputes them, and the
+        # states built on them, with the reference from the kept Akk: see _backward_slice).
+        wy_dtype = q.dtype if compute_dtype(q, k, v) != torch.float64 and _use_sim_wy(cfg, q, v) else None
         slices = _head_slices(q.shape[2], v.shape[2])
         o, final, h, kept = [], [], [], []
         for sl in slices:
             qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
             p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim)
-            _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan)
+            _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan, wy_dtype=wy_dtype)
             o.append(plan.from_chunks(_output(p, q.dtype, sim_out)).to(q.dtype))
             final.append(_state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None)
             if cfg.return_intermediate_states:
@@ -185,6 +216,7 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
             kept.append(p if cfg.disable_recompute else SimpleNamespace(Aqk=p.Aqk, Akk=p.Akk))
 
         ctx.cfg, ctx.plan, ctx.sim, ctx.slices, ctx.kept = cfg, plan, sim, slices, kept
+        ctx.sim_wy = wy_dtype is not None
         ctx.h0_dtype = None if initial_state is None else initial_state.dtype
         ctx.dtypes = (q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype)
         ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state)
@@ -215,6 +247,13 @@ def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, in
     if not cfg.disable_recompute:
         p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan, ctx.sim)
         _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, kept.Aqk, kept.Akk)
+    elif ctx.sim_wy:
+        # The kept w, u, kg (and the states and v_new built on them) came from the WY kernel, whose
+        # Cube operands are rounded to the input dtype; the backward differentiates the reference
+        # stages, and feeding it those broke the cancellation in dA_log (bf16 `fla-npu verify`:
+        # 1.5e-5 -> up to 1.3e-2). So stages 3-4 are recomputed with the reference, as without
+        # disable_recompute (the intra-chunk matrices stay the kept ones).
+        _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, p.Aqk, p.Akk)
     ct = p.ct
 
     doc = plan.to_chunks(do[:, :, hv0:hv1].to(ct))

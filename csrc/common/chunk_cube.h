@@ -1,0 +1,137 @@
+// Pieces shared by the mixed Cube + vector chunk kernels (chunk_output, wy_fast): the vector ->
+// Cube hand-off through a per-core GM workspace, the Cube's ND -> NZ loads and L0 loads, the tile
+// loop that writes fp32 products with Fixpipe, and the vector row-broadcast multiply.
+//
+// Hand-off protocol (KERNEL_TYPE_MIX_AIC_1_2; a2/a3 move AIV -> AIC data only through GM):
+//   each AI core owns two workspace slots; its i-th unit uses slot i % 2.
+//   AIV  SlotProducer::Acquire(i)  [i >= 2: wait Free]  ... write its rows of the slot ...
+//        SlotProducer::Ready()     set Ready on PIPE_MTE3 (after the copies out)
+//   AIC  SlotConsumer::Acquire()   wait Ready (both AIVs)  ... ND -> NZ loads of the slot ...
+//        SlotConsumer::Release(r)  [a later unit reuses the slot: set Free on PIPE_MTE2]
+// Counts balance: the AIVs wait Free count - 2 times, the AIC sets it count - 2 times, and at
+// most two sets of either flag are ever pending (below the 4-bit counter's limit).
+#ifndef FLA_NPU_COMMON_CHUNK_CUBE_H
+#define FLA_NPU_COMMON_CHUNK_CUBE_H
+
+#include "kernel_operator.h"
+
+namespace fla_npu {
+namespace chunk_cube {
+
+using namespace AscendC;
+
+constexpr uint16_t kFlagReady = 0, kFlagFree = 1;
+constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
+
+template <HardEvent E> __aicore__ inline void Sync() {
+    SetFlag<E>(0);
+    WaitFlag<E>(0);
+}
+
+// The two slots of AI core `block`: 2 * slotElems elements of T at ws + block * bytesPerCore.
+template <class T>
+__aicore__ inline void BindSlots(GlobalTensor<T>& g, GM_ADDR ws, uint32_t block, uint32_t bytesPerCore, uint32_t slotElems) {
+    g.SetGlobalBuffer((__gm__ T*)((__gm__ uint8_t*)ws + uint64_t(block) * bytesPerCore), 2ull * slotElems);
+}
+
+struct SlotProducer {  // AIV side
+    __aicore__ static inline void Acquire(uint32_t i) {
+        if (i >= 2) CrossCoreWaitFlag(kFlagFree);  // the Cube has read slot i % 2 (unit i - 2)
+    }
+    __aicore__ static inline void Ready() { CrossCoreSetFlag<2, PIPE_MTE3>(kFlagReady); }
+};
+
+struct SlotConsumer {  // AIC side
+    __aicore__ static inline void Acquire() { CrossCoreWaitFlag(kFlagReady); }  // both AIVs wrote their rows
+    __aicore__ static inline void Release(bool reused) {
+        if (reused) CrossCoreSetFlag<2, PIPE_MTE2>(kFlagFree);  // the slot is read: the AIVs may refill it
+    }
+};
+
+// A row-major rows x cols matrix from GM into L1 as NZ (16-row fractals, column blocks rows apart).
+template <class T>
+__aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols) {
+    DataCopy(l1, gm, Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(cols),
+                                 static_cast<uint16_t>(rows), 1, 0));
+}
+
+// A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
+// layout: a2/a3 Zz (one LoadData per fractal row), a5 Nz (the L1 order as it is).
+template <class T>
+__aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
+    constexpr uint32_t fr = 512 / sizeof(T), c0 = 32 / sizeof(T);
+    const uint32_t mFrac = m / 16, kFrac = k / c0;
+#if __NPU_ARCH__ == 3510
+    (void)fr;
+    LoadData(a2, a1, LoadData2dParams(0, static_cast<uint8_t>(mFrac * kFrac), 1, 0, 0, false, 0));
+#else
+    for (uint32_t i = 0; i < mFrac; ++i)
+        LoadData(a2[i * kFrac * fr], a1[i * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(mFrac), 0, 0, false, 0));
+#endif
+}
+
+// B = columns [n0, n0 + n) of a row-major k x N matrix held in L1 as NZ (16 x 16 fractals,
+// column-major: fractal (row block r, column block c) at c * k / 16 + r) into L0B's Zn (fractal
+// (r, c) at r * n / 16 + c, each stored n-major): one transposing LoadData per row block (2-byte
+// types only: L1's NZ fractals of a row-major matrix are the transposes of L0B's Zn fractals).
+template <class T>
+__aicore__ inline void LoadB(const LocalTensor<T>& b2, const LocalTensor<T>& b1, uint32_t k, uint32_t n0, uint32_t n) {
+    constexpr uint32_t fr = 512 / sizeof(T);
+    const uint32_t kFrac = k / 16, nFrac = n / 16;
+    for (uint32_t r = 0; r < kFrac; ++r)
+        LoadData(b2[r * nFrac * fr], b1[((n0 / 16) * kFrac + r) * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(nFrac), static_cast<uint16_t>(kFrac), 0, 0, true, 0));
+}
+
+// One product A (m x k, already in L0A) @ B (k x N, in L1 as NZ; staged per tile in L0B).
+template <class T>
+struct CubeProduct {
+    LocalTensor<T> a2;  // L0A
+    LocalTensor<T> b1;  // L1
+    LocalTensor<T> b2;  // L0B, room for k x tile
+    uint32_t k;
+};
+
+// out[:, n0 : n0 + n] = sum of the products' columns, per tile of `tile` columns (multiple of 16):
+// the B tiles into L0B, the first product with Mmad(init), the others accumulating into the same
+// L0C tile, one Fixpipe (fp32, row pitch `pitch`). Orders itself against the previous Mmads
+// (M_MTE1: L0B reuse) and the previous Fixpipe (FIX_M: L0C reuse); the caller orders L0A / L1.
+template <class T, uint32_t P>
+__aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTensor<float>& out, uint32_t pitch, uint32_t m,
+                                    uint32_t N, uint32_t tile, const CubeProduct<T> (&prods)[P]) {
+    for (uint32_t n0 = 0; n0 < N; n0 += tile) {
+        const uint32_t n = N - n0 < tile ? N - n0 : tile;
+        Sync<HardEvent::M_MTE1>();  // the previous tile's Mmads have read L0B
+        for (uint32_t i = 0; i < P; ++i) LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
+        Sync<HardEvent::MTE1_M>();
+        Sync<HardEvent::FIX_M>();   // the previous Fixpipe has read oc
+        for (uint32_t i = 0; i < P; ++i)
+            Mmad(oc, prods[i].a2, prods[i].b2,
+                 MmadParams(static_cast<uint16_t>(m), static_cast<uint16_t>(n), static_cast<uint16_t>(prods[i].k), 0, false, i == 0));
+        Sync<HardEvent::M_FIX>();
+        Fixpipe(out[n0], oc, FixpipeParamsV220(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false));
+    }
+}
+
+// Vector: dst[r, :] = src[r, :] * f[r] for R rows of C fp32 columns (C a multiple of 8), with bc
+// holding Brcb(f) (f[r] alone in 32-byte block r), read with block stride 0 (one repeat per row).
+__aicore__ inline void MulRows(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& bc,
+                               uint32_t R, uint32_t C) {
+    const uint8_t rowBlk = static_cast<uint8_t>(C * sizeof(float) / 32);
+    const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
+    for (uint32_t c = 0; c < C; c += kFloatLanes) {
+        const uint64_t mask = C - c < kFloatLanes ? C - c : kFloatLanes;
+        Mul(dst[c], src[c], bc, mask, static_cast<uint8_t>(R), perRow);
+    }
+}
+
+// bc = Brcb(f): R (a multiple of 8) fp32 factors, each into its own 32-byte block.
+__aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTensor<float>& f, uint32_t R) {
+    Brcb(bc, f, static_cast<uint8_t>(R / 8), BrcbRepeatParams(1, 8));
+}
+
+}  // namespace chunk_cube
+}  // namespace fla_npu
+
+#endif

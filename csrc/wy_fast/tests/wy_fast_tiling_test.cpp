@@ -1,0 +1,129 @@
+// Unit tests of the WY kernel's host tiling (plain C++, no simulation, no CANN).
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+
+#include "wy_fast_tiling.h"
+
+using namespace fla_npu::wy_fast;
+
+static int g_fail = 0;
+#define CHECK(c)                                                                 \
+    do {                                                                         \
+        if (!(c)) {                                                              \
+            std::fprintf(stderr, "%s:%d: CHECK(%s)\n", __FILE__, __LINE__, #c);  \
+            ++g_fail;                                                            \
+        }                                                                        \
+    } while (0)
+
+static WyFastProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg, uint32_t cores) {
+    WyFastProblem p;
+    p.NC = NC; p.HV = HV; p.BT = BT; p.K = K; p.V = V; p.Kg = Kg; p.core_num = cores;
+    p.ub_bytes = 192u * 1024 - 8u * 1024 - 256u;
+    return p;
+}
+
+// Every unit is taken by exactly one core, in order; per-core counts differ by at most one.
+static void CheckCover(const WyFastTiling& t) {
+    uint32_t next = 0, lo = 0xFFFFFFFFu, hi = 0;
+    for (uint32_t b = 0; b < t.block_dim; ++b) {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t, b, &first, &count);
+        CHECK(first == next);
+        next = first + count;
+        lo = count < lo ? count : lo;
+        hi = count > hi ? count : hi;
+    }
+    CHECK(next == t.num_units);
+    if (t.block_dim > 0) CHECK(hi - lo <= 1 && lo >= 1);
+}
+
+// Buffers fit, rows are whole 32-byte blocks (DataCopy) and Brcb repeats (8 rows).
+static void CheckBuffers(const WyFastTiling& t, const WyFastProblem& p) {
+    CHECK(t.rows_per_aiv * 2 == t.BT && t.rows_per_aiv % 8 == 0);
+    CHECK(t.rows_per_aiv * t.K <= t.vec_elems && t.rows_per_aiv * t.V <= t.vec_elems);
+    CHECK((t.rows_per_aiv * t.Kg * 4) % 32 == 0 && (t.rows_per_aiv * 4) % 32 == 0);
+    CHECK((t.rows_per_aiv * t.K * 2) % 32 == 0 && (t.rows_per_aiv * t.V * 2) % 32 == 0);
+    CHECK(t.ub_bytes_used <= p.ub_bytes);
+    CHECK(t.n_tile % 16 == 0 && t.n_tile >= 16 && t.n_tile <= (t.K > t.V ? t.K : t.V));
+    CHECK(t.l0a_bytes_used <= kL0abBytes && t.l0b_bytes_used <= kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
+    CHECK(t.l1_bytes_used <= 512u * 1024);
+    CHECK(t.ws_slot_elems == t.BT * (t.K + t.V) && t.ws_bytes_per_core == 2 * t.ws_slot_elems * t.elem_bytes);
+    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
+}
+
+static void TestShapes() {
+    const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 64, 128, 256};
+    for (uint32_t BT : bts)
+        for (uint32_t K : dims)
+            for (uint32_t V : dims)
+                for (uint32_t Kg : {1u, K})
+                    for (uint32_t cores : {1u, 3u, 16u}) {
+                        const WyFastProblem p = Problem(5, 3, BT, K, V, Kg, cores);
+                        WyFastTiling t;
+                        const char* err = nullptr;
+                        CHECK(ComputeTiling(p, &t, &err) == 0);
+                        CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
+                        CheckCover(t);
+                        CheckBuffers(t, p);
+                    }
+    // One N-tile holds the widest head (BT <= 64, N <= 256).
+    WyFastTiling t;
+    const char* err = nullptr;
+    CHECK(ComputeTiling(Problem(4, 2, 64, 256, 128, 256, 8), &t, &err) == 0 && t.n_tile == 256);
+    // No chunk: nothing launched.
+    CHECK(ComputeTiling(Problem(0, 4, 64, 128, 128, 1, 8), &t, &err) == 0 && t.block_dim == 0 && UserWorkspaceBytes(t) == 0);
+}
+
+static void TestRefusals() {
+    WyFastTiling t;
+    const char* err = nullptr;
+    WyFastProblem p = Problem(2, 2, 64, 128, 128, 128, 4);
+    p.elem_bytes = 4;
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "float32") != nullptr && std::strstr(err, "transposing") != nullptr);
+    p.cube_fp32 = false;
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "takes no float32") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 128, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 100, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 512, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 128, 7, 4), &t, &err) != 0 && std::strstr(err, "e_row") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 128, 1, 0), &t, &err) != 0);
+    p = Problem(2, 2, 64, 256, 256, 256, 4);
+    p.ub_bytes = 64u * 1024;
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "UB") != nullptr);
+}
+
+static void TestArgs() {
+    const int64_t k[] = {3, 2, 64, 128}, v[] = {3, 2, 64, 64}, b[] = {3, 2, 64}, a[] = {3, 2, 64, 64}, e[] = {3, 2, 64, 1},
+                  ek[] = {3, 2, 64, 128};
+    WyFastArgs args;
+    CHECK(args.SetRanks(4, 4, 4, 4, 4, 4, 4, 4, 4) != nullptr);
+    CHECK(args.SetRanks(4, 4, 3, 4, 4, 4, 4, 4, 4) == nullptr);
+    CHECK(args.SetShapes(k, v, b, a, e, e, k, v, k) == nullptr && args.CheckSizes() == nullptr);
+    WyFastProblem p = args.Problem(2, true, 8, 100000, 131072);
+    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 64 && p.Kg == 1 && p.core_num == 8);
+    CHECK(args.SetShapes(k, v, b, a, ek, ek, k, v, k) == nullptr && args.Problem(2, true, 8, 0, 0).Kg == 128);
+    const int64_t badE[] = {3, 2, 64, 7}, badB[] = {3, 2, 32}, badA[] = {3, 2, 64, 32}, badU[] = {3, 2, 64, 32},
+                  badHead[] = {3, 1, 64, 64};
+    CHECK(std::strstr(args.SetShapes(k, v, b, a, badE, badE, k, v, k), "`e_row`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(k, v, b, a, e, ek, k, v, k), "`e_tail`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(k, v, badB, a, e, e, k, v, k), "`beta`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(k, v, b, badA, e, e, k, v, k), "`akk`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(k, v, b, a, e, e, k, badU, k), "`u`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(k, v, b, a, e, e, v, v, k), "`w`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(k, badHead, b, a, e, e, k, v, k), "[NC, HV]") != nullptr);
+    const int64_t k48[] = {3, 2, 48, 128}, v48[] = {3, 2, 48, 64}, b48[] = {3, 2, 48}, a48[] = {3, 2, 48, 48}, e48[] = {3, 2, 48, 1};
+    CHECK(args.SetShapes(k48, v48, b48, a48, e48, e48, k48, v48, k48) == nullptr && std::strstr(args.CheckSizes(), "BT") != nullptr);
+}
+
+int main() {
+    TestShapes();
+    TestRefusals();
+    TestArgs();
+    if (g_fail) {
+        std::fprintf(stderr, "%d check(s) failed\n", g_fail);
+        return 1;
+    }
+    std::printf("wy_fast tiling: all checks passed\n");
+    return 0;
+}

@@ -1,0 +1,133 @@
+// Host tiling of the WY kernel; see wy_fast_tiling.h.
+#include "wy_fast_tiling.h"
+
+#include <cstring>
+
+namespace fla_npu {
+namespace wy_fast {
+
+namespace {
+uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
+bool HeadDimOk(uint32_t d) { return d >= 16 && d <= kMaxHeadDim && d % 16 == 0; }
+}  // namespace
+
+int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
+    static const char* kOk = "";
+    *err = kOk;
+    std::memset(t, 0, sizeof(*t));
+    if (p.elem_bytes == 4 && !p.cube_fp32) {
+        *err = "wy_fast tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16"; return -1;
+    }
+    if (p.elem_bytes == 4) {
+        *err = "wy_fast tiling: float32 Cube inputs are not supported: beta * k * e_row and beta * v reach the Cube "
+               "through a transposing load that exists for 2-byte types only; pass float16 or bfloat16";
+        return -1;
+    }
+    if (p.elem_bytes != 2) { *err = "wy_fast tiling: inputs must be float16 or bfloat16"; return -1; }
+    if (p.BT != 16 && p.BT != 32 && p.BT != 64) { *err = "wy_fast tiling: the chunk size BT must be 16, 32 or 64"; return -1; }
+    if (!HeadDimOk(p.K) || !HeadDimOk(p.V)) {
+        *err = "wy_fast tiling: the head dims K and V must be multiples of 16 in [16, 256]"; return -1;
+    }
+    if (p.Kg != 1 && p.Kg != p.K) { *err = "wy_fast tiling: e_row and e_tail must have 1 or K columns"; return -1; }
+    if (p.core_num == 0) { *err = "wy_fast tiling: core_num must be positive"; return -1; }
+    const uint64_t units = uint64_t(p.NC) * p.HV;
+    if (units > 0x7FFFFFFFull || units * p.BT * (p.K > p.V ? p.K : p.V) > (1ull << 40)) {
+        *err = "wy_fast tiling: tensor too large"; return -1;
+    }
+
+    t->NC = p.NC; t->HV = p.HV; t->BT = p.BT; t->K = p.K; t->V = p.V; t->Kg = p.Kg;
+    t->elem_bytes = p.elem_bytes;
+    t->num_units = static_cast<uint32_t>(units);
+    t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
+    if (t->block_dim > 0) {
+        t->units_per_core = t->num_units / t->block_dim;
+        t->units_rem = t->num_units % t->block_dim;
+    }
+
+    // AIV: half of the rows, whole (at most 32 x 256 = 8192 elements: no pieces needed).
+    t->rows_per_aiv = p.BT / 2;
+    t->vec_elems = t->rows_per_aiv * (p.K > p.V ? p.K : p.V);
+    // k / v in and X out (T); e_row / e_tail in, the fp32 k / v, the fp32 scaled rows and kg out
+    // (fp32); beta and the GDN row factor; two Brcb blocks per row (beta, the row factor).
+    const uint64_t rows = t->rows_per_aiv;
+    t->ub_bytes_used = static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 4 +
+                                             Pad32(rows * 4) * 2 + Pad32(rows * 8 * 4) * 2);
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "wy_fast tiling: UB too small"; return -1; }
+
+    // AIC: the N-tile is the widest multiple of 16 whose B operand (BT rows) fits L0B and whose fp32
+    // result fits L0C (with BT <= 64 and N <= 256 that is all of N).
+    const uint32_t N = p.K > p.V ? p.K : p.V;
+    uint32_t nt = kL0abBytes / (p.BT * p.elem_bytes) / 16 * 16;
+    const uint32_t ntC = p.l0c_bytes / (p.BT * 4) / 16 * 16;
+    nt = ntC < nt ? ntC : nt;
+    t->n_tile = nt < N ? nt : N;
+    t->l1_bytes_used = (p.BT * p.K + p.BT * p.V + p.BT * p.BT) * p.elem_bytes;
+    t->l0a_bytes_used = p.BT * p.BT * p.elem_bytes;
+    t->l0b_bytes_used = p.BT * t->n_tile * p.elem_bytes;
+    t->l0c_bytes_used = p.BT * t->n_tile * 4;
+    if (t->n_tile < 16 || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes) {
+        *err = "wy_fast tiling: L0 too small"; return -1;
+    }
+    t->ws_slot_elems = p.BT * (p.K + p.V);
+    t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;
+    return 0;
+}
+
+// ---- WyFastArgs: the messages are the C entry point's (include/fla_npu/kernels.h) ---------------
+
+const char* WyFastArgs::SetRanks(int32_t k, int32_t v, int32_t beta, int32_t akk, int32_t e_row, int32_t e_tail, int32_t w,
+                                 int32_t u, int32_t kg) {
+    if (k != 4 || v != 4 || beta != 3 || akk != 4 || e_row != 4 || e_tail != 4 || w != 4 || u != 4 || kg != 4)
+        return "`beta` must be 3-D and `k`, `v`, `akk`, `e_row`, `e_tail`, `w`, `u`, `kg` 4-D (chunk layout [NC, HV, ...])";
+    return nullptr;
+}
+
+const char* WyFastArgs::SetShapes(const int64_t* k, const int64_t* v, const int64_t* beta, const int64_t* akk,
+                                  const int64_t* e_row, const int64_t* e_tail, const int64_t* w, const int64_t* u,
+                                  const int64_t* kg) {
+    const int64_t NC = k[0], HV = k[1], BT = k[2], K = k[3], V = v[3];
+    const int64_t* all[] = {v, beta, akk, e_row, e_tail, w, u, kg};
+    for (const int64_t* x : all)
+        if (x[0] != NC || x[1] != HV) return "`v`, `beta`, `akk`, `e_row`, `e_tail`, `w`, `u` and `kg` must have the [NC, HV] of `k`";
+    if (v[2] != BT) return "`v` must be [NC, HV, BT, V]";
+    if (beta[2] != BT) return "`beta` must be [NC, HV, BT]";
+    if (akk[2] != BT || akk[3] != BT) return "`akk` must be [NC, HV, BT, BT]";
+    if (e_row[2] != BT || (e_row[3] != 1 && e_row[3] != K) || std::memcmp(e_row, e_tail, sizeof(int64_t) * 4) != 0)
+        return "`e_row` and `e_tail` must both be [NC, HV, BT, 1] or [NC, HV, BT, K]";
+    if (std::memcmp(w, k, sizeof(int64_t) * 4) != 0 || std::memcmp(kg, k, sizeof(int64_t) * 4) != 0)
+        return "`w` and `kg` must have the shape of `k`";
+    if (std::memcmp(u, v, sizeof(int64_t) * 4) != 0) return "`u` must have the shape of `v`";
+    std::memcpy(k_, k, sizeof(k_));
+    V_ = V;
+    Kg_ = e_row[3];
+    return nullptr;
+}
+
+const char* WyFastArgs::CheckSizes() const {
+    if (k_[2] != 16 && k_[2] != 32 && k_[2] != 64) return "the chunk size BT must be 16, 32 or 64";
+    const int64_t dims[] = {k_[3], V_};
+    for (int64_t d : dims)
+        if (d < 16 || d > kMaxHeadDim || d % 16 != 0) return "the head dims K and V must be multiples of 16 in [16, 256]";
+    if (k_[0] > 0x7FFFFFFF || k_[1] > 0x7FFFFFFF) return "a dimension is too large";
+    return nullptr;
+}
+
+WyFastProblem WyFastArgs::Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
+                                  uint32_t l0c_bytes) const {
+    WyFastProblem p;
+    p.NC = static_cast<uint32_t>(k_[0]);
+    p.HV = static_cast<uint32_t>(k_[1]);
+    p.BT = static_cast<uint32_t>(k_[2]);
+    p.K = static_cast<uint32_t>(k_[3]);
+    p.V = static_cast<uint32_t>(V_);
+    p.Kg = static_cast<uint32_t>(Kg_);
+    p.elem_bytes = elem_bytes;
+    p.cube_fp32 = cube_fp32;
+    p.core_num = core_num;
+    p.ub_bytes = ub_bytes;
+    p.l0c_bytes = l0c_bytes;
+    return p;
+}
+
+}  // namespace wy_fast
+}  // namespace fla_npu

@@ -1,0 +1,98 @@
+// Host tiling of the WY kernel (wy_fast_kernel.cpp), stage 3 of chunked KDA and Gated DeltaNet.
+// Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host (tests/wy_fast_tiling_test.cpp).
+//
+// The op, per chunk c and value head h (chunk layout, every (c, h) independent):
+//   w[c, h]  = Akk[c, h] @ (beta[c, h] * k[c, h] * e_row[c, h])
+//   u[c, h]  = Akk[c, h] @ (beta[c, h] * v[c, h])
+//   kg[c, h] = k[c, h] * e_tail[c, h]
+// k [NC, HV, BT, K], v [NC, HV, BT, V], Akk [NC, HV, BT, BT] (lower triangular, unit diagonal, read
+// as given) of the Cube input type T (fp16 or bf16); beta [NC, HV, BT], e_row and e_tail [NC, HV,
+// BT, Kg] (Kg = K: KDA; Kg = 1: GDN, broadcast over K) fp32; w, kg [NC, HV, BT, K] and u [NC, HV, BT,
+// V] fp32.
+//
+// Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2), the structure of chunk_output (its hand-off,
+// loads and tile loop are shared: common/chunk_cube.h). The Cube's right-hand operands need vector
+// work (the row scaling by beta and e_row, one rounding to T), so the AIVs form them in fp32 and
+// hand them over through a per-core GM workspace slot (a2/a3 AIV -> AIC is GM); kg needs no Cube
+// and is written by the AIVs directly. Extra GM traffic: the slot round trip, 2 * BT * (K + V) *
+// sizeof(T) bytes per unit; everything else is read once, w, u and kg written once.
+//   AIV  sub-block s, rows [s BT/2, (s+1) BT/2): X1 = T(beta k e_row), X2 = T(beta v) into the
+//        slot (fp32 multiplies, one rounding each); kg = fp32(k) e_tail to GM;  flag Ready ->
+//   AIC  X1, X2 from the slot and Akk from GM into L1 (ND -> NZ), Akk into L0A; per N-tile
+//        Mmad(init) Akk @ X1 -> Fixpipe w, then Akk @ X2 -> Fixpipe u (fp32 accumulation).
+//
+// Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
+// (CoreUnits); the output is bit-identical for any core count.
+//
+// Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]. Float32 Cube inputs are refused
+// (X1 and X2 reach L0B through a transposing LoadData, which exists for 2-byte types only).
+#ifndef FLA_NPU_WY_FAST_TILING_H
+#define FLA_NPU_WY_FAST_TILING_H
+
+#include <cstdint>
+
+#include "../common/aicore.h"
+
+namespace fla_npu {
+namespace wy_fast {
+
+constexpr uint32_t kMaxHeadDim = 256;
+constexpr uint32_t kL0abBytes = 64u * 1024;  // L0A / L0B on every SoC
+
+// Passed by value to the kernel (POD; identical layout on host and device).
+struct WyFastTiling {
+    uint32_t NC, HV, BT, K, V, Kg;
+    uint32_t elem_bytes;         // sizeof(T): 2
+    uint32_t num_units;          // NC * HV
+    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t units_per_core, units_rem;
+    uint32_t rows_per_aiv;       // BT / 2 rows per AIV
+    uint32_t vec_elems;          // elements of each AIV row buffer: rows_per_aiv * max(K, V)
+    uint32_t n_tile;             // columns per L0B / L0C tile (multiple of 16)
+    uint32_t ws_slot_elems;      // one workspace slot, elements of T: X1 [BT, K] then X2 [BT, V]
+    uint32_t ws_bytes_per_core;  // two slots
+    uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
+};
+
+struct WyFastProblem {
+    uint32_t NC = 0, HV = 0, BT = 64, K = 128, V = 128, Kg = 128;
+    uint32_t elem_bytes = 2;     // of k, v, Akk
+    bool cube_fp32 = true;       // the SoC's Cube takes float x float
+    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;       // usable UB per vector core
+    uint32_t l0c_bytes = 128u * 1024;
+};
+
+// Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
+int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err);
+
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+inline uint64_t UserWorkspaceBytes(const WyFastTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
+
+// The shape checks shared by the op's two front ends (the C entry point wy_fast_host.cpp, which
+// also checks dtypes and strides, and the operator package's tiling). Each step returns nullptr or
+// a message (static, without the op's name); call them in the order declared.
+class WyFastArgs {
+  public:
+    const char* SetRanks(int32_t k, int32_t v, int32_t beta, int32_t akk, int32_t e_row, int32_t e_tail, int32_t w,
+                         int32_t u, int32_t kg);
+    const char* SetShapes(const int64_t* k, const int64_t* v, const int64_t* beta, const int64_t* akk, const int64_t* e_row,
+                          const int64_t* e_tail, const int64_t* w, const int64_t* u, const int64_t* kg);
+    const char* CheckSizes() const;  // BT 16/32/64, K and V multiples of 16 up to 256, NC and HV fit 31 bits
+    WyFastProblem Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes, uint32_t l0c_bytes) const;
+
+  private:
+    int64_t k_[4] = {0, 0, 0, 0};
+    int64_t V_ = 0, Kg_ = 0;
+};
+
+// First unit and unit count of AI core `block`.
+FLA_NPU_AICORE inline void CoreUnits(const WyFastTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
+    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
+    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
+}
+
+}  // namespace wy_fast
+}  // namespace fla_npu
+
+#endif

@@ -1,0 +1,67 @@
+"""The WY kernel (``csrc/wy_fast/``, stage 3 of chunked KDA / Gated DeltaNet) called through the C
+entry points ``flaNpuWyFastGetWorkspaceSize`` / ``flaNpuWyFast``."""
+
+from __future__ import annotations
+
+import torch
+
+from . import _native as N
+
+KERNEL_DTYPES = (torch.float16, torch.bfloat16)  # the Cube input type: k, v, Akk
+CHUNK_SIZES = (16, 32, 64)
+MAX_HEAD_DIM = 256
+
+_last_launched = False
+
+_TILING_FIELDS = ("NC", "HV", "BT", "K", "V", "Kg", "elem_bytes", "num_units", "block_dim", "units_per_core", "units_rem",
+                  "rows_per_aiv", "vec_elems", "n_tile", "ws_slot_elems", "ws_bytes_per_core", "ub_bytes_used",
+                  "l1_bytes_used", "l0a_bytes_used", "l0b_bytes_used", "l0c_bytes_used")
+
+
+def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
+    """Why the kernel cannot take a call with these facts (``None`` if it can): the limits the C
+    entry point checks, stated here so that a router can fall back before building any input."""
+    if dtype not in KERNEL_DTYPES:
+        return f"the kernel takes float16 / bfloat16 Cube inputs, not {dtype}"
+    if BT not in CHUNK_SIZES:
+        return f"chunk_size {BT} (the kernel takes 16, 32, 64)"
+    if any(d % 16 or not 16 <= d <= MAX_HEAD_DIM for d in (K, V)):
+        return f"head dims K={K}, V={V} (the kernel takes multiples of 16 up to {MAX_HEAD_DIM})"
+    return None
+
+
+def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Tensor, e_row: torch.Tensor,
+            e_tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Run the kernel in the chunk layout: ``w = Akk @ (beta * k * e_row)``, ``u = Akk @ (beta * v)``,
+    ``kg = k * e_tail`` with ``k`` ``[NC, HV, BT, K]``, ``v`` ``[NC, HV, BT, V]``, ``Akk`` ``[NC, HV, BT, BT]``
+    (one dtype, float16 or bfloat16), ``beta`` ``[NC, HV, BT]``, ``e_row`` / ``e_tail`` ``[NC, HV, BT,
+    K or 1]`` (float32) -> ``(w, u, kg)`` float32. The scaled ``k`` and ``v`` are formed in float32 and
+    rounded once to ``k``'s dtype for the Cube, which accumulates in float32."""
+    global _last_launched
+    lib = N.load_library()
+    if not hasattr(lib, "flaNpuWyFastGetWorkspaceSize"):
+        raise N.NativeLibraryError(f"{N.library_path()} has no WY kernel: rebuild fla-npu")
+    k, v, beta, Akk, e_row, e_tail = (t.contiguous() for t in (k, v, beta, Akk, e_row, e_tail))
+    w = torch.empty(k.shape, dtype=torch.float32, device=k.device)
+    u = torch.empty(v.shape, dtype=torch.float32, device=k.device)
+    kg = torch.empty(k.shape, dtype=torch.float32, device=k.device)
+    descs = [N.tensor_desc(t) for t in (k, v, beta, Akk, e_row, e_tail, w, u, kg)]
+    ws_size = N.ctypes.c_uint64(0)
+    executor = N.ctypes.c_void_p(None)
+    N.check(lib.flaNpuWyFastGetWorkspaceSize(*(N.ref(d) for d in descs), N.ctypes.byref(ws_size), N.ctypes.byref(executor)),
+            "flaNpuWyFastGetWorkspaceSize")
+    workspace = N.allocate_workspace(ws_size.value, k.device)
+    ws_ptr = None if workspace is None else workspace.data_ptr()
+    N.check(lib.flaNpuWyFast(ws_ptr, ws_size.value, executor, N.current_stream(k.device)), "flaNpuWyFast")
+    _last_launched = last_tiling()["block_dim"] > 0
+    return w, u, kg
+
+
+def last_tiling() -> dict:
+    """The tiling of the last ``wy_fast`` call on this thread, as a dict."""
+    return N.read_last_tiling("flaNpuWyFastLastTiling", _TILING_FIELDS)
+
+
+def last_launch() -> N.SimLaunch | None:
+    """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
+    return N.last_sim_launch() if _last_launched else None

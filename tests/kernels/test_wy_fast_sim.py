@@ -1,0 +1,262 @@
+"""Stage 3 kernel (csrc/wy_fast/): w = Akk @ (beta k e_row), u = Akk @ (beta v), kg = k e_tail per
+(chunk, head), mixed Cube + vector, run on the host simulation of Ascend C through the installed
+library and fla_npu.runtime.
+
+Against the reference stage (``chunk_fwd.wy_fwd``) in float64 on the same inputs, relative RMS within
+the dtype's tolerance (fla_npu/testing.py); the inputs are built in the chunk layout from token
+tensors as the chunked reference builds them (``ChunkPlan``: tails and varlen; ``Akk`` from stage 2
+on those keys, so that token rows never read padding rows; padding rows of ``v`` filled with junk to
+show it cannot leak into a token row); outputs NaN-poisoned before the launch (tests/conftest.py);
+bit-identical for 1, 3 and 16 AI cores; hazard checker clean (a hazard fails the launch); GM bytes
+and Cube multiply-adds from the counters. Then the public chunk ops with FLA_NPU_CPU_IMPL=sim
+(stage 3 on this kernel) against the float64 gold, forward and every gradient.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import fla_npu
+from fla_npu.ops.common import chunk_fwd as fwd
+from fla_npu.ops.common.chunk_plan import ChunkPlan
+from fla_npu.ops.common.decay import ChunkDecay
+from fla_npu.runtime import _native, routing
+from fla_npu.runtime import chunk_output as kout
+from fla_npu.runtime import wy_fast as kwy
+from fla_npu.testing import check_close
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from helpers import Switches, check_chunk_op  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+
+
+def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
+    """Stage-3 inputs in the chunk layout: (k, v, beta, Akk, e_row, e_tail, plan), k / v / Akk in
+    ``dtype``, the rest float32; Akk from stage 2 of the reference on these keys."""
+    gen = torch.Generator().manual_seed(seed)
+    cu_t = None if cu is None else torch.tensor(cu)
+    plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
+    Kg = K if per_key else 1
+    k = torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen), dim=-1)
+    k = plan.to_chunks(k)
+    beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen))
+    g = plan.to_chunks(-torch.rand(B, T, HV, Kg, generator=gen) * 0.2 - 0.01)
+    decay = ChunkDecay(plan.fill_padding(fwd.chunk_local_cumsum(g, torch.float64)), torch.float32)
+    _, Akk = fwd.chunk_intra_fwd(k, k, beta, decay)
+    v = plan.to_chunks(torch.randn(B, T, HV, V, generator=gen))
+    v = v + _padding_mask(plan, v) * 7.0  # junk in the padding rows
+    return (k.to(dtype), v.to(dtype), beta.contiguous(), Akk.to(dtype), decay.e_row.contiguous(),
+            decay.e_tail.contiguous(), plan)
+
+
+def _padding_mask(plan, xc):
+    """1 on the padding rows of the chunk layout, 0 on token rows (broadcast over the last axis)."""
+    return 1.0 - plan.to_chunks(plan.from_chunks(torch.ones_like(xc[..., :1])))
+
+
+def _reference(k, v, beta, Akk, e_row, e_tail):
+    """The reference stage in float64 on the kernel's inputs."""
+    from types import SimpleNamespace
+
+    d = lambda t: t.double()  # noqa: E731
+    return fwd.wy_fwd(d(k), d(v), d(beta), SimpleNamespace(e_row=d(e_row), e_tail=d(e_tail)), d(Akk))
+
+
+def _gm_bytes(k, v, beta, Akk, e_row, e_tail):
+    """Compulsory minimum (each input read once, w, u, kg written once) and the kernel's own: plus
+    the workspace slot round trip of T(beta k e_row) and T(beta v) (written by the AIVs, read by the AIC)."""
+    NC, HV, BT, K = k.shape
+    V = v.shape[-1]
+    minimum = sum(t.numel() * t.element_size() for t in (k, v, beta, Akk, e_row, e_tail)) + NC * HV * BT * (2 * K + V) * 4
+    return minimum, minimum + 2 * NC * HV * BT * (K + V) * k.element_size()
+
+
+CASES = [  # (B, T, HV, K, V, BT, per_key, dtype, cu)
+    pytest.param(2, 100, 2, 64, 64, 64, True, BF16, None, id="kda-bt64-k64-tail-bf16"),
+    pytest.param(1, 150, 2, 128, 128, 64, True, FP16, None, id="kda-bt64-k128-fp16"),
+    pytest.param(2, 70, 3, 64, 128, 32, True, BF16, None, id="kda-bt32-k64-v128-bf16"),
+    pytest.param(1, 40, 1, 256, 128, 16, True, FP16, None, id="kda-bt16-k256-v128-fp16"),
+    pytest.param(1, 160, 2, 128, 64, 32, False, FP16, (0, 1, 1, 70, 150, 160), id="gdn-bt32-varlen-fp16"),
+    pytest.param(2, 90, 2, 128, 256, 64, False, BF16, None, id="gdn-bt64-k128-v256-tail-bf16"),
+    pytest.param(1, 40, 1, 256, 256, 16, False, BF16, None, id="gdn-bt16-k256-bf16"),
+]
+
+
+@pytest.mark.parametrize("B,T,HV,K,V,BT,per_key,dtype,cu", CASES)
+def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
+    k, v, beta, Akk, e_row, e_tail, plan = _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu)
+    w, u, kg = kwy.wy_fast(k, v, beta, Akk, e_row, e_tail)
+    launch = kwy.last_launch()
+    assert launch is not None and launch.ok, launch and launch.error
+    refs = _reference(k, v, beta, Akk, e_row, e_tail)
+    for name, x, ref in zip(("w", "u", "kg"), (w, u, kg), refs):
+        assert x.dtype == FP32 and torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned)"
+        # Token rows, as the op uses them: the padding rows' junk in v did not leak.
+        check_close(f"{name} (token rows)", plan.from_chunks(x), plan.from_chunks(ref), dtype)
+    # kg is a single fp32 product of exact inputs: within fp32 rounding of the float64 value.
+    assert torch.allclose(kg.double(), refs[2], rtol=2 ** -23, atol=0)
+    t = kwy.last_tiling()
+    assert (t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (plan.num_chunks, HV, BT, K, V, K if per_key else 1)
+
+
+def test_core_count_invariance_and_counters(monkeypatch):
+    """1, 3 and 16 AI cores give bit-identical outputs; GM bytes and Cube share from the counters."""
+    k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(2, 150, 3, 128, 128, 64, True, BF16, seed=3)
+    outs = []
+    for cores in (1, 3, 16):
+        monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
+        outs.append(kwy.wy_fast(k, v, beta, Akk, e_row, e_tail))
+        assert kwy.last_tiling()["block_dim"] == min(cores, k.shape[0] * k.shape[1])
+        launch = kwy.last_launch()
+        assert launch.ok and len(launch.cores) == 3 * kwy.last_tiling()["block_dim"]
+        NC, HV, BT, K = k.shape
+        V = v.shape[-1]
+        _, expected = _gm_bytes(k, v, beta, Akk, e_row, e_tail)
+        tot = launch.totals
+        assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected
+        assert tot.cube_macs == NC * HV * BT * BT * (K + V)  # both products, all on the Cube
+    for o in outs[1:]:
+        for x, x0 in zip(o, outs[0]):
+            assert torch.equal(x, x0)
+
+
+@pytest.mark.parametrize("per_key,expect_ratio,expect_share", [(True, 1.320, 0.941), (False, 1.468, 0.947)])
+def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_share):
+    """The numbers the README states (bf16, BT 64, K = V = 128)."""
+    k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(1, 128, 2, 128, 128, 64, per_key, BF16, seed=5)
+    kwy.wy_fast(k, v, beta, Akk, e_row, e_tail)
+    tot = kwy.last_launch().totals
+    minimum, _ = _gm_bytes(k, v, beta, Akk, e_row, e_tail)
+    ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
+    share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
+    print(f"wy_fast {'KDA' if per_key else 'GDN'}: GM bytes / minimum {ratio:.3f}, Cube share {share:.3f}")
+    assert round(ratio, 3) == expect_ratio and round(share, 3) == expect_share, (ratio, share)
+
+
+def test_no_chunk_launches_nothing():
+    k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
+    w, u, kg = kwy.wy_fast(k[:0], v[:0], beta[:0], Akk[:0], e_row[:0], e_tail[:0])
+    assert w.shape == kg.shape == (0, 2, 64, 64) and u.shape == (0, 2, 64, 64) and kwy.last_launch() is None
+
+
+def test_refusals():
+    k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
+    with pytest.raises(_native.KernelError, match="float32 Cube inputs are not supported"):
+        kwy.wy_fast(k.float(), v.float(), beta, Akk.float(), e_row, e_tail)
+    with pytest.raises(_native.KernelError, match="one dtype"):
+        kwy.wy_fast(k, v, beta, Akk.half(), e_row, e_tail)
+    with pytest.raises(_native.KernelError, match="must be float32"):
+        kwy.wy_fast(k, v, beta.bfloat16(), Akk, e_row, e_tail)
+    with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
+        kwy.wy_fast(k, v, beta[..., :32], Akk, e_row, e_tail)
+    with pytest.raises(_native.KernelError, match="`e_tail`"):
+        kwy.wy_fast(k, v, beta, Akk, e_row, e_tail[..., :1])
+    with pytest.raises(_native.KernelError, match="multiples of 16"):
+        kwy.wy_fast(k[..., :40], v, beta, Akk, e_row[..., :40], e_tail[..., :40])
+    assert kwy.unsupported(FP32, 64, 128, 128) and kwy.unsupported(BF16, 128, 128, 128)
+    assert kwy.unsupported(BF16, 64, 100, 128) and kwy.unsupported(BF16, 64, 128, 128) is None
+
+
+@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+def test_tiling_unit_tests(tmp_path):
+    """The C++ unit tests of the host tiling (csrc/wy_fast/tests/), compiled on the spot."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    src = ROOT / "csrc" / "wy_fast"
+    exe = tmp_path / "wy_fast_tiling_test"
+    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
+                    str(src / "tests" / "wy_fast_tiling_test.cpp"), str(src / "wy_fast_tiling.cpp"),
+                    "-o", str(exe)], check=True, capture_output=True, text=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+# ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 3 on this kernel -----------------------
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Route the chunk ops to the simulated kernels and record the stage-3 launches."""
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    calls = []
+    real = kwy.wy_fast
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append((args[0].dtype, kwy.last_launch() is not None and kwy.last_launch().ok))
+        return out
+
+    monkeypatch.setattr(kwy, "wy_fast", spy)
+    return calls
+
+
+OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
+    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True),
+                 64, None, BF16, 64, 64, id="kda-production-bf16-tail"),
+    pytest.param("kda", Switches(gate="softplus", qk_l2norm=True), 32, (0, 1, 1, 70, 150), FP16, 32, 48,
+                 id="kda-softplus-varlen-fp16-k32-v48"),
+    pytest.param("gdn", Switches(gate="softplus", beta_sigmoid=True), 64, None, BF16, 64, 32, id="gdn-softplus-bf16-tail"),
+    pytest.param("gdn", Switches(), 16, (0, 37, 37, 100), FP16, 32, 32, id="gdn-pregated-varlen-fp16-bt16"),
+    pytest.param("kda", Switches(disable_recompute=True), 64, None, BF16, 32, 32, id="kda-keep-intermediates-bf16"),
+    # disable_recompute with A_log: the backward recomputes stages 3-4 with the reference (dA_log).
+    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
+                                 disable_recompute=True), 64, None, BF16, 64, 64, id="kda-production-keep-bf16"),
+]
+
+
+@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
+def test_chunk_op_with_simulated_wy_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
+    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+    T = 100 if cu is None else cu[-1]
+    B = 2 if cu is None else 1
+    check_chunk_op(fn, op, B, T, 2, 4, K, V, sw.but(chunk_size=chunk_size), dtype,
+                   cu_seqlens=None if cu is None else torch.tensor(cu), seed=11)
+    # Stage 3 runs in the forward only: the backward recomputes w, u, kg with the reference from the
+    # kept Akk (with disable_recompute too).
+    assert launches == [(dtype, True)]
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["recompute", "disable_recompute"])
+def test_backward_recomputes_wy_with_the_reference(launches, monkeypatch, keep):
+    """The backward's recomputation of stage 3 takes the reference path (``wy_fwd``), not the kernel,
+    also when the forward keeps its intermediates."""
+    calls = []
+    real = fwd.wy_fwd
+    monkeypatch.setattr(fwd, "wy_fwd", lambda *a: calls.append(1) or real(*a))
+    q, k, v = (torch.randn(1, 64, 2, 32, dtype=BF16, requires_grad=True) for _ in range(3))
+    g = -torch.rand(1, 64, 2, 32, dtype=BF16)
+    beta = torch.rand(1, 64, 2, dtype=BF16)
+    o, _ = fla_npu.chunk_kda(q, k, v, g.requires_grad_(), beta.requires_grad_(), chunk_size=32, disable_recompute=keep)
+    assert len(launches) == 1 and calls == []
+    o.float().square().sum().backward()
+    assert len(launches) == 1 and calls == [1]
+
+
+def test_chunk_op_float32_keeps_reference_wy(launches, caplog, monkeypatch):
+    """The kernel takes no fp32 Cube inputs: stage 3 stays on the reference, logged once as a warning."""
+    monkeypatch.setattr(routing, "_logged", set())
+    with caplog.at_level(logging.WARNING, logger="fla_npu"):
+        check_chunk_op(fla_npu.chunk_kda, "kda", 1, 70, 1, 2, 32, 32, Switches(chunk_size=32), FP32, seed=2)
+    assert launches == []
+    assert any("stage 3: WY factors" in r.getMessage() and "float16 / bfloat16" in r.getMessage() for r in caplog.records)
+
+
+def test_verify_sim_row_runs_the_wy_kernel(launches):
+    """`fla-npu verify`'s sim implementation covers stage 3 (and 5): its first bf16 KDA and GDN rows pass."""
+    from fla_npu import verify
+
+    impl = next(i for i in verify.implementations() if i.name == "sim")
+    cases = []
+    for op in verify.OPS:
+        cases += [c for c in verify.build_cases(ops=(op,), quick=True) if c.kind != "decode"][:1]
+    rows = verify.verify(cases, [impl], "bf16")
+    assert len(rows) == 2 and all(r["passed"] for r in rows), rows
+    assert len(launches) >= 2 and {d for d, _ in launches} == {BF16}
+    assert kout.KERNEL_DTYPES == kwy.KERNEL_DTYPES  # stages 3 and 5 are routed for the same dtypes
