@@ -2,15 +2,13 @@
 // workspace size (every flavour), then the kernel: chunk_output_kernel.cpp launched on the host
 // simulation (sim flavour), or the operator package's aclnnFlaNpuChunkOutput pair (NPU flavours,
 // through common/aclnn_bridge.h; the kernel is built into the package by csrc/opp/).
-#include <cstring>
-#include <memory>
 #include <string>
 
 #include "../common/api_common.h"
 #include "chunk_output_tiling.h"
 
 #if defined(FLA_NPU_TARGET_SIM)
-#include "kernel_operator.h"  // the simulation's: GM_ADDR, AscendC::sim::Launch, sim::kCube
+#include "../common/sim_launch_guard.h"  // and the simulation's kernel_operator.h: GM_ADDR, sim::Launch, sim::kCube
 #else
 #include "../common/aclnn_bridge.h"
 #endif
@@ -66,38 +64,28 @@ int Launch(const Args& a, void* workspace) {
     const uint32_t blocks = a.tiling.block_dim;
     if (blocks == 0) return FLA_NPU_OK;  // no chunk: nothing to do
     GM_ADDR ws = static_cast<GM_ADDR>(workspace);
-    try {
+    return fla_npu::GuardedSimLaunch(kOp, [&] {
         if (a.dtype == FLA_NPU_FLOAT16)
             AscendC::sim::Launch("fla_chunk_output_f16", KERNEL_TYPE_MIX_AIC_1_2, blocks, fla_chunk_output_f16, a.q, a.e_row, a.s,
                                  a.aqk, a.v_new, a.out, ws, a.tiling);
         else
             AscendC::sim::Launch("fla_chunk_output_bf16", KERNEL_TYPE_MIX_AIC_1_2, blocks, fla_chunk_output_bf16, a.q, a.e_row,
                                  a.s, a.aqk, a.v_new, a.out, ws, a.tiling);
-    } catch (const AscendC::sim::LaunchError& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_KERNEL, e.what());
-    } catch (const std::exception& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_RUNTIME, std::string(kOp) + ": " + e.what());
-    }
-    return FLA_NPU_OK;
+    });
 }
-
-GM_ADDR Addr(const FlaNpuTensor* t) { return t == nullptr ? nullptr : static_cast<GM_ADDR>(t->data); }
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
     Args args{};
     args.tiling = call.tiling;
     args.dtype = call.dtype;
-    args.q = Addr(call.q);
-    args.e_row = Addr(call.e_row);
-    args.s = Addr(call.s);
-    args.aqk = Addr(call.aqk);
-    args.v_new = Addr(call.v_new);
-    args.out = Addr(call.out);
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    ex->workspace_size = fla_npu::chunk_output::UserWorkspaceBytes(call.tiling);
-    ex->launch = [args](void* ws, uint64_t, void*) { return Launch(args, ws); };  // synchronous; no stream
-    *executor = ex;
+    args.q = fla_npu::SimAddr(call.q);
+    args.e_row = fla_npu::SimAddr(call.e_row);
+    args.s = fla_npu::SimAddr(call.s);
+    args.aqk = fla_npu::SimAddr(call.aqk);
+    args.v_new = fla_npu::SimAddr(call.v_new);
+    args.out = fla_npu::SimAddr(call.out);
+    *executor = fla_npu::NewExecutor(kOp, fla_npu::chunk_output::UserWorkspaceBytes(call.tiling),
+                                     [args](void* ws, uint64_t, void*) { return Launch(args, ws); });  // synchronous; no stream
     return FLA_NPU_OK;
 }
 
@@ -120,30 +108,14 @@ using GetWorkspaceSizeFn = aclnn::Status (*)(const aclnn::AclTensor*, const acln
 const aclnn::Op g_aclnn("aclnnFlaNpuChunkOutput");
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
-    std::shared_ptr<aclnn::Call> c;
-    int status = aclnn::Call::Begin(g_aclnn, kOp, &c);
-    if (status != FLA_NPU_OK) return status;
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    if (call.tiling.block_dim == 0) {  // no chunk: nothing to call
-        ex->workspace_size = 0;
-        ex->launch = [](void*, uint64_t, void*) { return static_cast<int>(FLA_NPU_OK); };
-        *executor = ex;
-        return FLA_NPU_OK;
-    }
     const FlaNpuTensor* const tensors[] = {call.q, call.e_row, call.s, call.aqk, call.v_new, call.out};
     const char* const names[] = {"q", "e_row", "s", "aqk", "v_new", "out"};
-    const aclnn::AclTensor* t[6];
-    status = c->Describe(tensors, names, t);
-    if (status == FLA_NPU_OK) status = c->GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], t[3], t[4], t[5]);
-    if (status != FLA_NPU_OK) {
-        delete ex;
-        return status;
-    }
-    ex->workspace_size = c->workspace_size();
-    ex->launch = [c](void* ws, uint64_t ws_size, void* stream) { return c->Launch(ws, ws_size, stream); };
-    *executor = ex;
-    return FLA_NPU_OK;
+    return aclnn::ForwardToPackage(
+        g_aclnn, kOp, call.tiling.block_dim == 0 /* no chunk: nothing to call */, tensors, names,
+        [](aclnn::Call& c, const aclnn::AclTensor* const* t) {
+            return c.GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], t[3], t[4], t[5]);
+        },
+        executor);
 }
 
 // a2/a3 (2201) and a5 (3510) Cubes take float x float (IEEE fp32).
@@ -152,26 +124,13 @@ bool CubeTakesFp32() { return true; }
 }  // namespace
 #endif
 
-namespace {
-
-// AI cores a mixed launch may use: one per two vector cores.
-uint32_t AiCoreNum() {
-    const int32_t aiv = flaNpuVectorCoreNum();
-    return aiv >= 2 ? static_cast<uint32_t>(aiv / 2) : 1u;
-}
-
-}  // namespace
-
 extern "C" {
 
 int flaNpuChunkOutputGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* e_row, const FlaNpuTensor* s,
                                       const FlaNpuTensor* aqk, const FlaNpuTensor* v_new, const FlaNpuTensor* out,
                                       uint64_t* workspace_size, FlaNpuExecutor** executor) {
     using namespace fla_npu;
-    ClearError();
-    if (workspace_size == nullptr || executor == nullptr) return Invalid("`workspace_size` and `executor` must not be null");
-    *executor = nullptr;
-    *workspace_size = 0;
+    if (!BeginGetWorkspaceSize(kOp, workspace_size, executor)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (!CheckPresent(kOp, "q", q) || !CheckPresent(kOp, "e_row", e_row) || !CheckPresent(kOp, "s", s) ||
         !CheckPresent(kOp, "aqk", aqk) || !CheckPresent(kOp, "v_new", v_new) || !CheckPresent(kOp, "out", out))
         return FLA_NPU_ERR_INVALID_ARGUMENT;
@@ -191,8 +150,8 @@ int flaNpuChunkOutputGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor*
         return FLA_NPU_ERR_INVALID_ARGUMENT;
     if ((bad = checked.CheckSizes())) return Invalid(bad);
     const chunk_output::ChunkOutputProblem p =
-        checked.Problem(q->dtype == FLA_NPU_FLOAT32 ? 4u : 2u, CubeTakesFp32(), AiCoreNum(), TargetUbBytes(),
-                        std::strcmp(TargetSoc(), "a5") == 0 ? 256u * 1024 : 128u * 1024);
+        checked.Problem(q->dtype == FLA_NPU_FLOAT32 ? 4u : 2u, CubeTakesFp32(), MixedLaunchAiCoreNum(), TargetUbBytes(),
+                        TargetL0cBytes());
 
     Request call{};
     const char* err = "";
@@ -206,10 +165,7 @@ int flaNpuChunkOutputGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor*
     call.v_new = v_new;
     call.out = out;
 
-    const int status = MakeExecutor(call, executor);
-    if (status != FLA_NPU_OK) return status;
-    *workspace_size = (*executor)->workspace_size;
-    return FLA_NPU_OK;
+    return FinishGetWorkspaceSize(MakeExecutor(call, executor), executor, workspace_size);
 }
 
 int flaNpuChunkOutput(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream) {

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "../common/chunk_tiling.h"
+
 namespace fla_npu {
 namespace chunk_output {
 
@@ -35,12 +37,7 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
 
     t->NC = p.NC; t->HV = p.HV; t->BT = p.BT; t->K = p.K; t->V = p.V; t->Kg = p.Kg;
     t->elem_bytes = p.elem_bytes;
-    t->num_units = static_cast<uint32_t>(units);
-    t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
-    if (t->block_dim > 0) {
-        t->units_per_core = t->num_units / t->block_dim;
-        t->units_rem = t->num_units % t->block_dim;
-    }
+    chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
     // AIV: half of qe's rows, half of S's rows in pieces of at most kVecPieceElems fp32 elements
     // (V <= 256, so a piece has at least 32 rows; K / 2 is a multiple of 8).
@@ -95,30 +92,11 @@ const char* ChunkOutputArgs::SetShapes(const int64_t* q, const int64_t* e_row, c
     return nullptr;
 }
 
-const char* ChunkOutputArgs::CheckSizes() const {
-    if (q_[2] != 16 && q_[2] != 32 && q_[2] != 64) return "the chunk size BT must be 16, 32 or 64";
-    const int64_t dims[] = {q_[3], V_};
-    for (int64_t d : dims)
-        if (d < 16 || d > kMaxHeadDim || d % 16 != 0) return "the head dims K and V must be multiples of 16 in [16, 256]";
-    if (q_[0] > 0x7FFFFFFF || q_[1] > 0x7FFFFFFF) return "a dimension is too large";
-    return nullptr;
-}
+const char* ChunkOutputArgs::CheckSizes() const { return chunk_tiling::CheckSizes(q_, V_, kMaxHeadDim); }
 
 ChunkOutputProblem ChunkOutputArgs::Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
                                             uint32_t l0c_bytes) const {
-    ChunkOutputProblem p;
-    p.NC = static_cast<uint32_t>(q_[0]);
-    p.HV = static_cast<uint32_t>(q_[1]);
-    p.BT = static_cast<uint32_t>(q_[2]);
-    p.K = static_cast<uint32_t>(q_[3]);
-    p.V = static_cast<uint32_t>(V_);
-    p.Kg = static_cast<uint32_t>(Kg_);
-    p.elem_bytes = elem_bytes;
-    p.cube_fp32 = cube_fp32;
-    p.core_num = core_num;
-    p.ub_bytes = ub_bytes;
-    p.l0c_bytes = l0c_bytes;
-    return p;
+    return chunk_tiling::MakeProblem<ChunkOutputProblem>(q_, V_, Kg_, elem_bytes, cube_fp32, core_num, ub_bytes, l0c_bytes);
 }
 
 }  // namespace chunk_output

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "api_common.h"
 #include "fla_npu/kernels.h"
 
 namespace fla_npu {
@@ -123,6 +124,29 @@ class Call {
     uint64_t workspace_size_ = 0;
     AclOpExecutor* executor_ = nullptr;
 };
+
+// The NPU flavours' MakeExecutor, alike for every op: begins a Call of `op` (an error if no operator
+// package is loaded), then, unless there is `nothing_to_do` (an executor that launches nothing),
+// describes `tensors` and runs phase one as `first_phase(call, described_tensors)`, the op's
+// GetWorkspaceSize<Fn>(...) with its attributes; the executor's launch is phase two.
+template <size_t N, typename FirstPhase>
+int ForwardToPackage(const Op& op, const char* caller, bool nothing_to_do, const FlaNpuTensor* const (&tensors)[N],
+                     const char* const (&names)[N], FirstPhase&& first_phase, FlaNpuExecutor** executor) {
+    std::shared_ptr<Call> c;
+    int status = Call::Begin(op, caller, &c);
+    if (status != FLA_NPU_OK) return status;
+    if (nothing_to_do) {
+        *executor = NewExecutor(caller, 0, [](void*, uint64_t, void*) { return static_cast<int>(FLA_NPU_OK); });
+        return FLA_NPU_OK;
+    }
+    const AclTensor* t[N];
+    status = c->Describe(tensors, names, t);
+    if (status == FLA_NPU_OK) status = first_phase(*c, t);
+    if (status != FLA_NPU_OK) return status;
+    *executor = NewExecutor(caller, c->workspace_size(),
+                            [c](void* ws, uint64_t ws_size, void* stream) { return c->Launch(ws, ws_size, stream); });
+    return FLA_NPU_OK;
+}
 
 }  // namespace aclnn
 }  // namespace fla_npu

@@ -2,6 +2,7 @@
 #include "api_common.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "../gate/gate_cumsum_tiling.h"
@@ -107,6 +108,29 @@ int64_t Numel(const FlaNpuTensor* t) {
 
 const char* TargetSoc() { return FLA_NPU_SOC; }
 uint32_t TargetUbBytes() { return gate::UbBytesForSoc(FLA_NPU_SOC); }
+uint32_t TargetL0cBytes() { return std::strcmp(TargetSoc(), "a5") == 0 ? 256u * 1024 : 128u * 1024; }
+
+uint32_t MixedLaunchAiCoreNum() {
+    const int32_t aiv = flaNpuVectorCoreNum();
+    return aiv >= 2 ? static_cast<uint32_t>(aiv / 2) : 1u;
+}
+
+bool BeginGetWorkspaceSize(const char* op, uint64_t* workspace_size, FlaNpuExecutor** executor) {
+    ClearError();
+    if (workspace_size == nullptr || executor == nullptr) {
+        SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(op) + ": `workspace_size` and `executor` must not be null");
+        return false;
+    }
+    *executor = nullptr;
+    *workspace_size = 0;
+    return true;
+}
+
+int FinishGetWorkspaceSize(int make_executor_status, FlaNpuExecutor* const* executor, uint64_t* workspace_size) {
+    if (make_executor_status != FLA_NPU_OK) return make_executor_status;
+    *workspace_size = (*executor)->workspace_size;
+    return FLA_NPU_OK;
+}
 
 }  // namespace fla_npu
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "fla_npu/kernels.h"
 
@@ -33,6 +34,23 @@ bool CheckContiguous(const char* op, const char* name, const FlaNpuTensor* t);
 int64_t Numel(const FlaNpuTensor* t);
 const char* DtypeName(int32_t dtype);
 
+// Opening of every `<op>GetWorkspaceSize`: clears the error, refuses null out-pointers and zeroes
+// them. Returns false after SetError(FLA_NPU_ERR_INVALID_ARGUMENT, "<op>: ...").
+bool BeginGetWorkspaceSize(const char* op, uint64_t* workspace_size, FlaNpuExecutor** executor);
+
+// Close of every `<op>GetWorkspaceSize`: passes on the flavour's MakeExecutor status and, on
+// success, reports the executor's workspace size.
+int FinishGetWorkspaceSize(int make_executor_status, FlaNpuExecutor* const* executor, uint64_t* workspace_size);
+
+// A new executor of `op` (every flavour builds its executors alike; deleted by RunExecutor).
+inline FlaNpuExecutor* NewExecutor(const char* op, uint64_t workspace_size, std::function<int(void*, uint64_t, void*)> launch) {
+    auto* ex = new FlaNpuExecutor;
+    ex->op = op;
+    ex->workspace_size = workspace_size;
+    ex->launch = std::move(launch);
+    return ex;
+}
+
 // The second phase of every op: checks that `executor` belongs to `op` and that the workspace is
 // large enough, runs it and frees it (also on error). `get_ws_name` names the first phase.
 int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
@@ -51,6 +69,10 @@ int32_t CopyTiling(const Tiling& tiling, uint32_t* words, int32_t capacity) {
 uint32_t TargetUbBytes();
 // The SoC profile name of the flavour ("a2", "a3", "a5").
 const char* TargetSoc();
+// L0C bytes per AI core of the flavour's SoC (the mixed Cube ops' tilings need it).
+uint32_t TargetL0cBytes();
+// AI cores a mixed (AIC + 2 AIV) launch may use: one per two vector cores, at least one.
+uint32_t MixedLaunchAiCoreNum();
 
 }  // namespace fla_npu
 

@@ -2,15 +2,13 @@
 // and tiling (every flavour), then the kernel: gate_cumsum_kernel.cpp launched on the host
 // simulation (sim flavour), or the operator package's aclnnFlaNpuGateChunkCumsum pair (NPU
 // flavours, through common/aclnn_bridge.h; the kernel is built into the package by csrc/opp/).
-#include <cstring>
-#include <memory>
 #include <string>
 
 #include "../common/api_common.h"
 #include "gate_cumsum_tiling.h"
 
 #if defined(FLA_NPU_TARGET_SIM)
-#include "kernel_operator.h"  // the simulation's: GM_ADDR, AscendC::sim::Launch
+#include "../common/sim_launch_guard.h"  // and the simulation's kernel_operator.h: GM_ADDR, sim::Launch
 #else
 #include "../common/aclnn_bridge.h"
 #endif
@@ -72,7 +70,7 @@ struct Args {
 int Launch(const Args& a) {
     const uint32_t blocks = a.tiling.block_dim;
     if (blocks == 0) return FLA_NPU_OK;  // no token: nothing to do
-    try {
+    return fla_npu::GuardedSimLaunch(kOp, [&] {
         switch (a.dtype) {
         case FLA_NPU_FLOAT32:
             AscendC::sim::Launch("fla_gate_chunk_cumsum_f32", KERNEL_TYPE_AIV_ONLY, blocks, fla_gate_chunk_cumsum_f32,
@@ -87,31 +85,20 @@ int Launch(const Args& a) {
                                  a.g, a.a_log, a.dt_bias, a.cu, a.chunks, a.out, a.tiling);
             break;
         }
-    } catch (const AscendC::sim::LaunchError& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_KERNEL, e.what());
-    } catch (const std::exception& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_RUNTIME, std::string(kOp) + ": " + e.what());
-    }
-    return FLA_NPU_OK;
+    });
 }
-
-GM_ADDR Addr(const FlaNpuTensor* t) { return t == nullptr ? nullptr : static_cast<GM_ADDR>(t->data); }
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
     Args args{};
     args.tiling = call.tiling;
     args.dtype = call.dtype;
-    args.g = Addr(call.g);
-    args.a_log = Addr(call.a_log);
-    args.dt_bias = Addr(call.dt_bias);
-    args.cu = Addr(call.cu_seqlens);
-    args.chunks = Addr(call.chunk_indices);
-    args.out = Addr(call.out);
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    ex->workspace_size = 0;
-    ex->launch = [args](void*, uint64_t, void*) { return Launch(args); };  // synchronous; no stream
-    *executor = ex;
+    args.g = fla_npu::SimAddr(call.g);
+    args.a_log = fla_npu::SimAddr(call.a_log);
+    args.dt_bias = fla_npu::SimAddr(call.dt_bias);
+    args.cu = fla_npu::SimAddr(call.cu_seqlens);
+    args.chunks = fla_npu::SimAddr(call.chunk_indices);
+    args.out = fla_npu::SimAddr(call.out);
+    *executor = fla_npu::NewExecutor(kOp, 0, [args](void*, uint64_t, void*) { return Launch(args); });  // synchronous; no stream
     return FLA_NPU_OK;
 }
 
@@ -133,33 +120,16 @@ using GetWorkspaceSizeFn = aclnn::Status (*)(const aclnn::AclTensor*, const acln
 const aclnn::Op g_aclnn("aclnnFlaNpuGateChunkCumsum");
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
-    std::shared_ptr<aclnn::Call> c;
-    int status = aclnn::Call::Begin(g_aclnn, kOp, &c);
-    if (status != FLA_NPU_OK) return status;
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    if (call.tiling.block_dim == 0) {  // no token: nothing to call
-        ex->workspace_size = 0;
-        ex->launch = [](void*, uint64_t, void*) { return static_cast<int>(FLA_NPU_OK); };
-        *executor = ex;
-        return FLA_NPU_OK;
-    }
     const FlaNpuTensor* const tensors[] = {call.g, call.a_log, call.dt_bias, call.cu_seqlens, call.chunk_indices, call.out};
     const char* const names[] = {"g", "a_log", "dt_bias", "cu_seqlens", "chunk_indices", "out"};
-    const aclnn::AclTensor* t[6];
-    status = c->Describe(tensors, names, t);
-    if (status == FLA_NPU_OK)
-        status = c->GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], t[3], t[4], int64_t(call.chunk_size),
-                                                         int64_t(call.gate_form), aclnn::FloatAttr(call.lower_bound),
-                                                         aclnn::FloatAttr(call.scale), t[5]);
-    if (status != FLA_NPU_OK) {
-        delete ex;
-        return status;
-    }
-    ex->workspace_size = c->workspace_size();
-    ex->launch = [c](void* ws, uint64_t ws_size, void* stream) { return c->Launch(ws, ws_size, stream); };
-    *executor = ex;
-    return FLA_NPU_OK;
+    return aclnn::ForwardToPackage(
+        g_aclnn, kOp, call.tiling.block_dim == 0 /* no token: nothing to call */, tensors, names,
+        [&call](aclnn::Call& c, const aclnn::AclTensor* const* t) {
+            return c.GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], t[3], t[4], int64_t(call.chunk_size),
+                                                          int64_t(call.gate_form), aclnn::FloatAttr(call.lower_bound),
+                                                          aclnn::FloatAttr(call.scale), t[5]);
+        },
+        executor);
 }
 
 }  // namespace
@@ -172,10 +142,7 @@ int flaNpuGateChunkCumsumGetWorkspaceSize(const FlaNpuTensor* g, const FlaNpuTen
                                           int32_t chunk_size, int32_t gate_form, float lower_bound, float scale,
                                           const FlaNpuTensor* out, uint64_t* workspace_size, FlaNpuExecutor** executor) {
     using namespace fla_npu;
-    ClearError();
-    if (workspace_size == nullptr || executor == nullptr) return Invalid("`workspace_size` and `executor` must not be null");
-    *executor = nullptr;
-    *workspace_size = 0;
+    if (!BeginGetWorkspaceSize(kOp, workspace_size, executor)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (!CheckPresent(kOp, "g", g) || !CheckPresent(kOp, "out", out)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     // Shapes and attributes: the checks the operator package's tiling shares (gate::GateCumsumArgs),
     // with this entry point's descriptor checks (dtypes, strides) in between.
@@ -230,10 +197,7 @@ int flaNpuGateChunkCumsumGetWorkspaceSize(const FlaNpuTensor* g, const FlaNpuTen
     call.scale = scale;
     call.out = out;
 
-    const int status = MakeExecutor(call, executor);
-    if (status != FLA_NPU_OK) return status;
-    *workspace_size = (*executor)->workspace_size;
-    return FLA_NPU_OK;
+    return FinishGetWorkspaceSize(MakeExecutor(call, executor), executor, workspace_size);
 }
 
 int flaNpuGateChunkCumsum(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream) {

@@ -3,15 +3,13 @@
 // prefix_shared_attention_kernel.cpp launched on the host simulation (sim flavour), or the operator
 // package's aclnnFlaNpuPrefixSharedAttention pair (NPU flavours, through common/aclnn_bridge.h; the
 // kernel is built into the package by csrc/opp/).
-#include <cstring>
-#include <memory>
 #include <string>
 
 #include "../common/api_common.h"
 #include "prefix_shared_attention_tiling.h"
 
 #if defined(FLA_NPU_TARGET_SIM)
-#include "kernel_operator.h"  // the simulation's: GM_ADDR, AscendC::sim::Launch
+#include "../common/sim_launch_guard.h"  // and the simulation's kernel_operator.h: GM_ADDR, sim::Launch
 #else
 #include "../common/aclnn_bridge.h"
 #endif
@@ -63,36 +61,26 @@ int Launch(const Args& a, void* workspace) {
     const uint32_t blocks = a.tiling.block_dim;
     if (blocks == 0) return FLA_NPU_OK;  // bs == 0: nothing to do
     GM_ADDR ws = static_cast<GM_ADDR>(workspace);
-    try {
+    return fla_npu::GuardedSimLaunch(kOp, [&] {
         if (a.dtype == FLA_NPU_FLOAT16)
             AscendC::sim::Launch("fla_prefix_shared_attention_f16", KERNEL_TYPE_MIX_AIC_1_2, blocks, fla_prefix_shared_attention_f16,
                                  a.q, a.k, a.v, a.out, ws, a.tiling);
         else
             AscendC::sim::Launch("fla_prefix_shared_attention_bf16", KERNEL_TYPE_MIX_AIC_1_2, blocks, fla_prefix_shared_attention_bf16,
                                  a.q, a.k, a.v, a.out, ws, a.tiling);
-    } catch (const AscendC::sim::LaunchError& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_KERNEL, e.what());
-    } catch (const std::exception& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_RUNTIME, std::string(kOp) + ": " + e.what());
-    }
-    return FLA_NPU_OK;
+    });
 }
-
-GM_ADDR Addr(const FlaNpuTensor* t) { return t == nullptr ? nullptr : static_cast<GM_ADDR>(t->data); }
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
     Args args{};
     args.tiling = call.tiling;
     args.dtype = call.dtype;
-    args.q = Addr(call.q);
-    args.k = Addr(call.k);
-    args.v = Addr(call.v);
-    args.out = Addr(call.out);
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    ex->workspace_size = fla_npu::psa::UserWorkspaceBytes(call.tiling);
-    ex->launch = [args](void* ws, uint64_t, void*) { return Launch(args, ws); };  // synchronous; no stream
-    *executor = ex;
+    args.q = fla_npu::SimAddr(call.q);
+    args.k = fla_npu::SimAddr(call.k);
+    args.v = fla_npu::SimAddr(call.v);
+    args.out = fla_npu::SimAddr(call.out);
+    *executor = fla_npu::NewExecutor(kOp, fla_npu::psa::UserWorkspaceBytes(call.tiling),
+                                     [args](void* ws, uint64_t, void*) { return Launch(args, ws); });  // synchronous; no stream
     return FLA_NPU_OK;
 }
 
@@ -111,55 +99,25 @@ using GetWorkspaceSizeFn = aclnn::Status (*)(const aclnn::AclTensor*, const acln
 const aclnn::Op g_aclnn("aclnnFlaNpuPrefixSharedAttention");
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
-    std::shared_ptr<aclnn::Call> c;
-    int status = aclnn::Call::Begin(g_aclnn, kOp, &c);
-    if (status != FLA_NPU_OK) return status;
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    if (call.tiling.block_dim == 0) {  // bs == 0: nothing to call
-        ex->workspace_size = 0;
-        ex->launch = [](void*, uint64_t, void*) { return static_cast<int>(FLA_NPU_OK); };
-        *executor = ex;
-        return FLA_NPU_OK;
-    }
     const FlaNpuTensor* const tensors[] = {call.q, call.k, call.v, call.out};
     const char* const names[] = {"q", "k", "v", "out"};
-    const aclnn::AclTensor* t[4];
-    status = c->Describe(tensors, names, t);
-    if (status == FLA_NPU_OK)
-        status = c->GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], aclnn::FloatAttr(call.scale), t[3]);
-    if (status != FLA_NPU_OK) {
-        delete ex;
-        return status;
-    }
-    ex->workspace_size = c->workspace_size();
-    ex->launch = [c](void* ws, uint64_t ws_size, void* stream) { return c->Launch(ws, ws_size, stream); };
-    *executor = ex;
-    return FLA_NPU_OK;
+    return aclnn::ForwardToPackage(
+        g_aclnn, kOp, call.tiling.block_dim == 0 /* bs == 0: nothing to call */, tensors, names,
+        [&call](aclnn::Call& c, const aclnn::AclTensor* const* t) {
+            return c.GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], aclnn::FloatAttr(call.scale), t[3]);
+        },
+        executor);
 }
 
 }  // namespace
 #endif
-
-namespace {
-
-// AI cores a mixed launch may use: one per two vector cores.
-uint32_t AiCoreNum() {
-    const int32_t aiv = flaNpuVectorCoreNum();
-    return aiv >= 2 ? static_cast<uint32_t>(aiv / 2) : 1u;
-}
-
-}  // namespace
 
 extern "C" {
 
 int flaNpuPrefixSharedAttentionGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, float scale,
                                                 const FlaNpuTensor* out, uint64_t* workspace_size, FlaNpuExecutor** executor) {
     using namespace fla_npu;
-    ClearError();
-    if (workspace_size == nullptr || executor == nullptr) return Invalid("`workspace_size` and `executor` must not be null");
-    *executor = nullptr;
-    *workspace_size = 0;
+    if (!BeginGetWorkspaceSize(kOp, workspace_size, executor)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (!CheckPresent(kOp, "q", q) || !CheckPresent(kOp, "k", k) || !CheckPresent(kOp, "v", v) || !CheckPresent(kOp, "out", out))
         return FLA_NPU_ERR_INVALID_ARGUMENT;
     // Shapes: the checks the operator package's tiling shares (psa::PsaArgs), with this entry
@@ -176,8 +134,7 @@ int flaNpuPrefixSharedAttentionGetWorkspaceSize(const FlaNpuTensor* q, const Fla
         !CheckContiguous(kOp, "out", out))
         return FLA_NPU_ERR_INVALID_ARGUMENT;
     if ((bad = checked.CheckSizes())) return Invalid(bad);
-    const psa::PsaProblem p = checked.Problem(scale, AiCoreNum(), TargetUbBytes(),
-                                              std::strcmp(TargetSoc(), "a5") == 0 ? 256u * 1024 : 128u * 1024);
+    const psa::PsaProblem p = checked.Problem(scale, MixedLaunchAiCoreNum(), TargetUbBytes(), TargetL0cBytes());
 
     Request call{};
     const char* err = "";
@@ -190,10 +147,7 @@ int flaNpuPrefixSharedAttentionGetWorkspaceSize(const FlaNpuTensor* q, const Fla
     call.scale = scale;
     call.out = out;
 
-    const int status = MakeExecutor(call, executor);
-    if (status != FLA_NPU_OK) return status;
-    *workspace_size = (*executor)->workspace_size;
-    return FLA_NPU_OK;
+    return FinishGetWorkspaceSize(MakeExecutor(call, executor), executor, workspace_size);
 }
 
 int flaNpuPrefixSharedAttention(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream) {

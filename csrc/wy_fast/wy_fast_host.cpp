@@ -2,15 +2,13 @@
 // (every flavour), then the kernel: wy_fast_kernel.cpp launched on the host simulation (sim
 // flavour), or the operator package's aclnnFlaNpuWyFast pair (NPU flavours, through
 // common/aclnn_bridge.h; the kernel is built into the package by csrc/opp/).
-#include <cstring>
-#include <memory>
 #include <string>
 
 #include "../common/api_common.h"
 #include "wy_fast_tiling.h"
 
 #if defined(FLA_NPU_TARGET_SIM)
-#include "kernel_operator.h"  // the simulation's: GM_ADDR, AscendC::sim::Launch, sim::kCube
+#include "../common/sim_launch_guard.h"  // and the simulation's kernel_operator.h: GM_ADDR, sim::Launch, sim::kCube
 #else
 #include "../common/aclnn_bridge.h"
 #endif
@@ -59,16 +57,11 @@ int Launch(const Args& a, void* workspace) {
     if (blocks == 0) return FLA_NPU_OK;  // no chunk: nothing to do
     GM_ADDR ws = static_cast<GM_ADDR>(workspace);
     const bool f16 = a.dtype == FLA_NPU_FLOAT16;
-    try {
+    return fla_npu::GuardedSimLaunch(kOp, [&] {
         AscendC::sim::Launch(f16 ? "fla_wy_fast_f16" : "fla_wy_fast_bf16", KERNEL_TYPE_MIX_AIC_1_2, blocks,
                              f16 ? fla_wy_fast_f16 : fla_wy_fast_bf16, a.t[0], a.t[1], a.t[2], a.t[3], a.t[4], a.t[5], a.t[6],
                              a.t[7], a.t[8], ws, a.tiling);
-    } catch (const AscendC::sim::LaunchError& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_KERNEL, e.what());
-    } catch (const std::exception& e) {
-        return fla_npu::SetError(FLA_NPU_ERR_RUNTIME, std::string(kOp) + ": " + e.what());
-    }
-    return FLA_NPU_OK;
+    });
 }
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
@@ -76,11 +69,8 @@ int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
     args.tiling = call.tiling;
     args.dtype = call.dtype;
     for (int i = 0; i < kTensors; ++i) args.t[i] = static_cast<uint8_t*>(call.t[i]->data);
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    ex->workspace_size = fla_npu::wy_fast::UserWorkspaceBytes(call.tiling);
-    ex->launch = [args](void* ws, uint64_t, void*) { return Launch(args, ws); };  // synchronous; no stream
-    *executor = ex;
+    *executor = fla_npu::NewExecutor(kOp, fla_npu::wy_fast::UserWorkspaceBytes(call.tiling),
+                                     [args](void* ws, uint64_t, void*) { return Launch(args, ws); });  // synchronous; no stream
     return FLA_NPU_OK;
 }
 
@@ -103,30 +93,13 @@ using GetWorkspaceSizeFn = aclnn::Status (*)(Tensor, Tensor, Tensor, Tensor, Ten
 const aclnn::Op g_aclnn("aclnnFlaNpuWyFast");
 
 int MakeExecutor(const Request& call, FlaNpuExecutor** executor) {
-    std::shared_ptr<aclnn::Call> c;
-    int status = aclnn::Call::Begin(g_aclnn, kOp, &c);
-    if (status != FLA_NPU_OK) return status;
-    auto* ex = new FlaNpuExecutor;
-    ex->op = kOp;
-    if (call.tiling.block_dim == 0) {  // no chunk: nothing to call
-        ex->workspace_size = 0;
-        ex->launch = [](void*, uint64_t, void*) { return static_cast<int>(FLA_NPU_OK); };
-        *executor = ex;
-        return FLA_NPU_OK;
-    }
     const char* const names[kTensors] = {"k", "v", "beta", "akk", "e_row", "e_tail", "w", "u", "kg"};
-    Tensor t[kTensors];
-    status = c->Describe(call.t, names, t);
-    if (status == FLA_NPU_OK)
-        status = c->GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8]);
-    if (status != FLA_NPU_OK) {
-        delete ex;
-        return status;
-    }
-    ex->workspace_size = c->workspace_size();
-    ex->launch = [c](void* ws, uint64_t ws_size, void* stream) { return c->Launch(ws, ws_size, stream); };
-    *executor = ex;
-    return FLA_NPU_OK;
+    return aclnn::ForwardToPackage(
+        g_aclnn, kOp, call.tiling.block_dim == 0 /* no chunk: nothing to call */, call.t, names,
+        [](aclnn::Call& c, const Tensor* t) {
+            return c.GetWorkspaceSize<GetWorkspaceSizeFn>(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8]);
+        },
+        executor);
 }
 
 // a2/a3 (2201) and a5 (3510) Cubes take float x float (IEEE fp32).
@@ -135,16 +108,6 @@ bool CubeTakesFp32() { return true; }
 }  // namespace
 #endif
 
-namespace {
-
-// AI cores a mixed launch may use: one per two vector cores.
-uint32_t AiCoreNum() {
-    const int32_t aiv = flaNpuVectorCoreNum();
-    return aiv >= 2 ? static_cast<uint32_t>(aiv / 2) : 1u;
-}
-
-}  // namespace
-
 extern "C" {
 
 int flaNpuWyFastGetWorkspaceSize(const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* beta, const FlaNpuTensor* akk,
@@ -152,10 +115,7 @@ int flaNpuWyFastGetWorkspaceSize(const FlaNpuTensor* k, const FlaNpuTensor* v, c
                                  const FlaNpuTensor* u, const FlaNpuTensor* kg, uint64_t* workspace_size,
                                  FlaNpuExecutor** executor) {
     using namespace fla_npu;
-    ClearError();
-    if (workspace_size == nullptr || executor == nullptr) return Invalid("`workspace_size` and `executor` must not be null");
-    *executor = nullptr;
-    *workspace_size = 0;
+    if (!BeginGetWorkspaceSize(kOp, workspace_size, executor)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     const FlaNpuTensor* const t[kTensors] = {k, v, beta, akk, e_row, e_tail, w, u, kg};
     const char* const names[kTensors] = {"k", "v", "beta", "akk", "e_row", "e_tail", "w", "u", "kg"};
     for (int i = 0; i < kTensors; ++i)
@@ -178,8 +138,8 @@ int flaNpuWyFastGetWorkspaceSize(const FlaNpuTensor* k, const FlaNpuTensor* v, c
         if (!CheckContiguous(kOp, names[i], t[i])) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if ((bad = checked.CheckSizes())) return Invalid(bad);
     const wy_fast::WyFastProblem p =
-        checked.Problem(k->dtype == FLA_NPU_FLOAT32 ? 4u : 2u, CubeTakesFp32(), AiCoreNum(), TargetUbBytes(),
-                        std::strcmp(TargetSoc(), "a5") == 0 ? 256u * 1024 : 128u * 1024);
+        checked.Problem(k->dtype == FLA_NPU_FLOAT32 ? 4u : 2u, CubeTakesFp32(), MixedLaunchAiCoreNum(), TargetUbBytes(),
+                        TargetL0cBytes());
 
     Request call{};
     const char* err = "";
@@ -188,10 +148,7 @@ int flaNpuWyFastGetWorkspaceSize(const FlaNpuTensor* k, const FlaNpuTensor* v, c
     call.dtype = k->dtype;
     for (int i = 0; i < kTensors; ++i) call.t[i] = t[i];
 
-    const int status = MakeExecutor(call, executor);
-    if (status != FLA_NPU_OK) return status;
-    *workspace_size = (*executor)->workspace_size;
-    return FLA_NPU_OK;
+    return FinishGetWorkspaceSize(MakeExecutor(call, executor), executor, workspace_size);
 }
 
 int flaNpuWyFast(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream) {

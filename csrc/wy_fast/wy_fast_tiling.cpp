@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "../common/chunk_tiling.h"
+
 namespace fla_npu {
 namespace wy_fast {
 
@@ -37,12 +39,7 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
 
     t->NC = p.NC; t->HV = p.HV; t->BT = p.BT; t->K = p.K; t->V = p.V; t->Kg = p.Kg;
     t->elem_bytes = p.elem_bytes;
-    t->num_units = static_cast<uint32_t>(units);
-    t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
-    if (t->block_dim > 0) {
-        t->units_per_core = t->num_units / t->block_dim;
-        t->units_rem = t->num_units % t->block_dim;
-    }
+    chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
     // AIV: half of the rows, whole (at most 32 x 256 = 8192 elements: no pieces needed).
     t->rows_per_aiv = p.BT / 2;
@@ -103,30 +100,11 @@ const char* WyFastArgs::SetShapes(const int64_t* k, const int64_t* v, const int6
     return nullptr;
 }
 
-const char* WyFastArgs::CheckSizes() const {
-    if (k_[2] != 16 && k_[2] != 32 && k_[2] != 64) return "the chunk size BT must be 16, 32 or 64";
-    const int64_t dims[] = {k_[3], V_};
-    for (int64_t d : dims)
-        if (d < 16 || d > kMaxHeadDim || d % 16 != 0) return "the head dims K and V must be multiples of 16 in [16, 256]";
-    if (k_[0] > 0x7FFFFFFF || k_[1] > 0x7FFFFFFF) return "a dimension is too large";
-    return nullptr;
-}
+const char* WyFastArgs::CheckSizes() const { return chunk_tiling::CheckSizes(k_, V_, kMaxHeadDim); }
 
 WyFastProblem WyFastArgs::Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
                                   uint32_t l0c_bytes) const {
-    WyFastProblem p;
-    p.NC = static_cast<uint32_t>(k_[0]);
-    p.HV = static_cast<uint32_t>(k_[1]);
-    p.BT = static_cast<uint32_t>(k_[2]);
-    p.K = static_cast<uint32_t>(k_[3]);
-    p.V = static_cast<uint32_t>(V_);
-    p.Kg = static_cast<uint32_t>(Kg_);
-    p.elem_bytes = elem_bytes;
-    p.cube_fp32 = cube_fp32;
-    p.core_num = core_num;
-    p.ub_bytes = ub_bytes;
-    p.l0c_bytes = l0c_bytes;
-    return p;
+    return chunk_tiling::MakeProblem<WyFastProblem>(k_, V_, Kg_, elem_bytes, cube_fp32, core_num, ub_bytes, l0c_bytes);
 }
 
 }  // namespace wy_fast

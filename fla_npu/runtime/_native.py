@@ -244,6 +244,31 @@ def current_stream(device: torch.device):
     return None
 
 
+def run_two_phase(lib: ctypes.CDLL, entry: str, args: tuple, device: torch.device) -> None:
+    """Call an op's C entry pair alike for every op: ``<entry>GetWorkspaceSize(*args, &size, &executor)``,
+    then ``<entry>(workspace, size, executor, stream)`` with a workspace from torch's allocator."""
+    ws_size = ctypes.c_uint64(0)
+    executor = ctypes.c_void_p(None)
+    check(getattr(lib, entry + "GetWorkspaceSize")(*args, ctypes.byref(ws_size), ctypes.byref(executor)),
+          entry + "GetWorkspaceSize")
+    workspace = allocate_workspace(ws_size.value, device)
+    ws_ptr = None if workspace is None else workspace.data_ptr()
+    check(getattr(lib, entry)(ws_ptr, ws_size.value, executor, current_stream(device)), entry)
+
+
+def chunk_layout_unsupported(dtype: torch.dtype, BT: int, K: int, V: int, kernel_dtypes: tuple, chunk_sizes: tuple,
+                             max_head_dim: int) -> str | None:
+    """Why a mixed Cube kernel in the chunk layout cannot take a call with these facts (``None`` if it
+    can): the limits its C entry point checks, shared by chunk_output and wy_fast."""
+    if dtype not in kernel_dtypes:
+        return f"the kernel takes float16 / bfloat16 Cube inputs, not {dtype}"
+    if BT not in chunk_sizes:
+        return f"chunk_size {BT} (the kernel takes 16, 32, 64)"
+    if any(d % 16 or not 16 <= d <= max_head_dim for d in (K, V)):
+        return f"head dims K={K}, V={V} (the kernel takes multiples of 16 up to {max_head_dim})"
+    return None
+
+
 # ---- counters of the last simulated launch ------------------------------------------------------
 
 @dataclass(frozen=True)

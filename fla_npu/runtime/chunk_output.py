@@ -22,13 +22,7 @@ _TILING_FIELDS = ("NC", "HV", "BT", "K", "V", "Kg", "elem_bytes", "num_units", "
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
     """Why the kernel cannot take a call with these facts (``None`` if it can): the limits the C
     entry point checks, stated here so that a router can fall back before building any input."""
-    if dtype not in KERNEL_DTYPES:
-        return f"the kernel takes float16 / bfloat16 Cube inputs, not {dtype}"
-    if BT not in CHUNK_SIZES:
-        return f"chunk_size {BT} (the kernel takes 16, 32, 64)"
-    if any(d % 16 or not 16 <= d <= MAX_HEAD_DIM for d in (K, V)):
-        return f"head dims K={K}, V={V} (the kernel takes multiples of 16 up to {MAX_HEAD_DIM})"
-    return None
+    return N.chunk_layout_unsupported(dtype, BT, K, V, KERNEL_DTYPES, CHUNK_SIZES, MAX_HEAD_DIM)
 
 
 def chunk_output(q: torch.Tensor, e_row: torch.Tensor, S: torch.Tensor, Aqk: torch.Tensor, v_new: torch.Tensor) -> torch.Tensor:
@@ -44,13 +38,7 @@ def chunk_output(q: torch.Tensor, e_row: torch.Tensor, S: torch.Tensor, Aqk: tor
     q, e_row, S, Aqk, v_new = (t.contiguous() for t in (q, e_row, S, Aqk, v_new))
     out = torch.empty(v_new.shape, dtype=torch.float32, device=q.device)
     descs = [N.tensor_desc(t) for t in (q, e_row, S, Aqk, v_new, out)]
-    ws_size = N.ctypes.c_uint64(0)
-    executor = N.ctypes.c_void_p(None)
-    N.check(lib.flaNpuChunkOutputGetWorkspaceSize(*(N.ref(d) for d in descs), N.ctypes.byref(ws_size),
-                                                  N.ctypes.byref(executor)), "flaNpuChunkOutputGetWorkspaceSize")
-    workspace = N.allocate_workspace(ws_size.value, q.device)
-    ws_ptr = None if workspace is None else workspace.data_ptr()
-    N.check(lib.flaNpuChunkOutput(ws_ptr, ws_size.value, executor, N.current_stream(q.device)), "flaNpuChunkOutput")
+    N.run_two_phase(lib, "flaNpuChunkOutput", tuple(N.ref(d) for d in descs), q.device)
     _last_launched = last_tiling()["block_dim"] > 0
     return out
 

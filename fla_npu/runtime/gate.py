@@ -43,15 +43,9 @@ def gate_chunk_cumsum(g: torch.Tensor, chunk_size: int, activation: str = "none"
         chunks = chunk_list(cu_seqlens_cpu, chunk_size).to(g.device)
     out = torch.empty(x.shape, dtype=torch.float32, device=g.device)
     descs = [N.tensor_desc(t) for t in (x, A, b, cu, chunks, out)]
-    ws_size = N.ctypes.c_uint64(0)
-    executor = N.ctypes.c_void_p(None)
-    N.check(lib.flaNpuGateChunkCumsumGetWorkspaceSize(
+    N.run_two_phase(lib, "flaNpuGateChunkCumsum", (
         N.ref(descs[0]), N.ref(descs[1]), N.ref(descs[2]), N.ref(descs[3]), N.ref(descs[4]), int(chunk_size), form,
-        float(0.0 if lower_bound is None else lower_bound), float(1.0 if scale is None else scale), N.ref(descs[5]),
-        N.ctypes.byref(ws_size), N.ctypes.byref(executor)), "flaNpuGateChunkCumsumGetWorkspaceSize")
-    workspace = N.allocate_workspace(ws_size.value, g.device)
-    ws_ptr = None if workspace is None else workspace.data_ptr()
-    N.check(lib.flaNpuGateChunkCumsum(ws_ptr, ws_size.value, executor, N.current_stream(g.device)), "flaNpuGateChunkCumsum")
+        float(0.0 if lower_bound is None else lower_bound), float(1.0 if scale is None else scale), N.ref(descs[5])), g.device)
     _last_launched = last_tiling()["block_dim"] > 0
     return out
 

@@ -28,15 +28,8 @@ def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     descs = [N.tensor_desc(t) for t in (q, k, v, out)]
-    ws_size = N.ctypes.c_uint64(0)
-    executor = N.ctypes.c_void_p(None)
-    N.check(lib.flaNpuPrefixSharedAttentionGetWorkspaceSize(
-        N.ref(descs[0]), N.ref(descs[1]), N.ref(descs[2]), float(scale), N.ref(descs[3]),
-        N.ctypes.byref(ws_size), N.ctypes.byref(executor)), "flaNpuPrefixSharedAttentionGetWorkspaceSize")
-    workspace = N.allocate_workspace(ws_size.value, q.device)
-    ws_ptr = None if workspace is None else workspace.data_ptr()
-    N.check(lib.flaNpuPrefixSharedAttention(ws_ptr, ws_size.value, executor, N.current_stream(q.device)),
-            "flaNpuPrefixSharedAttention")
+    N.run_two_phase(lib, "flaNpuPrefixSharedAttention",
+                    (N.ref(descs[0]), N.ref(descs[1]), N.ref(descs[2]), float(scale), N.ref(descs[3])), q.device)
     _last_launched = last_tiling()["block_dim"] > 0
     return out
 

@@ -21,13 +21,7 @@ _TILING_FIELDS = ("NC", "HV", "BT", "K", "V", "Kg", "elem_bytes", "num_units", "
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
     """Why the kernel cannot take a call with these facts (``None`` if it can): the limits the C
     entry point checks, stated here so that a router can fall back before building any input."""
-    if dtype not in KERNEL_DTYPES:
-        return f"the kernel takes float16 / bfloat16 Cube inputs, not {dtype}"
-    if BT not in CHUNK_SIZES:
-        return f"chunk_size {BT} (the kernel takes 16, 32, 64)"
-    if any(d % 16 or not 16 <= d <= MAX_HEAD_DIM for d in (K, V)):
-        return f"head dims K={K}, V={V} (the kernel takes multiples of 16 up to {MAX_HEAD_DIM})"
-    return None
+    return N.chunk_layout_unsupported(dtype, BT, K, V, KERNEL_DTYPES, CHUNK_SIZES, MAX_HEAD_DIM)
 
 
 def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Tensor, e_row: torch.Tensor,
@@ -46,13 +40,7 @@ def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Ten
     u = torch.empty(v.shape, dtype=torch.float32, device=k.device)
     kg = torch.empty(k.shape, dtype=torch.float32, device=k.device)
     descs = [N.tensor_desc(t) for t in (k, v, beta, Akk, e_row, e_tail, w, u, kg)]
-    ws_size = N.ctypes.c_uint64(0)
-    executor = N.ctypes.c_void_p(None)
-    N.check(lib.flaNpuWyFastGetWorkspaceSize(*(N.ref(d) for d in descs), N.ctypes.byref(ws_size), N.ctypes.byref(executor)),
-            "flaNpuWyFastGetWorkspaceSize")
-    workspace = N.allocate_workspace(ws_size.value, k.device)
-    ws_ptr = None if workspace is None else workspace.data_ptr()
-    N.check(lib.flaNpuWyFast(ws_ptr, ws_size.value, executor, N.current_stream(k.device)), "flaNpuWyFast")
+    N.run_two_phase(lib, "flaNpuWyFast", tuple(N.ref(d) for d in descs), k.device)
     _last_launched = last_tiling()["block_dim"] > 0
     return w, u, kg
 

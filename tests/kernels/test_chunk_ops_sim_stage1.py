@@ -17,6 +17,7 @@ from fla_npu.runtime import gate as kgate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
+from sim_helpers import record_launches  # noqa: E402
 
 FP32, BF16 = torch.float32, torch.bfloat16
 
@@ -24,16 +25,8 @@ FP32, BF16 = torch.float32, torch.bfloat16
 @pytest.fixture
 def launches(monkeypatch):
     """Route stage 1 to the simulated kernel and count its launches."""
-    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
-    calls = []
-    real = kgate.gate_chunk_cumsum
-
-    def spy(*args, **kwargs):
-        calls.append(args[2] if len(args) > 2 else kwargs.get("activation"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(kgate, "gate_chunk_cumsum", spy)
-    return calls
+    return record_launches(monkeypatch, kgate, "gate_chunk_cumsum",
+                           before=lambda args, kwargs: args[2] if len(args) > 2 else kwargs.get("activation"))
 
 
 CASES = [

@@ -12,9 +12,6 @@ Then the public chunk ops with FLA_NPU_CPU_IMPL=sim (stage 5 on this kernel) aga
 
 from __future__ import annotations
 
-import logging
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,13 +23,14 @@ import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native, chunk_output as kout, routing
+from fla_npu.runtime import _native, chunk_output as kout
 from fla_npu.testing import TOLERANCES, check_close, rel_rms
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
+from sim_helpers import (check_float32_keeps_reference, needs_cxx, record_launches,  # noqa: E402
+                         run_tiling_unit_test, verify_sim_first_rows)  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
@@ -153,17 +151,10 @@ def test_refusals():
     assert kout.unsupported(BF16, 64, 100, 128) and kout.unsupported(BF16, 64, 128, 128) is None
 
 
-@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+@needs_cxx
 def test_tiling_unit_tests(tmp_path):
     """The C++ unit tests of the host tiling (csrc/chunk_output/tests/), compiled on the spot."""
-    cxx = shutil.which("c++") or shutil.which("g++")
-    src = ROOT / "csrc" / "chunk_output"
-    exe = tmp_path / "chunk_output_tiling_test"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
-                    str(src / "tests" / "chunk_output_tiling_test.cpp"), str(src / "chunk_output_tiling.cpp"),
-                    "-o", str(exe)], check=True, capture_output=True, text=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    run_tiling_unit_test(tmp_path, "chunk_output", "chunk_output")
 
 
 # ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 5 on this kernel -----------------------
@@ -171,16 +162,7 @@ def test_tiling_unit_tests(tmp_path):
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the stage-5 launches."""
-    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
-    calls = []
-    real = kout.chunk_output
-
-    def spy(*args, **kwargs):
-        calls.append(args[0].dtype)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(kout, "chunk_output", spy)
-    return calls
+    return record_launches(monkeypatch, kout, "chunk_output", before=lambda args, kwargs: args[0].dtype)
 
 
 OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
@@ -207,21 +189,10 @@ def test_chunk_op_with_simulated_output_matches_gold(launches, op, sw, chunk_siz
 
 def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
     """The kernel takes no fp32 Cube inputs: stage 5 stays on the reference, logged once as a warning."""
-    monkeypatch.setattr(routing, "_logged", set())  # earlier tests may have logged this choice already
-    with caplog.at_level(logging.WARNING, logger="fla_npu"):
-        check_chunk_op(fla_npu.chunk_kda, "kda", 1, 70, 1, 2, 32, 32, Switches(chunk_size=32), FP32, seed=2)
-    assert launches == []
-    assert any("stage 5: output" in r.getMessage() and "float16 / bfloat16" in r.getMessage() for r in caplog.records)
+    check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 5: output")
 
 
 def test_verify_sim_row_runs_the_output_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stage 5: its first bf16 KDA and GDN rows pass."""
-    from fla_npu import verify
-
-    impl = next(i for i in verify.implementations() if i.name == "sim")
-    cases = []
-    for op in verify.OPS:
-        cases += [c for c in verify.build_cases(ops=(op,), quick=True) if c.kind != "decode"][:1]
-    rows = verify.verify(cases, [impl], "bf16")
-    assert len(rows) == 2 and all(r["passed"] for r in rows), rows
+    verify_sim_first_rows()
     assert len(launches) >= 2 and set(launches) == {BF16}

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -24,7 +21,8 @@ from fla_npu.ops.gated_delta_rule.gate import gdn_gate_fwd
 from fla_npu.ops.kda.gate import kda_gate_fwd
 from fla_npu.runtime import _native, gate as kgate, routing
 
-ROOT = Path(__file__).resolve().parents[2]
+from sim_helpers import needs_cxx, run_tiling_unit_test
+
 RCP_LN2 = 1.0 / math.log(2.0)
 EPS32 = 2.0 ** -24
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -245,14 +243,7 @@ def test_chunk_list_matches_the_reference_layout():
         assert counts == list(plan.chunk_counts)
 
 
-@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+@needs_cxx
 def test_tiling_unit_tests(tmp_path):
     """The C++ unit tests of the host tiling (csrc/gate/tests/), compiled on the spot (plain C++)."""
-    cxx = shutil.which("c++") or shutil.which("g++")
-    src = ROOT / "csrc" / "gate"
-    exe = tmp_path / "gate_cumsum_tiling_test"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
-                    str(src / "tests" / "gate_cumsum_tiling_test.cpp"), str(src / "gate_cumsum_tiling.cpp"),
-                    "-o", str(exe)], check=True, capture_output=True, text=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    run_tiling_unit_test(tmp_path, "gate", "gate_cumsum")

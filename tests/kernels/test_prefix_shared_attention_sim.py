@@ -15,9 +15,6 @@ every launch (tests/conftest.py), and so is the GM workspace in the split tests.
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -27,7 +24,8 @@ from fla_npu.ops.prefix_shared_attention import naive_prefix_shared_attention
 from fla_npu.runtime import _native, routing
 from fla_npu.runtime import prefix_shared_attention as kpsa
 
-ROOT = Path(__file__).resolve().parents[2]
+from sim_helpers import needs_cxx, run_tiling_unit_test
+
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 UNIT_ROUND = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}  # unit roundoff of the input type
 BLOCK_M = 128
@@ -324,15 +322,7 @@ def test_empty_batch(sim):
     assert out.shape == (0, 2, 3, 128) and out.dtype == torch.float16
 
 
-@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+@needs_cxx
 def test_tiling_unit_tests(tmp_path):
     """The C++ unit tests of the host tiling (csrc/prefix_shared_attention/tests/), compiled on the spot."""
-    cxx = shutil.which("c++") or shutil.which("g++")
-    src = ROOT / "csrc" / "prefix_shared_attention"
-    exe = tmp_path / "prefix_shared_attention_tiling_test"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
-                    str(src / "tests" / "prefix_shared_attention_tiling_test.cpp"),
-                    str(src / "prefix_shared_attention_tiling.cpp"), "-o", str(exe)], check=True, capture_output=True,
-                   text=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    run_tiling_unit_test(tmp_path, "prefix_shared_attention", "prefix_shared_attention")

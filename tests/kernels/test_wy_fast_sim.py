@@ -14,9 +14,6 @@ and Cube multiply-adds from the counters. Then the public chunk ops with FLA_NPU
 
 from __future__ import annotations
 
-import logging
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,15 +24,16 @@ import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native, routing
+from fla_npu.runtime import _native
 from fla_npu.runtime import chunk_output as kout
 from fla_npu.runtime import wy_fast as kwy
 from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
+from sim_helpers import (check_float32_keeps_reference, needs_cxx, record_launches,  # noqa: E402
+                         run_tiling_unit_test, verify_sim_first_rows)  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
@@ -166,17 +164,10 @@ def test_refusals():
     assert kwy.unsupported(BF16, 64, 100, 128) and kwy.unsupported(BF16, 64, 128, 128) is None
 
 
-@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+@needs_cxx
 def test_tiling_unit_tests(tmp_path):
     """The C++ unit tests of the host tiling (csrc/wy_fast/tests/), compiled on the spot."""
-    cxx = shutil.which("c++") or shutil.which("g++")
-    src = ROOT / "csrc" / "wy_fast"
-    exe = tmp_path / "wy_fast_tiling_test"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
-                    str(src / "tests" / "wy_fast_tiling_test.cpp"), str(src / "wy_fast_tiling.cpp"),
-                    "-o", str(exe)], check=True, capture_output=True, text=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    run_tiling_unit_test(tmp_path, "wy_fast", "wy_fast")
 
 
 # ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 3 on this kernel -----------------------
@@ -184,17 +175,8 @@ def test_tiling_unit_tests(tmp_path):
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the stage-3 launches."""
-    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
-    calls = []
-    real = kwy.wy_fast
-
-    def spy(*args, **kwargs):
-        out = real(*args, **kwargs)
-        calls.append((args[0].dtype, kwy.last_launch() is not None and kwy.last_launch().ok))
-        return out
-
-    monkeypatch.setattr(kwy, "wy_fast", spy)
-    return calls
+    return record_launches(monkeypatch, kwy, "wy_fast", after=lambda args, kwargs: (
+        args[0].dtype, kwy.last_launch() is not None and kwy.last_launch().ok))
 
 
 OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
@@ -241,22 +223,11 @@ def test_backward_recomputes_wy_with_the_reference(launches, monkeypatch, keep):
 
 def test_chunk_op_float32_keeps_reference_wy(launches, caplog, monkeypatch):
     """The kernel takes no fp32 Cube inputs: stage 3 stays on the reference, logged once as a warning."""
-    monkeypatch.setattr(routing, "_logged", set())
-    with caplog.at_level(logging.WARNING, logger="fla_npu"):
-        check_chunk_op(fla_npu.chunk_kda, "kda", 1, 70, 1, 2, 32, 32, Switches(chunk_size=32), FP32, seed=2)
-    assert launches == []
-    assert any("stage 3: WY factors" in r.getMessage() and "float16 / bfloat16" in r.getMessage() for r in caplog.records)
+    check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 3: WY factors")
 
 
 def test_verify_sim_row_runs_the_wy_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stage 3 (and 5): its first bf16 KDA and GDN rows pass."""
-    from fla_npu import verify
-
-    impl = next(i for i in verify.implementations() if i.name == "sim")
-    cases = []
-    for op in verify.OPS:
-        cases += [c for c in verify.build_cases(ops=(op,), quick=True) if c.kind != "decode"][:1]
-    rows = verify.verify(cases, [impl], "bf16")
-    assert len(rows) == 2 and all(r["passed"] for r in rows), rows
+    verify_sim_first_rows()
     assert len(launches) >= 2 and {d for d, _ in launches} == {BF16}
     assert kout.KERNEL_DTYPES == kwy.KERNEL_DTYPES  # stages 3 and 5 are routed for the same dtypes

@@ -19,6 +19,7 @@
 using fla_npu::chunk_output::ChunkOutputTiling;
 using opp_test::Desc;
 using opp_test::Gm;
+using opp_test::Numel;
 
 // The OPP kernel entry, compiled once per DTYPE_Q (tests/CMakeLists.txt suffixes each copy's symbol).
 #define FLA_NPU_DECLARE_OPP_ENTRY(NAME) extern "C" void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR);
@@ -28,7 +29,6 @@ FLA_NPU_DECLARE_OPP_ENTRY(fla_npu_chunk_output_bf16)
 namespace {
 
 constexpr const char* kOpType = "FlaNpuChunkOutput";
-constexpr uint8_t kCanary = 0x5A;
 
 struct Call {
     int32_t dtype = FLA_NPU_FLOAT16;
@@ -42,12 +42,6 @@ struct Data {
     std::vector<int64_t> q_shape, e_shape, s_shape, a_shape, v_shape, out_shape;
 };
 
-int64_t Numel(const std::vector<int64_t>& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
-}
-
 Data MakeData(const Call& c) {
     Data d;
     d.q_shape = {c.NC, c.HV, c.BT, c.K};
@@ -57,18 +51,10 @@ Data MakeData(const Call& c) {
     d.v_shape = {c.NC, c.HV, c.BT, c.V};
     d.out_shape = c.out_shape.empty() ? d.v_shape : c.out_shape;
     opp_test::Rng rng(static_cast<uint64_t>(c.NC * 1000 + c.HV * 100 + c.BT + c.K + c.V * 3 + c.Kg + c.dtype));
-    const auto half_fill = [&](std::vector<uint16_t>& x, int64_t n) {
-        x.resize(static_cast<size_t>(n));
-        for (auto& e : x) {
-            const float f = rng.Next();
-            e = c.dtype == FLA_NPU_FLOAT16 ? half(f).bits : bfloat16_t(f).bits;
-        }
-    };
-    half_fill(d.q, Numel(d.q_shape));
-    half_fill(d.aqk, Numel(d.a_shape));
-    half_fill(d.v_new, Numel(d.v_shape));
-    d.e_row.resize(static_cast<size_t>(Numel(d.e_shape)));
-    for (auto& e : d.e_row) e = 0.55f + 0.45f * rng.Next();
+    opp_test::FillHalf(rng, c.dtype, Numel(d.q_shape), &d.q);
+    opp_test::FillHalf(rng, c.dtype, Numel(d.a_shape), &d.aqk);
+    opp_test::FillHalf(rng, c.dtype, Numel(d.v_shape), &d.v_new);
+    opp_test::FillPositive(rng, Numel(d.e_shape), &d.e_row);
     d.s.resize(static_cast<size_t>(Numel(d.s_shape)));
     for (auto& e : d.s) e = rng.Next();
     d.out_direct.assign(static_cast<size_t>(Numel(d.out_shape)), std::nanf(""));
@@ -101,80 +87,40 @@ ge::graphStatus RunTiling(const Call& c, const Data& d, gert::TilingContext* ctx
     return opp_test::Registered(kOpType)->aicore.tiling(ctx);
 }
 
+const opp_test::FrontEnds<Call, Data> kFrontEnds = {kOpType, "flaNpuChunkOutput", RunDirect, flaNpuChunkOutputLastTiling,
+                                                     RunTiling};
+
+// A valid call: both paths give the same tiling, block dim and workspace, and bit-identical outputs.
 int Same(const Call& c) {
     Data d = MakeData(c);
-    std::string message;
-    if (RunDirect(c, d, &message) != FLA_NPU_OK) {
-        std::fprintf(stderr, "direct entry failed: %s\n", message.c_str());
-        return 2;
-    }
-    uint32_t words[64];
-    const int32_t n_words = flaNpuChunkOutputLastTiling(words, 64);
-    OPP_CHECK(size_t(n_words) * 4 == sizeof(ChunkOutputTiling));
-
     gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    OPP_CHECK(RunTiling(c, d, &ctx, &platform) == ge::GRAPH_SUCCESS);
-    OPP_CHECK(ctx.tiling.GetDataSize() == sizeof(ChunkOutputTiling));
-    OPP_CHECK(std::memcmp(ctx.tiling.GetData(), words, sizeof(ChunkOutputTiling)) == 0);
+    fe::PlatFormInfos platform;
     ChunkOutputTiling t;
-    std::memcpy(&t, words, sizeof(t));
-    OPP_CHECK(ctx.block_dim == (t.block_dim > 0 ? t.block_dim : 1u));
-    const uint64_t sys = platform.lib_api_workspace_bytes;
-    OPP_CHECK(ctx.workspace.size() == 1 && ctx.workspace[0] == sys + fla_npu::chunk_output::UserWorkspaceBytes(t));
+    OPP_TRY(opp_test::SameTiling(kFrontEnds, c, d, &ctx, &platform, &t));
+    OPP_TRY(opp_test::CheckWorkspaceRequest(ctx, platform, fla_npu::chunk_output::UserWorkspaceBytes(t)));
 
-    // The runtime's launch: tiling bytes in GM, a workspace of the requested size.
-    const std::vector<uint8_t> tiling_gm(static_cast<uint8_t*>(ctx.tiling.GetData()),
-                                         static_cast<uint8_t*>(ctx.tiling.GetData()) + ctx.tiling.GetDataSize());
-    std::vector<uint8_t> workspace(ctx.workspace[0], kCanary);
+    opp_test::LaunchBuffers buffers(ctx);
     GM_ADDR q = Gm(d.q.data());  // one declaration each: GM_ADDR is a macro ending in '*'
     GM_ADDR e = Gm(d.e_row.data());
     GM_ADDR s = Gm(d.s.data());
     GM_ADDR a = Gm(d.aqk.data());
     GM_ADDR v = Gm(d.v_new.data());
     GM_ADDR out = Gm(d.out_opp.data());
-    GM_ADDR ws = workspace.data();
-    GM_ADDR tiling = Gm(tiling_gm.data());
+    GM_ADDR ws = buffers.WorkspaceGm();
+    GM_ADDR tiling = buffers.TilingGm();
     auto entry = c.dtype == FLA_NPU_FLOAT16 ? fla_npu_chunk_output_f16 : fla_npu_chunk_output_bf16;
     AscendC::sim::Launch("fla_npu_chunk_output", KERNEL_TYPE_MIX_AIC_1_2, ctx.block_dim, entry, q, e, s, a, v, out, ws, tiling);
 
-    OPP_CHECK(std::memcmp(d.out_opp.data(), d.out_direct.data(), d.out_opp.size() * 4) == 0);
-    for (float x : d.out_opp) OPP_CHECK(std::isfinite(x));  // every element written (the outputs were NaN)
-    for (uint64_t i = 0; i < sys; ++i) OPP_CHECK(workspace[i] == kCanary);  // the system workspace is not the kernel's
+    OPP_TRY(opp_test::CheckSameBits(d.out_opp, d.out_direct));
+    OPP_TRY(opp_test::CheckAllFinite(d.out_opp));
+    OPP_TRY(opp_test::CheckSystemWorkspaceIntact(buffers, platform));
     return 0;
 }
 
-int SameRefusal(const Call& c, const char* expect) {
-    Data d = MakeData(c);
-    std::string direct;
-    OPP_CHECK(RunDirect(c, d, &direct) == FLA_NPU_ERR_INVALID_ARGUMENT);
-    const std::string prefix = "flaNpuChunkOutput: ";
-    OPP_CHECK(direct.rfind(prefix, 0) == 0);
-    direct = direct.substr(prefix.size());
+// An invalid call: both front ends refuse it with the same message.
+int SameRefusal(const Call& c, const char* expect) { return opp_test::SameRefusal(kFrontEnds, c, MakeData(c), expect); }
 
-    gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    ge::graphStatus status = ge::GRAPH_SUCCESS;
-    const std::string opp = opp_test::CaptureStderr([&] { status = RunTiling(c, d, &ctx, &platform); });
-    OPP_CHECK(status == ge::GRAPH_FAILED);
-    if (opp != std::string("FlaNpuChunkOutput tiling: ") + direct + "\n" || direct.find(expect) == std::string::npos) {
-        std::fprintf(stderr, "direct: %s\nopp: %s", direct.c_str(), opp.c_str());
-        return 2;
-    }
-    return 0;
-}
-
-Call With(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
-    Call c;
-    c.dtype = dtype;
-    c.NC = NC;
-    c.HV = HV;
-    c.BT = BT;
-    c.K = K;
-    c.V = V;
-    c.Kg = Kg;
-    return c;
-}
+constexpr auto With = opp_test::ChunkCall<Call>;
 
 int CaseRegistration() {
     const ops::OpDef* def = opp_test::Registered(kOpType);

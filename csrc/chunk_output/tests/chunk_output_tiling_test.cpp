@@ -3,39 +3,16 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "../../common/tests/tiling_test_util.h"
 #include "chunk_output_tiling.h"
 
 using namespace fla_npu::chunk_output;
-
-static int g_fail = 0;
-#define CHECK(c)                                                                 \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            std::fprintf(stderr, "%s:%d: CHECK(%s)\n", __FILE__, __LINE__, #c);  \
-            ++g_fail;                                                            \
-        }                                                                        \
-    } while (0)
 
 static ChunkOutputProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg, uint32_t cores) {
     ChunkOutputProblem p;
     p.NC = NC; p.HV = HV; p.BT = BT; p.K = K; p.V = V; p.Kg = Kg; p.core_num = cores;
     p.ub_bytes = 192u * 1024 - 8u * 1024 - 256u;
     return p;
-}
-
-// Every unit is taken by exactly one core, in order; per-core counts differ by at most one.
-static void CheckCover(const ChunkOutputTiling& t) {
-    uint32_t next = 0, lo = 0xFFFFFFFFu, hi = 0;
-    for (uint32_t b = 0; b < t.block_dim; ++b) {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t, b, &first, &count);
-        CHECK(first == next);
-        next = first + count;
-        lo = count < lo ? count : lo;
-        hi = count > hi ? count : hi;
-    }
-    CHECK(next == t.num_units);
-    if (t.block_dim > 0) CHECK(hi - lo <= 1 && lo >= 1);
 }
 
 // Buffers fit and the pieces cover what each AIV must produce.
@@ -53,20 +30,7 @@ static void CheckBuffers(const ChunkOutputTiling& t, const ChunkOutputProblem& p
 }
 
 static void TestShapes() {
-    const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 64, 128, 256};
-    for (uint32_t BT : bts)
-        for (uint32_t K : dims)
-            for (uint32_t V : dims)
-                for (uint32_t Kg : {1u, K})
-                    for (uint32_t cores : {1u, 3u, 16u}) {
-                        const ChunkOutputProblem p = Problem(5, 3, BT, K, V, Kg, cores);
-                        ChunkOutputTiling t;
-                        const char* err = nullptr;
-                        CHECK(ComputeTiling(p, &t, &err) == 0);
-                        CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
-                        CheckCover(t);
-                        CheckBuffers(t, p);
-                    }
+    tiling_test::CheckChunkShapes<ChunkOutputTiling>(Problem, CheckBuffers);
     // The whole V in one L0 tile for the production head dims; 256 x 256 needs V-tiles.
     ChunkOutputTiling t;
     const char* err = nullptr;
@@ -77,18 +41,7 @@ static void TestShapes() {
 }
 
 static void TestRefusals() {
-    ChunkOutputTiling t;
-    const char* err = nullptr;
-    ChunkOutputProblem p = Problem(2, 2, 64, 128, 128, 128, 4);
-    p.elem_bytes = 4;
-    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "float32") != nullptr && std::strstr(err, "transposing") != nullptr);
-    p.cube_fp32 = false;
-    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "takes no float32") != nullptr);
-    CHECK(ComputeTiling(Problem(2, 2, 128, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
-    CHECK(ComputeTiling(Problem(2, 2, 64, 100, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
-    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 512, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
-    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 128, 7, 4), &t, &err) != 0 && std::strstr(err, "e_row") != nullptr);
-    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 128, 1, 0), &t, &err) != 0);
+    tiling_test::CheckChunkRefusals<ChunkOutputTiling>(Problem);
 }
 
 static void TestArgs() {
@@ -116,10 +69,5 @@ int main() {
     TestShapes();
     TestRefusals();
     TestArgs();
-    if (g_fail) {
-        std::fprintf(stderr, "%d check(s) failed\n", g_fail);
-        return 1;
-    }
-    std::printf("chunk_output tiling: all checks passed\n");
-    return 0;
+    return tiling_test::Report("chunk_output tiling");
 }

@@ -18,6 +18,7 @@
 using fla_npu::gate::GateCumsumTiling;
 using opp_test::Desc;
 using opp_test::Gm;
+using opp_test::Numel;
 
 // The OPP kernel entry, compiled once per DTYPE_G like the OPP build does (tests/CMakeLists.txt
 // suffixes each copy's symbol so that one process holds the three).
@@ -54,11 +55,6 @@ struct Data {
 size_t ElemBytes(int32_t dtype) { return dtype == FLA_NPU_FLOAT32 ? 4 : 2; }
 ge::DataType GeType(int32_t dtype) {
     return dtype == FLA_NPU_FLOAT32 ? ge::DT_FLOAT : dtype == FLA_NPU_FLOAT16 ? ge::DT_FLOAT16 : ge::DT_BF16;
-}
-int64_t Numel(const std::vector<int64_t>& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
 }
 
 Data MakeData(const Call& c) {
@@ -130,10 +126,7 @@ ge::graphStatus RunTiling(const Call& c, const Data& d, gert::TilingContext* ctx
 
 // ... then the kernel entry with the tiling in GM, as CANN's runtime launches it.
 void LaunchOpp(const Call& c, Data& d, const gert::TilingContext& ctx) {
-    auto& raw = const_cast<gert::TilingData&>(ctx.tiling);
-    const std::vector<uint8_t> tiling_gm(static_cast<uint8_t*>(raw.GetData()),
-                                         static_cast<uint8_t*>(raw.GetData()) + raw.GetDataSize());
-    std::vector<uint8_t> workspace(ctx.workspace.empty() ? 0 : ctx.workspace[0]);
+    opp_test::LaunchBuffers buffers(ctx);
     const bool varlen = !c.cu_seqlens.empty();
     GM_ADDR g = Gm(d.g.data());
     GM_ADDR a_log = c.a_log ? Gm(d.a_log.data()) : nullptr;  // an absent optional input: null
@@ -141,63 +134,34 @@ void LaunchOpp(const Call& c, Data& d, const gert::TilingContext& ctx) {
     GM_ADDR cu = varlen ? Gm(d.cu.data()) : nullptr;
     GM_ADDR chunks = varlen ? Gm(d.chunks.data()) : nullptr;
     GM_ADDR out = Gm(d.out_opp.data());
-    GM_ADDR ws = workspace.empty() ? nullptr : workspace.data();
-    GM_ADDR tiling = Gm(tiling_gm.data());
+    GM_ADDR ws = buffers.WorkspaceGm();
+    GM_ADDR tiling = buffers.TilingGm();
     auto entry = c.dtype == FLA_NPU_FLOAT32 ? fla_npu_gate_chunk_cumsum_f32
                : c.dtype == FLA_NPU_FLOAT16 ? fla_npu_gate_chunk_cumsum_f16 : fla_npu_gate_chunk_cumsum_bf16;
     AscendC::sim::Launch("fla_npu_gate_chunk_cumsum", KERNEL_TYPE_AIV_ONLY, ctx.block_dim, entry, g, a_log, dt_bias, cu,
                          chunks, out, ws, tiling);
 }
 
-// A valid call: both paths, bit-identical outputs and identical tilings.
+const opp_test::FrontEnds<Call, Data> kFrontEnds = {kOpType, "flaNpuGateChunkCumsum", RunDirect,
+                                                     flaNpuGateChunkCumsumLastTiling, RunTiling};
+
+// A valid call: both paths, identical tilings, no workspace and bit-identical outputs.
 int Same(const Call& c) {
     Data d = MakeData(c);
-    std::string message;
-    if (RunDirect(c, d, &message) != FLA_NPU_OK) {
-        std::fprintf(stderr, "direct entry failed: %s\n", message.c_str());
-        return 2;
-    }
-    uint32_t words[64];
-    const int32_t n_words = flaNpuGateChunkCumsumLastTiling(words, 64);
-    OPP_CHECK(size_t(n_words) * 4 == sizeof(GateCumsumTiling));
-
     gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    OPP_CHECK(RunTiling(c, d, &ctx, &platform) == ge::GRAPH_SUCCESS);
-    OPP_CHECK(ctx.tiling.GetDataSize() == sizeof(GateCumsumTiling));
-    OPP_CHECK(std::memcmp(ctx.tiling.GetData(), words, sizeof(GateCumsumTiling)) == 0);
+    fe::PlatFormInfos platform;
     GateCumsumTiling t;
-    std::memcpy(&t, words, sizeof(t));
-    OPP_CHECK(ctx.block_dim == (t.block_dim > 0 ? t.block_dim : 1u));
+    OPP_TRY(opp_test::SameTiling(kFrontEnds, c, d, &ctx, &platform, &t));
     OPP_CHECK(ctx.workspace.size() == 1 && ctx.workspace[0] == 0);
 
     LaunchOpp(c, d, ctx);
-    OPP_CHECK(std::memcmp(d.out_opp.data(), d.out_direct.data(), d.out_opp.size() * 4) == 0);
-    if (t.num_units > 0)  // every element written (the outputs were NaN)
-        for (float v : d.out_opp) OPP_CHECK(std::isfinite(v));
+    OPP_TRY(opp_test::CheckSameBits(d.out_opp, d.out_direct));
+    if (t.num_units > 0) OPP_TRY(opp_test::CheckAllFinite(d.out_opp));
     return 0;
 }
 
-// An invalid call: both paths refuse it with the same message.
-int SameRefusal(const Call& c, const char* expect) {
-    Data d = MakeData(c);
-    std::string direct;
-    OPP_CHECK(RunDirect(c, d, &direct) == FLA_NPU_ERR_INVALID_ARGUMENT);
-    const std::string prefix = "flaNpuGateChunkCumsum: ";
-    OPP_CHECK(direct.rfind(prefix, 0) == 0);
-    direct = direct.substr(prefix.size());
-
-    gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    ge::graphStatus status = ge::GRAPH_SUCCESS;
-    const std::string opp = opp_test::CaptureStderr([&] { status = RunTiling(c, d, &ctx, &platform); });
-    OPP_CHECK(status == ge::GRAPH_FAILED);
-    if (opp != std::string("FlaNpuGateChunkCumsum tiling: ") + direct + "\n" || direct.find(expect) == std::string::npos) {
-        std::fprintf(stderr, "direct: %s\nopp: %s", direct.c_str(), opp.c_str());
-        return 2;
-    }
-    return 0;
-}
+// An invalid call: both front ends refuse it with the same message.
+int SameRefusal(const Call& c, const char* expect) { return opp_test::SameRefusal(kFrontEnds, c, MakeData(c), expect); }
 
 Call Kda(int32_t dtype, int64_t form) {
     Call c;

@@ -19,6 +19,7 @@
 using fla_npu::psa::PsaTiling;
 using opp_test::Desc;
 using opp_test::Gm;
+using opp_test::Numel;
 
 // The OPP kernel entry, compiled once per DTYPE_Q (tests/CMakeLists.txt suffixes each copy's symbol).
 #define FLA_NPU_DECLARE_OPP_ENTRY(NAME) extern "C" void NAME(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR);
@@ -28,7 +29,6 @@ FLA_NPU_DECLARE_OPP_ENTRY(fla_npu_prefix_shared_attention_bf16)
 namespace {
 
 constexpr const char* kOpType = "FlaNpuPrefixSharedAttention";
-constexpr uint8_t kCanary = 0x5A;
 
 struct Call {
     int32_t dtype = FLA_NPU_FLOAT16;
@@ -41,28 +41,15 @@ struct Data {
     std::vector<int64_t> q_shape, k_shape, out_shape;
 };
 
-int64_t Numel(const std::vector<int64_t>& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
-}
-
 Data MakeData(const Call& c) {
     Data d;
     d.q_shape = {c.bs, c.G, c.len_q, c.D};
     d.k_shape = c.k_shape.empty() ? std::vector<int64_t>{c.bs, c.len_kv, c.D} : c.k_shape;
     d.out_shape = c.out_shape.empty() ? d.q_shape : c.out_shape;
     opp_test::Rng rng(static_cast<uint64_t>(c.bs * 1000 + c.G * 100 + c.len_q * 10 + c.len_kv + c.dtype));
-    const auto fill = [&](std::vector<uint16_t>& x, int64_t n) {
-        x.resize(static_cast<size_t>(n));
-        for (auto& e : x) {
-            const float f = rng.Next();
-            e = c.dtype == FLA_NPU_FLOAT16 ? half(f).bits : bfloat16_t(f).bits;
-        }
-    };
-    fill(d.q, Numel(d.q_shape));
-    fill(d.k, Numel(d.k_shape));
-    fill(d.v, Numel(d.k_shape));
+    opp_test::FillHalf(rng, c.dtype, Numel(d.q_shape), &d.q);
+    opp_test::FillHalf(rng, c.dtype, Numel(d.k_shape), &d.k);
+    opp_test::FillHalf(rng, c.dtype, Numel(d.k_shape), &d.v);
     d.out_direct.assign(static_cast<size_t>(Numel(d.out_shape)), 0xFFFF);  // NaN
     d.out_opp = d.out_direct;
     return d;
@@ -93,72 +80,41 @@ ge::graphStatus RunTiling(const Call& c, const Data& d, gert::TilingContext* ctx
     return opp_test::Registered(kOpType)->aicore.tiling(ctx);
 }
 
+const opp_test::FrontEnds<Call, Data> kFrontEnds = {kOpType, "flaNpuPrefixSharedAttention", RunDirect,
+                                                     flaNpuPrefixSharedAttentionLastTiling, RunTiling};
+
+// A valid call: both paths give the same tiling, block dim and workspace, and bit-identical outputs.
 int Same(const Call& c) {
     Data d = MakeData(c);
-    std::string message;
-    if (RunDirect(c, d, &message) != FLA_NPU_OK) {
-        std::fprintf(stderr, "direct entry failed: %s\n", message.c_str());
-        return 2;
-    }
-    uint32_t words[64];
-    const int32_t n_words = flaNpuPrefixSharedAttentionLastTiling(words, 64);
-    OPP_CHECK(size_t(n_words) * 4 == sizeof(PsaTiling));
-
     gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    OPP_CHECK(RunTiling(c, d, &ctx, &platform) == ge::GRAPH_SUCCESS);
-    OPP_CHECK(ctx.tiling.GetDataSize() == sizeof(PsaTiling));
-    OPP_CHECK(std::memcmp(ctx.tiling.GetData(), words, sizeof(PsaTiling)) == 0);
+    fe::PlatFormInfos platform;
     PsaTiling t;
-    std::memcpy(&t, words, sizeof(t));
-    OPP_CHECK(ctx.block_dim == (t.block_dim > 0 ? t.block_dim : 1u));
+    OPP_TRY(opp_test::SameTiling(kFrontEnds, c, d, &ctx, &platform, &t));
     if (c.len_kv >= 1000) OPP_CHECK(t.kv_splits > 1 && t.unit_splits == t.kv_splits && t.partial_slots > 0);
     if (c.G == 64) OPP_CHECK(t.kv_splits > 1 && t.unit_splits == 1 && t.partial_slots == 0);
-    const uint64_t sys = platform.lib_api_workspace_bytes;
-    OPP_CHECK(ctx.workspace.size() == 1 && ctx.workspace[0] == sys + fla_npu::psa::UserWorkspaceBytes(t));
+    OPP_TRY(opp_test::CheckWorkspaceRequest(ctx, platform, fla_npu::psa::UserWorkspaceBytes(t)));
 
-    // The runtime's launch: tiling bytes in GM, a workspace of the requested size.
-    const std::vector<uint8_t> tiling_gm(static_cast<uint8_t*>(ctx.tiling.GetData()),
-                                         static_cast<uint8_t*>(ctx.tiling.GetData()) + ctx.tiling.GetDataSize());
-    std::vector<uint8_t> workspace(ctx.workspace[0], kCanary);
+    opp_test::LaunchBuffers buffers(ctx);
     GM_ADDR q = Gm(d.q.data());  // one declaration each: GM_ADDR is a macro ending in '*'
     GM_ADDR k = Gm(d.k.data());
     GM_ADDR v = Gm(d.v.data());
     GM_ADDR out = Gm(d.out_opp.data());
-    GM_ADDR ws = workspace.data();
-    GM_ADDR tiling = Gm(tiling_gm.data());
+    GM_ADDR ws = buffers.WorkspaceGm();
+    GM_ADDR tiling = buffers.TilingGm();
     auto entry = c.dtype == FLA_NPU_FLOAT16 ? fla_npu_prefix_shared_attention_f16 : fla_npu_prefix_shared_attention_bf16;
     AscendC::sim::Launch("fla_npu_prefix_shared_attention", KERNEL_TYPE_MIX_AIC_1_2, ctx.block_dim, entry, q, k, v, out, ws,
                          tiling);
 
-    OPP_CHECK(std::memcmp(d.out_opp.data(), d.out_direct.data(), d.out_opp.size() * 2) == 0);
+    OPP_TRY(opp_test::CheckSameBits(d.out_opp, d.out_direct));
     if (c.bs > 0)  // every element written (the outputs were NaN)
         for (uint16_t bits : d.out_opp)
             OPP_CHECK(std::isfinite(c.dtype == FLA_NPU_FLOAT16 ? float(half::FromBits(bits)) : float(bfloat16_t::FromBits(bits))));
-    for (uint64_t i = 0; i < sys; ++i) OPP_CHECK(workspace[i] == kCanary);  // the system workspace is not the kernel's
+    OPP_TRY(opp_test::CheckSystemWorkspaceIntact(buffers, platform));
     return 0;
 }
 
-int SameRefusal(const Call& c, const char* expect) {
-    Data d = MakeData(c);
-    std::string direct;
-    OPP_CHECK(RunDirect(c, d, &direct) == FLA_NPU_ERR_INVALID_ARGUMENT);
-    const std::string prefix = "flaNpuPrefixSharedAttention: ";
-    OPP_CHECK(direct.rfind(prefix, 0) == 0);
-    direct = direct.substr(prefix.size());
-
-    gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    ge::graphStatus status = ge::GRAPH_SUCCESS;
-    const std::string opp = opp_test::CaptureStderr([&] { status = RunTiling(c, d, &ctx, &platform); });
-    OPP_CHECK(status == ge::GRAPH_FAILED);
-    if (opp != std::string("FlaNpuPrefixSharedAttention tiling: ") + direct + "\n" ||
-        direct.find(expect) == std::string::npos) {
-        std::fprintf(stderr, "direct: %s\nopp: %s", direct.c_str(), opp.c_str());
-        return 2;
-    }
-    return 0;
-}
+// An invalid call: both front ends refuse it with the same message.
+int SameRefusal(const Call& c, const char* expect) { return opp_test::SameRefusal(kFrontEnds, c, MakeData(c), expect); }
 
 Call With(int32_t dtype, int64_t bs, int64_t G, int64_t len_q, int64_t len_kv, int64_t D) {
     Call c;

@@ -3,18 +3,10 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "../../common/tests/tiling_test_util.h"
 #include "prefix_shared_attention_tiling.h"
 
 using namespace fla_npu::psa;
-
-static int g_fail = 0;
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            std::fprintf(stderr, "%s:%d: CHECK(%s)\n", __FILE__, __LINE__, #c); \
-            ++g_fail;                                                   \
-        }                                                               \
-    } while (0)
 
 static PsaProblem Problem(uint32_t bs, uint32_t G, uint32_t Lq, uint32_t Lkv, uint32_t D, uint32_t cores) {
     PsaProblem p;
@@ -24,20 +16,7 @@ static PsaProblem Problem(uint32_t bs, uint32_t G, uint32_t Lq, uint32_t Lkv, ui
     return p;
 }
 
-// Every unit is taken by exactly one core, in order; the per-core counts differ by at most one.
-static void CheckCover(const PsaTiling& t) {
-    uint32_t next = 0, lo = 0xFFFFFFFFu, hi = 0;
-    for (uint32_t b = 0; b < t.block_dim; ++b) {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t, b, &first, &count);
-        CHECK(first == next);
-        next = first + count;
-        lo = count < lo ? count : lo;
-        hi = count > hi ? count : hi;
-    }
-    CHECK(next == t.num_units);
-    if (t.block_dim > 0) CHECK(hi - lo <= 1 && lo >= 1);
-}
+using tiling_test::CheckCover;
 
 // The units of each (batch, M-tile) walk its K/V tiles exactly once, split by split; the combine
 // groups (distributed tilings) cover every stacked row once, 8-aligned, inside one M-tile.
@@ -185,6 +164,5 @@ int main() {
     p = Problem(1, 4, 3, 10, 128, 4);
     p.ub_bytes = 64 * 1024;
     CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "UB"));
-    if (g_fail == 0) std::printf("prefix_shared_attention tiling: all checks passed\n");
-    return g_fail == 0 ? 0 : 1;
+    return tiling_test::Report("prefix_shared_attention tiling");
 }

@@ -19,6 +19,7 @@
 using fla_npu::wy_fast::WyFastTiling;
 using opp_test::Desc;
 using opp_test::Gm;
+using opp_test::Numel;
 
 // The OPP kernel entry, compiled once per DTYPE_K (tests/CMakeLists.txt suffixes each copy's symbol).
 #define FLA_NPU_DECLARE_OPP_ENTRY(NAME)                                                                                   \
@@ -29,7 +30,6 @@ FLA_NPU_DECLARE_OPP_ENTRY(fla_npu_wy_fast_bf16)
 namespace {
 
 constexpr const char* kOpType = "FlaNpuWyFast";
-constexpr uint8_t kCanary = 0x5A;
 
 struct Call {
     int32_t dtype = FLA_NPU_FLOAT16;
@@ -44,12 +44,6 @@ struct Data {
     std::vector<int64_t> shapes[9];                // k, v, beta, akk, e_row, e_tail, w, u, kg
 };
 
-int64_t Numel(const std::vector<int64_t>& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
-}
-
 Data MakeData(const Call& c) {
     Data d;
     d.shapes[0] = {c.NC, c.HV, c.BT, c.K};
@@ -60,23 +54,12 @@ Data MakeData(const Call& c) {
     d.shapes[6] = d.shapes[8] = d.shapes[0];
     d.shapes[7] = c.u_shape.empty() ? d.shapes[1] : c.u_shape;
     opp_test::Rng rng(static_cast<uint64_t>(c.NC * 1000 + c.HV * 100 + c.BT + c.K + c.V * 3 + c.Kg + c.dtype));
-    const auto half_fill = [&](std::vector<uint16_t>& x, int64_t n) {
-        x.resize(static_cast<size_t>(n));
-        for (auto& e : x) {
-            const float f = rng.Next();
-            e = c.dtype == FLA_NPU_FLOAT16 ? half(f).bits : bfloat16_t(f).bits;
-        }
-    };
-    half_fill(d.k, Numel(d.shapes[0]));
-    half_fill(d.v, Numel(d.shapes[1]));
-    half_fill(d.akk, Numel(d.shapes[3]));
-    const auto pos_fill = [&](std::vector<float>& x, int64_t n) {
-        x.resize(static_cast<size_t>(n));
-        for (auto& e : x) e = 0.55f + 0.45f * rng.Next();
-    };
-    pos_fill(d.beta, Numel(d.shapes[2]));
-    pos_fill(d.e_row, Numel(d.shapes[4]));
-    pos_fill(d.e_tail, Numel(d.shapes[5]));
+    opp_test::FillHalf(rng, c.dtype, Numel(d.shapes[0]), &d.k);
+    opp_test::FillHalf(rng, c.dtype, Numel(d.shapes[1]), &d.v);
+    opp_test::FillHalf(rng, c.dtype, Numel(d.shapes[3]), &d.akk);
+    opp_test::FillPositive(rng, Numel(d.shapes[2]), &d.beta);
+    opp_test::FillPositive(rng, Numel(d.shapes[4]), &d.e_row);
+    opp_test::FillPositive(rng, Numel(d.shapes[5]), &d.e_tail);
     for (int i = 0; i < 3; ++i) {
         d.out_direct[i].assign(static_cast<size_t>(Numel(d.shapes[6 + i])), std::nanf(""));
         d.out_opp[i] = d.out_direct[i];
@@ -113,32 +96,18 @@ ge::graphStatus RunTiling(const Call& c, const Data& d, gert::TilingContext* ctx
     return opp_test::Registered(kOpType)->aicore.tiling(ctx);
 }
 
+const opp_test::FrontEnds<Call, Data> kFrontEnds = {kOpType, "flaNpuWyFast", RunDirect, flaNpuWyFastLastTiling, RunTiling};
+
+// A valid call: both paths give the same tiling, block dim and workspace, and bit-identical outputs.
 int Same(const Call& c) {
     Data d = MakeData(c);
-    std::string message;
-    if (RunDirect(c, d, &message) != FLA_NPU_OK) {
-        std::fprintf(stderr, "direct entry failed: %s\n", message.c_str());
-        return 2;
-    }
-    uint32_t words[64];
-    const int32_t n_words = flaNpuWyFastLastTiling(words, 64);
-    OPP_CHECK(size_t(n_words) * 4 == sizeof(WyFastTiling));
-
     gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    OPP_CHECK(RunTiling(c, d, &ctx, &platform) == ge::GRAPH_SUCCESS);
-    OPP_CHECK(ctx.tiling.GetDataSize() == sizeof(WyFastTiling));
-    OPP_CHECK(std::memcmp(ctx.tiling.GetData(), words, sizeof(WyFastTiling)) == 0);
+    fe::PlatFormInfos platform;
     WyFastTiling t;
-    std::memcpy(&t, words, sizeof(t));
-    OPP_CHECK(ctx.block_dim == (t.block_dim > 0 ? t.block_dim : 1u));
-    const uint64_t sys = platform.lib_api_workspace_bytes;
-    OPP_CHECK(ctx.workspace.size() == 1 && ctx.workspace[0] == sys + fla_npu::wy_fast::UserWorkspaceBytes(t));
+    OPP_TRY(opp_test::SameTiling(kFrontEnds, c, d, &ctx, &platform, &t));
+    OPP_TRY(opp_test::CheckWorkspaceRequest(ctx, platform, fla_npu::wy_fast::UserWorkspaceBytes(t)));
 
-    // The runtime's launch: tiling bytes in GM, a workspace of the requested size.
-    const std::vector<uint8_t> tiling_gm(static_cast<uint8_t*>(ctx.tiling.GetData()),
-                                         static_cast<uint8_t*>(ctx.tiling.GetData()) + ctx.tiling.GetDataSize());
-    std::vector<uint8_t> workspace(ctx.workspace[0], kCanary);
+    opp_test::LaunchBuffers buffers(ctx);
     GM_ADDR k = Gm(d.k.data());  // one declaration each: GM_ADDR is a macro ending in '*'
     GM_ADDR v = Gm(d.v.data());
     GM_ADDR b = Gm(d.beta.data());
@@ -148,50 +117,23 @@ int Same(const Call& c) {
     GM_ADDR w = Gm(d.out_opp[0].data());
     GM_ADDR u = Gm(d.out_opp[1].data());
     GM_ADDR kg = Gm(d.out_opp[2].data());
-    GM_ADDR ws = workspace.data();
-    GM_ADDR tiling = Gm(tiling_gm.data());
+    GM_ADDR ws = buffers.WorkspaceGm();
+    GM_ADDR tiling = buffers.TilingGm();
     auto entry = c.dtype == FLA_NPU_FLOAT16 ? fla_npu_wy_fast_f16 : fla_npu_wy_fast_bf16;
     AscendC::sim::Launch("fla_npu_wy_fast", KERNEL_TYPE_MIX_AIC_1_2, ctx.block_dim, entry, k, v, b, a, er, et, w, u, kg, ws, tiling);
 
     for (int i = 0; i < 3; ++i) {
-        OPP_CHECK(std::memcmp(d.out_opp[i].data(), d.out_direct[i].data(), d.out_opp[i].size() * 4) == 0);
-        for (float x : d.out_opp[i]) OPP_CHECK(std::isfinite(x));  // every element written (the outputs were NaN)
+        OPP_TRY(opp_test::CheckSameBits(d.out_opp[i], d.out_direct[i]));
+        OPP_TRY(opp_test::CheckAllFinite(d.out_opp[i]));
     }
-    for (uint64_t i = 0; i < sys; ++i) OPP_CHECK(workspace[i] == kCanary);  // the system workspace is not the kernel's
+    OPP_TRY(opp_test::CheckSystemWorkspaceIntact(buffers, platform));
     return 0;
 }
 
-int SameRefusal(const Call& c, const char* expect) {
-    Data d = MakeData(c);
-    std::string direct;
-    OPP_CHECK(RunDirect(c, d, &direct) == FLA_NPU_ERR_INVALID_ARGUMENT);
-    const std::string prefix = "flaNpuWyFast: ";
-    OPP_CHECK(direct.rfind(prefix, 0) == 0);
-    direct = direct.substr(prefix.size());
+// An invalid call: both front ends refuse it with the same message.
+int SameRefusal(const Call& c, const char* expect) { return opp_test::SameRefusal(kFrontEnds, c, MakeData(c), expect); }
 
-    gert::TilingContext ctx;
-    fe::PlatFormInfos platform = opp_test::SimPlatform();
-    ge::graphStatus status = ge::GRAPH_SUCCESS;
-    const std::string opp = opp_test::CaptureStderr([&] { status = RunTiling(c, d, &ctx, &platform); });
-    OPP_CHECK(status == ge::GRAPH_FAILED);
-    if (opp != std::string("FlaNpuWyFast tiling: ") + direct + "\n" || direct.find(expect) == std::string::npos) {
-        std::fprintf(stderr, "direct: %s\nopp: %s", direct.c_str(), opp.c_str());
-        return 2;
-    }
-    return 0;
-}
-
-Call With(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
-    Call c;
-    c.dtype = dtype;
-    c.NC = NC;
-    c.HV = HV;
-    c.BT = BT;
-    c.K = K;
-    c.V = V;
-    c.Kg = Kg;
-    return c;
-}
+constexpr auto With = opp_test::ChunkCall<Call>;
 
 int CaseRegistration() {
     const ops::OpDef* def = opp_test::Registered(kOpType);

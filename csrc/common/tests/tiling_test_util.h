@@ -1,0 +1,96 @@
+// Shared pieces of the host tiling unit tests (csrc/<op>/tests/*_tiling_test.cpp; plain C++, no
+// simulation, no CANN): a CHECK that counts failures and carries on, the check that the cores cover
+// the units, and the exit status.
+#ifndef FLA_NPU_TILING_TEST_UTIL_H
+#define FLA_NPU_TILING_TEST_UTIL_H
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+
+namespace tiling_test {
+inline int failures = 0;
+}  // namespace tiling_test
+
+#define CHECK(c)                                                                \
+    do {                                                                        \
+        if (!(c)) {                                                             \
+            std::fprintf(stderr, "%s:%d: CHECK(%s)\n", __FILE__, __LINE__, #c); \
+            ++tiling_test::failures;                                            \
+        }                                                                       \
+    } while (0)
+
+namespace tiling_test {
+
+// Every unit is taken by exactly one core, in order; the per-core counts differ by at most one.
+// (CoreUnits is the op's, found by argument-dependent lookup.)
+template <typename Tiling>
+void CheckCover(const Tiling& t) {
+    uint32_t next = 0, lo = 0xFFFFFFFFu, hi = 0;
+    for (uint32_t b = 0; b < t.block_dim; ++b) {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t, b, &first, &count);
+        CHECK(first == next);
+        next = first + count;
+        lo = count < lo ? count : lo;
+        hi = count > hi ? count : hi;
+    }
+    CHECK(next == t.num_units);
+    if (t.block_dim > 0) CHECK(hi - lo <= 1 && lo >= 1);
+}
+
+// The chunk kernels (chunk_output, wy_fast), whose problems are made by
+// `problem(NC, HV, BT, K, V, Kg, cores)` and tiled by their ComputeTiling (found as CoreUnits is).
+
+// 5 chunks x 3 heads at every chunk size, head dims 16 to 256 for K and V, Kg 1 (GDN) or K (KDA),
+// 1, 3 and 16 cores: tiled, 15 units over min(cores, 15) cores, covered; `check_buffers(t, p)`.
+template <typename Tiling, typename MakeProblem, typename CheckBuffers>
+void CheckChunkShapes(MakeProblem problem, CheckBuffers check_buffers) {
+    const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 64, 128, 256};
+    for (uint32_t BT : bts)
+        for (uint32_t K : dims)
+            for (uint32_t V : dims)
+                for (uint32_t Kg : {1u, K})
+                    for (uint32_t cores : {1u, 3u, 16u}) {
+                        const auto p = problem(5, 3, BT, K, V, Kg, cores);
+                        Tiling t;
+                        const char* err = nullptr;
+                        CHECK(ComputeTiling(p, &t, &err) == 0);
+                        CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
+                        CheckCover(t);
+                        check_buffers(t, p);
+                    }
+}
+
+// What both refuse: float32 Cube inputs (with the reason), a chunk size over 64, head dims not
+// multiples of 16 or over 256, an e_row that is neither [.., 1] nor [.., K], no core.
+template <typename Tiling, typename MakeProblem>
+void CheckChunkRefusals(MakeProblem problem) {
+    Tiling t;
+    const char* err = nullptr;
+    auto p = problem(2, 2, 64, 128, 128, 128, 4);
+    p.elem_bytes = 4;
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "float32") != nullptr && std::strstr(err, "transposing") != nullptr);
+    p.cube_fp32 = false;
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "takes no float32") != nullptr);
+    CHECK(ComputeTiling(problem(2, 2, 128, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
+    CHECK(ComputeTiling(problem(2, 2, 64, 100, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
+    CHECK(ComputeTiling(problem(2, 2, 64, 128, 512, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
+    CHECK(ComputeTiling(problem(2, 2, 64, 128, 128, 7, 4), &t, &err) != 0 && std::strstr(err, "e_row") != nullptr);
+    CHECK(ComputeTiling(problem(2, 2, 64, 128, 128, 1, 0), &t, &err) != 0);
+}
+
+// The exit status: 0 and "<name>: all checks passed" when no CHECK failed, else 1.
+inline int Report(const char* name) {
+    if (failures) {
+        std::fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    std::printf("%s: all checks passed\n", name);
+    return 0;
+}
+
+}  // namespace tiling_test
+
+#endif

@@ -1,0 +1,84 @@
+"""Shared pieces of the simulated-kernel tests (tests/kernels/test_*_sim.py): the C++ unit tests of
+an op's host tiling, compiled on the spot; the spy that routes the public ops to the simulated
+kernels and records the launches of one kernel; the checks shared by the chunk kernels' tests.
+
+(Not named ``helpers``: the tests import tests/ops/helpers.py under that name.)
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import fla_npu
+from fla_npu.runtime import routing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from helpers import Switches, check_chunk_op  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+CXX = shutil.which("c++") or shutil.which("g++")
+
+needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+
+
+def run_tiling_unit_test(tmp_path: Path, op_dir: str, name: str) -> None:
+    """Compile csrc/<op_dir>/tests/<name>_tiling_test.cpp with csrc/<op_dir>/<name>_tiling.cpp (plain
+    C++17, warnings as errors) and run it: it must exit 0 (every check passed)."""
+    src = ROOT / "csrc" / op_dir
+    exe = tmp_path / f"{name}_tiling_test"
+    subprocess.run([CXX, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
+                    str(src / "tests" / f"{name}_tiling_test.cpp"), str(src / f"{name}_tiling.cpp"),
+                    "-o", str(exe)], check=True, capture_output=True, text=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def record_launches(monkeypatch, module, name: str, *, before=None, after=None) -> list:
+    """Route the ops to the simulated kernels (FLA_NPU_CPU_IMPL=sim) and wrap ``module.<name>``: each
+    call appends ``before(args, kwargs)`` before running the real function and/or
+    ``after(args, kwargs)`` once it returned. Returns the list they are appended to."""
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    calls = []
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        if before is not None:
+            calls.append(before(args, kwargs))
+        out = real(*args, **kwargs)
+        if after is not None:
+            calls.append(after(args, kwargs))
+        return out
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+def check_float32_keeps_reference(launches: list, caplog, monkeypatch, stage: str) -> None:
+    """A float32 chunk op: the kernel takes no fp32 Cube inputs, so ``stage`` (e.g. "stage 5: output")
+    stays on the reference (nothing launched), logged once as a warning."""
+    monkeypatch.setattr(routing, "_logged", set())  # earlier tests may have logged this choice already
+    with caplog.at_level(logging.WARNING, logger="fla_npu"):
+        check_chunk_op(fla_npu.chunk_kda, "kda", 1, 70, 1, 2, 32, 32, Switches(chunk_size=32), torch.float32, seed=2)
+    assert launches == []
+    assert any(stage in r.getMessage() and "float16 / bfloat16" in r.getMessage() for r in caplog.records)
+
+
+def verify_sim_first_rows() -> list:
+    """`fla-npu verify`'s sim implementation on the first bf16 non-decode case of each op (KDA, GDN):
+    two rows, both passed. Returns them."""
+    from fla_npu import verify
+
+    impl = next(i for i in verify.implementations() if i.name == "sim")
+    cases = []
+    for op in verify.OPS:
+        cases += [c for c in verify.build_cases(ops=(op,), quick=True) if c.kind != "decode"][:1]
+    rows = verify.verify(cases, [impl], "bf16")
+    assert len(rows) == 2 and all(r["passed"] for r in rows), rows
+    return rows
