@@ -24,7 +24,7 @@ from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, chunk_output as kout
-from fla_npu.testing import TOLERANCES, check_close, rel_rms
+from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, make_venv, pip_install, read_wheel, run_build_wheel, venv_run, wheel_from_output
+from conftest import ROOT, make_venv, pip_install, read_wheel, run_build_wheel, venv_run
 from fake_opp import stubs_dir
 
 GIT_HEAD = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
