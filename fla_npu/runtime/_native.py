@@ -263,7 +263,7 @@ def chunk_layout_unsupported(dtype: torch.dtype, BT: int, K: int, V: int, kernel
     if dtype not in kernel_dtypes:
         return f"the kernel takes float16 / bfloat16 Cube inputs, not {dtype}"
     if BT not in chunk_sizes:
-        return f"chunk_size {BT} (the kernel takes 16, 32, 64)"
+        return f"chunk_size {BT} (the kernel takes {', '.join(map(str, chunk_sizes))})"
     if any(d % 16 or not 16 <= d <= max_head_dim for d in (K, V)):
         return f"head dims K={K}, V={V} (the kernel takes multiples of 16 up to {max_head_dim})"
     return None

@@ -21,6 +21,7 @@ from . import chunk_fwd as fwd
 from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
 from .decay import ChunkDecay
+from ...runtime import chunk_output as kout, wy_fast as kwy
 from ...runtime.routing import ENV, cpu_impl, log_once, use_sim
 
 
@@ -99,19 +100,18 @@ def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, s
     return fwd.chunk_local_cumsum(plan.to_chunks(gf), torch.float64)
 
 
-def _use_sim_output(cfg: DeltaRuleConfig, q, v) -> bool:
-    """Whether stage 5 (the output) runs on the simulated kernel: ``FLA_NPU_CPU_IMPL=sim`` and a call
-    the kernel takes (Cube inputs of ``q``'s dtype, fp16 / bf16; chunk size and head dims within its
-    limits); otherwise the reference, the reason logged once."""
-    from ...runtime import chunk_output as kout
-
-    op = f"{cfg.name} (stage 5: output)"
+def _use_sim_stage(cfg: DeltaRuleConfig, stage: str, kernel, q, v) -> bool:
+    """Whether ``stage`` runs on its simulated kernel (``kernel``: the runtime module of a mixed Cube
+    kernel in the chunk layout, :mod:`...runtime.chunk_output` or :mod:`...runtime.wy_fast`):
+    ``FLA_NPU_CPU_IMPL=sim`` and a call the kernel takes (Cube inputs of ``q``'s dtype, fp16 / bf16;
+    chunk size and head dims within its limits); otherwise the reference, the reason logged once."""
+    op = f"{cfg.name} ({stage})"
     if q.device.type == "cpu" and cpu_impl() == "sim":
-        why = kout.unsupported(q.dtype, cfg.chunk_size, q.shape[-1], v.shape[-1])
+        why = kernel.unsupported(q.dtype, cfg.chunk_size, q.shape[-1], v.shape[-1])
         if why is not None:
             log_once(op, "the PyTorch reference", f"{ENV}=sim, but {why}", logging.WARNING)
             return False
-    return use_sim(op, q, supported_dtypes=kout.KERNEL_DTYPES)
+    return use_sim(op, q, supported_dtypes=kernel.KERNEL_DTYPES)
 
 
 def _output(p, dtype, sim: bool) -> torch.Tensor:
@@ -124,21 +124,6 @@ def _output(p, dtype, sim: bool) -> torch.Tensor:
         return chunk_output(p.q.to(dtype), p.decay.e_row.to(torch.float32), p.h.to(torch.float32), p.Aqk.to(dtype),
                             p.v_new.to(dtype))
     return fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)
-
-
-def _use_sim_wy(cfg: DeltaRuleConfig, q, v) -> bool:
-    """Whether stage 3 (the WY factors ``w``, ``u``, ``kg``) runs on the simulated kernel: as
-    :func:`_use_sim_output`, with the WY kernel's limits (Cube inputs ``k``, ``v``, ``Akk`` of the op's
-    dtype, fp16 / bf16)."""
-    from ...runtime import wy_fast as kwy
-
-    op = f"{cfg.name} (stage 3: WY factors)"
-    if q.device.type == "cpu" and cpu_impl() == "sim":
-        why = kwy.unsupported(q.dtype, cfg.chunk_size, q.shape[-1], v.shape[-1])
-        if why is not None:
-            log_once(op, "the PyTorch reference", f"{ENV}=sim, but {why}", logging.WARNING)
-            return False
-    return use_sim(op, q, supported_dtypes=kwy.KERNEL_DTYPES)
 
 
 def _wy(p, Akk, wy_dtype):
@@ -197,10 +182,10 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward) ...
         sim = compute_dtype(q, k, v) != torch.float64 and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g)
         # ... and stage 5 (the output: forward only, the backward recomputes nothing from it) ...
-        sim_out = compute_dtype(q, k, v) != torch.float64 and _use_sim_output(cfg, q, v)
+        sim_out = compute_dtype(q, k, v) != torch.float64 and _use_sim_stage(cfg, "stage 5: output", kout, q, v)
         # ... and stage 3 (w, u, kg: forward only; the backward always recomputes them, and the
         # states built on them, with the reference from the kept Akk: see _backward_slice).
-        wy_dtype = q.dtype if compute_dtype(q, k, v) != torch.float64 and _use_sim_wy(cfg, q, v) else None
+        wy_dtype = q.dtype if compute_dtype(q, k, v) != torch.float64 and _use_sim_stage(cfg, "stage 3: WY factors", kwy, q, v) else None
         slices = _head_slices(q.shape[2], v.shape[2])
         o, final, h, kept = [], [], [], []
         for sl in slices:
