@@ -218,17 +218,13 @@ void CheckAlign(const Slot* s, uint64_t byteOff, uint32_t align, const char* ope
 
 // ---------------------------------------------------------------------------------------------
 // Hazard checker.
-static const char* HazardHint(pipe_t from, pipe_t to) {
-    static std::string buf[kNumPipes][kNumPipes];
-    std::string& b = buf[from][to];
-    if (b.empty()) {
-        const char* name = nullptr;
-        for (int e = 0; e < static_cast<int>(HardEvent::MAX); ++e)
-            if (EventSrc(HardEvent(e)) == from && EventDst(HardEvent(e)) == to) name = EventName(HardEvent(e));
-        b = name ? Fmt("SetFlag/WaitFlag<HardEvent::%s>, a queue EnQue/DeQue pair or PipeBarrier<PIPE_ALL>", name)
-                 : std::string("PipeBarrier<PIPE_ALL>");
-    }
-    return b.c_str();
+// Built per report, not cached: the cores are threads, and two of them can report the same pair at once.
+static std::string HazardHint(pipe_t from, pipe_t to) {
+    const char* name = nullptr;
+    for (int e = 0; e < static_cast<int>(HardEvent::MAX); ++e)
+        if (EventSrc(HardEvent(e)) == from && EventDst(HardEvent(e)) == to) name = EventName(HardEvent(e));
+    return name ? Fmt("SetFlag/WaitFlag<HardEvent::%s>, a queue EnQue/DeQue pair or PipeBarrier<PIPE_ALL>", name)
+                : std::string("PipeBarrier<PIPE_ALL>");
 }
 
 void Touch(const Slot* s, uint64_t byteOff, uint64_t bytes, bool write) {
@@ -243,7 +239,7 @@ void Touch(const Slot* s, uint64_t byteOff, uint64_t bytes, bool write) {
              Fmt("%s op #%u '%s' %s %s bytes [%llu, %llu) of %s after %s op #%u '%s' %s them, with no %s in between",
                  PipeName(q), c.opSeq, c.curOp, write ? "writes" : "reads", ArenaName(s->arena),
                  (unsigned long long)(blk * kBlock), (unsigned long long)(blk * kBlock + kBlock), s->name.c_str(), PipeName(p),
-                 prev.seq, prev.op, what, HazardHint(p, q)));
+                 prev.seq, prev.op, what, HazardHint(p, q).c_str()));
     };
     std::vector<BlockRec>& recs = c.recs[ai];
     for (uint64_t b = abs0 / kBlock; b < (abs1 + kBlock - 1) / kBlock; ++b) {
