@@ -41,6 +41,7 @@
 
 #include "kernel_operator.h"
 #include "prefix_shared_attention_tiling.h"
+#include "../common/chunk_cube.h"  // LoadA: L1 NZ -> L0A in the SoC's layout
 
 namespace fla_npu {
 namespace psa {
@@ -105,20 +106,6 @@ public:
     }
 
 private:
-    // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
-    // layout: a2/a3 Zz (one LoadData per fractal row), a5 Nz (the L1 order as it is).
-    __aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t mPad, uint32_t kPad) {
-        constexpr uint32_t fr = 512 / sizeof(T), c0 = 32 / sizeof(T);
-        const uint32_t mFrac = mPad / 16, kFrac = kPad / c0;
-#if __NPU_ARCH__ == 3510
-        LoadData(a2, a1, LoadData2dParams(0, static_cast<uint8_t>(mFrac * kFrac), 1, 0, 0, false, 0));
-#else
-        for (uint32_t i = 0; i < mFrac; ++i)
-            LoadData(a2[i * kFrac * fr], a1[i * fr],
-                     LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(mFrac), 0, 0, false, 0));
-#endif
-    }
-
     __aicore__ inline void LoadQ() {
         LocalTensor<T> q1 = q1_.Get<T>(), qa = qa_.Get<T>();
         Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData has read q1
@@ -127,7 +114,7 @@ private:
                              static_cast<uint16_t>(mPad_), 1, 0));
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();     // the previous unit's Mmads have read qa
-        LoadA(qa, q1, mPad_, D_);
+        chunk_cube::LoadA(qa, q1, mPad_, D_);
     }
 
     // S_j = Q K_j^T into S slot j % 2; flag S.
@@ -178,7 +165,7 @@ private:
                                       static_cast<uint16_t>(kBlockN), static_cast<uint16_t>(mPad_), 1, 0));
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();
-        LoadA(pa, p1, mPad_, kRows);
+        chunk_cube::LoadA(pa, p1, mPad_, kRows);
         // L1 NZ of V holds 16 (keys) x 16 (d) fractals, column-major; L0B wants fractal (key block,
         // d block) row-major, each d-major: one transposing LoadData per key block.
         for (uint32_t kb = 0; kb < kRows / 16; ++kb)
