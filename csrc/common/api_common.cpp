@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "../gate/gate_cumsum_tiling.h"
+#include "soc_facts.h"
 
 #ifndef FLA_NPU_SOC
 #error "FLA_NPU_SOC must be defined by the build (\"a2\", \"a3\" or \"a5\")"
@@ -107,8 +107,8 @@ int64_t Numel(const FlaNpuTensor* t) {
 }
 
 const char* TargetSoc() { return FLA_NPU_SOC; }
-uint32_t TargetUbBytes() { return gate::UbBytesForSoc(FLA_NPU_SOC); }
-uint32_t TargetL0cBytes() { return std::strcmp(TargetSoc(), "a5") == 0 ? 256u * 1024 : 128u * 1024; }
+uint32_t TargetUbBytes() { return soc::Find(FLA_NPU_SOC)->ubBytes; }
+uint32_t TargetL0cBytes() { return soc::Find(FLA_NPU_SOC)->l0cBytes; }
 
 uint32_t MixedLaunchAiCoreNum() {
     const int32_t aiv = flaNpuVectorCoreNum();

@@ -48,6 +48,21 @@ struct SlotConsumer {  // AIC side
     }
 };
 
+// Mmad.md: an Mmad accumulating into the L0C tile the previous Mmad wrote must be separated from it
+// by PipeBarrier<PIPE_M> when (m / 16) * (n / 16) < 10 (integer division of the sizes passed).
+__aicore__ inline void AccumulateBarrier(uint32_t m, uint32_t n) {
+    if ((m / 16) * (n / 16) < 10) PipeBarrier<PIPE_M>();
+}
+
+// Zero `elems` elements of an L1 buffer (MTE2) ahead of a load that writes fewer rows than the Cube
+// reads: Mmad reads whole 16-row fractals and must not see NaN (Mmad.md), and ND -> NZ leaves the
+// rows past nValue untouched. The barrier orders the load after the fill: both write the same
+// bytes on MTE2 (PipeBarrier(ISASI).md).
+template <class T> __aicore__ inline void ZeroL1(const LocalTensor<T>& l1, uint32_t elems) {
+    InitConstValue(l1, InitConstValueParams<T>(1, static_cast<uint16_t>(elems * sizeof(T) / 32), 0, T(0)));
+    PipeBarrier<PIPE_MTE2>();
+}
+
 // A row-major rows x cols matrix from GM into L1 as NZ (16-row fractals, column blocks rows apart).
 template <class T>
 __aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols) {
@@ -106,9 +121,11 @@ __aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTe
         for (uint32_t i = 0; i < P; ++i) LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();   // the previous Fixpipe has read oc
-        for (uint32_t i = 0; i < P; ++i)
+        for (uint32_t i = 0; i < P; ++i) {
+            if (i > 0) AccumulateBarrier(m, n);
             Mmad(oc, prods[i].a2, prods[i].b2,
                  MmadParams(static_cast<uint16_t>(m), static_cast<uint16_t>(n), static_cast<uint16_t>(prods[i].k), 0, false, i == 0));
+        }
         Sync<HardEvent::M_FIX>();
         Fixpipe(out[n0], oc, FixpipeParamsV220(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false));
     }

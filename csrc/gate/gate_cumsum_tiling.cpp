@@ -12,13 +12,6 @@ uint32_t ElemAlign(uint32_t in_elem_bytes) { return kBlockBytes / in_elem_bytes;
 uint32_t TmpBufs(uint32_t form) { return form == kGateSoftplus ? 3u : form == kGateSigmoid ? 1u : 0u; }
 }  // namespace
 
-uint32_t UbBytesForSoc(const char* soc) {
-    if (soc == nullptr) return 0;
-    if (std::strcmp(soc, "a2") == 0 || std::strcmp(soc, "a3") == 0) return 192u * 1024 - 8u * 1024 - 256u;
-    if (std::strcmp(soc, "a5") == 0) return 248u * 1024;
-    return 0;
-}
-
 uint32_t TilePitch(uint32_t w, uint32_t in_elem_bytes) {
     return static_cast<uint32_t>(RoundUp(w, ElemAlign(in_elem_bytes)));
 }

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "../common/aicore.h"
+#include "../common/soc_facts.h"
 
 namespace fla_npu {
 namespace gate {
@@ -69,12 +70,9 @@ struct GateCumsumProblem {
     float lower_bound = 0.0f;
     float scale = 1.0f;
     uint32_t core_num = 1;       // vector cores available
-    uint32_t ub_bytes = 0;       // usable UB per vector core (UbBytesForSoc)
+    uint32_t ub_bytes = 0;       // usable UB per vector core (soc::SocFacts::ubBytes)
 };
 
-// Usable UB per vector core for "a2", "a3", "a5" (0 for an unknown name): the physical UB less what
-// the toolchain reserves on a2/a3 (8 KB + 256 B); a5 exposes 248 KB.
-uint32_t UbBytesForSoc(const char* soc);
 
 // UB row pitch (elements) of a tile of w columns whose input elements have in_elem_bytes bytes:
 // one input row and one fp32 row both start on 32-byte boundaries.

@@ -109,6 +109,7 @@ private:
     __aicore__ inline void LoadQ() {
         LocalTensor<T> q1 = q1_.Get<T>(), qa = qa_.Get<T>();
         Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData has read q1
+        if (mPad_ != mLen_) chunk_cube::ZeroL1(q1, mPad_ * D_);
         DataCopy(q1, gQ_[(uint64_t(b_) * t_.rows + m0_) * D_],
                  Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
                              static_cast<uint16_t>(mPad_), 1, 0));
@@ -125,6 +126,7 @@ private:
         LocalTensor<T> k1 = k1_.Get<T>(), kb = kb_.Get<T>(), qa = qa_.Get<T>();
         LocalTensor<float> sc = sc_.Get<float>();
         Sync<HardEvent::MTE1_MTE2>();
+        if (nPad != nLen) chunk_cube::ZeroL1(k1, nPad * D_);
         // Rows = keys, C0 along d: the NZ fractals are already L0B's Zn fractals of K^T (k = d, n = keys).
         DataCopy(k1, gK_[(uint64_t(b_) * t_.len_kv + n0) * D_],
                  Nd2NzParams(1, static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
@@ -134,8 +136,9 @@ private:
         LoadData(kb, k1, LoadData2dParams(0, static_cast<uint8_t>((D_ / 16) * (nPad / 16)), 1, 0, 0, false, 0));
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();      // the previous Fixpipe has read sc
-        // Columns past nLen (K rows not loaded) are garbage in L0C and never leave it.
-        Mmad(sc, qa, kb, MmadParams(static_cast<uint16_t>(mLen_), static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0,
+        // m = the padded row count (zero rows): never 1, which would switch the Cube to GEMV mode
+        // and read L0A as ND (GEMV.md). Padding rows and columns stay in L0C.
+        Mmad(sc, qa, kb, MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0,
                                     false, true));
         Sync<HardEvent::M_FIX>();
         Fixpipe(gS_[uint64_t(j % 2) * kBlockM * kBlockN], sc,
@@ -156,11 +159,13 @@ private:
         Sync<HardEvent::MTE1_MTE2>();
         // V_j as B (k = keys, n = d): the key padding rows up to 16 must be zero (P's are, but
         // 0 * NaN is NaN).
-        if (kRows != nLen) InitConstValue(v1, InitConstValueParams<T>(1, static_cast<uint16_t>(kRows * D_ * sizeof(T) / 32), 0, T(0)));
+        if (kRows != nLen) chunk_cube::ZeroL1(v1, kRows * D_);
         DataCopy(v1, gV_[(uint64_t(b_) * t_.len_kv + n0) * D_],
                  Nd2NzParams(1, static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
                              static_cast<uint16_t>(kRows), 1, 0));
-        // P_j as A (m rows, k = keys): ND -> NZ zero-fills each row's C0 tail, i.e. keys nLen..kRows.
+        // P_j as A (m rows, k = keys): ND -> NZ zero-fills each row's C0 tail, i.e. keys nLen..kRows;
+        // the rows past mLen are zeroed here.
+        if (mPad_ != mLen_) chunk_cube::ZeroL1(p1, mPad_ * kRows);
         DataCopy(p1, gP_, Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(nLen), 0,
                                       static_cast<uint16_t>(kBlockN), static_cast<uint16_t>(mPad_), 1, 0));
         Sync<HardEvent::MTE2_MTE1>();
@@ -173,7 +178,7 @@ private:
                      LoadData2dParams(0, static_cast<uint8_t>(D_ / 16), static_cast<uint16_t>(kRows / 16), 0, 0, true, 0));
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();
-        Mmad(oc, pa, vb, MmadParams(static_cast<uint16_t>(mLen_), static_cast<uint16_t>(D_), static_cast<uint16_t>(nLen), 0,
+        Mmad(oc, pa, vb, MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(D_), static_cast<uint16_t>(nLen), 0,
                                     false, true));
         Sync<HardEvent::M_FIX>();
         Fixpipe(gO_, oc, FixpipeParamsV220(static_cast<uint16_t>(D_), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_),

@@ -40,6 +40,7 @@
 #include <cstdint>
 
 #include "../common/aicore.h"
+#include "../common/soc_facts.h"
 
 namespace fla_npu {
 namespace psa {
@@ -92,7 +93,7 @@ struct PsaProblem {
     float scale = 0.0f;
     uint32_t core_num = 1;    // AI cores (AIC + 2 AIV) available
     uint32_t ub_bytes = 0;    // usable UB per vector core
-    uint32_t l0c_bytes = 128u * 1024;
+    uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 
 // UB bytes an AIV carves for head dim D and element size e (each buffer rounded to 32 bytes).

@@ -89,6 +89,10 @@ struct CoreCtx {
     // cross-core (guarded by LaunchState::mu)
     int xflag[kCrossCoreFlags] = {};
     std::map<std::pair<int, int>, std::vector<int>> xpartial;  // (mode, id) -> per group member
+    // Mmad accumulation order (Mmad.md): the previous Mmad's L0C byte range and whether a
+    // PipeBarrier<PIPE_M> (or PIPE_ALL) came after it.
+    uint64_t mmadLo = 0, mmadHi = 0;
+    bool mmadBarrier = true;
     std::string waiting;  // what this core blocks on, "" when running
     const std::function<bool()>* waitPred = nullptr;  // its wake-up condition while blocked
     bool finished = false;
@@ -282,9 +286,28 @@ void WaitFlagImpl(HardEvent evt, int32_t id) {
     JoinToken(EventDst(evt), q.front());
     q.pop_front();
 }
+// Mmad.md: consecutive Mmads accumulating into the same L0C address need PipeBarrier<PIPE_M>
+// between them when (m / 16) * (n / 16) < 10 (the Cube's accumulation would otherwise read C
+// before the previous Mmad wrote it).
+void NoteMmad(const Slot* dst, uint64_t byteOff, uint64_t bytes, bool accumulate, uint32_t m, uint32_t n) {
+    CoreCtx& c = Core("Mmad");
+    const uint64_t lo = dst->offset + byteOff, hi = lo + bytes;
+    const uint64_t fractals = uint64_t(m / 16) * (n / 16);  // the page's integer division, as passed
+    if (accumulate && !c.mmadBarrier && lo < c.mmadHi && c.mmadLo < hi && fractals < kMmadBarrierFractals)
+        Fail("Mmad accumulation barrier",
+             Fmt("Mmad (m %u, n %u: (m/16)*(n/16) = %llu < %u) accumulates into L0C bytes [%llu, %llu) that the previous Mmad "
+                 "wrote, with no PipeBarrier<PIPE_M>() between them (Mmad.md: required when (m/16)*(n/16) < 10)",
+                 m, n, static_cast<unsigned long long>(fractals), kMmadBarrierFractals, static_cast<unsigned long long>(lo),
+                 static_cast<unsigned long long>(hi)));
+    c.mmadLo = lo;
+    c.mmadHi = hi;
+    c.mmadBarrier = false;
+}
+
 void PipeBarrierImpl(pipe_t pipe) {
     CoreCtx& c = Core("PipeBarrier");
-    if (pipe != PIPE_ALL) return;  // a single pipe is ordered with itself already
+    if (pipe == PIPE_M || pipe == PIPE_ALL) c.mmadBarrier = true;
+    if (pipe != PIPE_ALL) return;  // a single pipe is ordered with itself already (for the hazard clocks)
     uint32_t m[kNumPipes] = {};
     for (auto& row : c.clock)
         for (int i = 0; i < kNumPipes; ++i) m[i] = std::max(m[i], row[i]);
@@ -499,15 +522,28 @@ static std::vector<CoreCtx*> GroupOf(LaunchState& L, CoreCtx& x, int mode, bool 
     return g;
 }
 
+// Rules shared by both sides of a cross-core flag (CrossCoreSetFlag.md, SyncAll.md).
+static void CheckCrossCoreFlag(const CoreCtx& c, const char* api, int mode, uint16_t flagId) {
+    if (flagId >= kCrossCoreFlags) Fail("bad cross-core flag id", Fmt("%s<%d>(%u): flag ids are 0..15", api, mode, flagId));
+    if (flagId >= kSyncAllFlagFirst && flagId <= kSyncAllFlagLast)
+        Fail("reserved cross-core flag id", Fmt("%s<%d>(%u): ids %d..%d are used by SyncAll internally", api, mode, flagId,
+                                                kSyncAllFlagFirst, kSyncAllFlagLast));
+    if (c.L->type == KERNEL_TYPE_AIV_ONLY || c.L->type == KERNEL_TYPE_AIC_ONLY)
+        Fail("cross-core flag outside a mixed kernel",
+             Fmt("%s in a %s kernel: cross-core flags need a mixed kernel type (KERNEL_TYPE_MIX_*); in AIV-only and AIC-only "
+                 "kernels the cross-core scheduler is off",
+                 api, KernelTypeName(c.L->type)));
+}
+
 void CrossCoreSetFlagImpl(int mode, pipe_t pipe, uint16_t flagId) {
     BeginOp(pipe, "CrossCoreSetFlag");
     CoreCtx& c = Core("CrossCoreSetFlag");
     LaunchState& L = *c.L;
-    if (flagId >= kCrossCoreFlags) Fail("bad cross-core flag id", Fmt("CrossCoreSetFlag<%d>(%u): flag ids are 0..15", mode, flagId));
+    CheckCrossCoreFlag(c, "CrossCoreSetFlag", mode, flagId);
+    if (mode == 2 && (L.aicPerBlock == 0 || L.aivPerBlock == 0)) Fail("bad cross-core mode", Fmt("CrossCoreSetFlag<2> (AIC <-> AIV) in a %s kernel", KernelTypeName(L.type)));
     if (mode > 2) Fail("unsupported cross-core mode", Fmt("CrossCoreSetFlag<%d>: the simulation supports modes 0, 1 and 2", mode));
     if (pipe == PIPE_S || pipe == PIPE_ALL) Fail("bad cross-core pipe", Fmt("CrossCoreSetFlag<%d, PIPE_%s>: modes 0-2 need a pipe other than PIPE_S/PIPE_ALL", mode, PipeName(pipe)));
     if (mode == 1 && c.type != AIV) Fail("bad cross-core mode", "CrossCoreSetFlag<1> (AIVs of one AI core) called on an AIC core");
-    if (mode == 2 && (L.aicPerBlock == 0 || L.aivPerBlock == 0)) Fail("bad cross-core mode", Fmt("CrossCoreSetFlag<2> (AIC <-> AIV) in a %s kernel", KernelTypeName(L.type)));
     std::unique_lock<std::mutex> lk(L.mu);
     // Targets: mode 0 all cores of my type, mode 1 the AIVs of my block, mode 2 the other side of my block.
     std::vector<CoreCtx*> targets = GroupOf(L, c, mode, true);
@@ -535,7 +571,7 @@ void CrossCoreSetFlagImpl(int mode, pipe_t pipe, uint16_t flagId) {
 void CrossCoreWaitFlagImpl(int mode, pipe_t pipe, uint16_t flagId) {
     BeginOp(pipe == PIPE_ALL ? PIPE_S : pipe, "CrossCoreWaitFlag");
     CoreCtx& c = Core("CrossCoreWaitFlag");
-    if (flagId >= kCrossCoreFlags) Fail("bad cross-core flag id", Fmt("CrossCoreWaitFlag<%d>(%u): flag ids are 0..15", mode, flagId));
+    CheckCrossCoreFlag(c, "CrossCoreWaitFlag", mode, flagId);
     LaunchState& L = *c.L;
     std::unique_lock<std::mutex> lk(L.mu);
     BlockUntil(c, lk, Fmt("CrossCoreWaitFlag(%u) [0 complete sets pending]", flagId), [&] { return c.xflag[flagId] > 0; });

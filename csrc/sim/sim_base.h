@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "../common/soc_facts.h"
+
 // ---------------------------------------------------------------------------------------------
 // SoC selection (compile time, like the device build): -DFLA_SIM_SOC=FLA_SIM_SOC_A2|A3|A5.
 #define FLA_SIM_SOC_A2 2
@@ -106,6 +108,8 @@ constexpr uint32_t kMaxRepeat = 255;
 constexpr int kEventIdsPerType = 8;      // QUE_MAX_EVENT
 constexpr int kCrossCoreFlags = 16;
 constexpr int kCrossCoreMaxPending = 15; // 4-bit counter
+constexpr int kSyncAllFlagFirst = 11, kSyncAllFlagLast = 14;  // used by SyncAll itself
+constexpr uint32_t kMmadBarrierFractals = 10;  // accumulating Mmads below this many output fractals need PipeBarrier<PIPE_M>
 
 constexpr pipe_t EventSrc(HardEvent e) {
     switch (e) {
@@ -134,22 +138,24 @@ const char* ArenaName(ArenaKind a);
 
 struct SocProfile {
     const char* name;
-    uint32_t arenaBytes[kNumArenas];  // UB, L1, L0A, L0B, L0C
+    uint32_t arenaBytes[kNumArenas];  // UB, L1, L0A, L0B, L0C: the usable sizes
 };
-// Per-SoC sizes (reference/ascendc.md §1.8): a2/a3 (2201) UB 192 KB, L1 512 KB, L0A/L0B 64 KB,
-// L0C 128 KB; a5 (3510) UB 248 KB usable, L1 512 KB, L0A/L0B 64 KB, L0C 256 KB.
-inline constexpr SocProfile kProfileA2{"a2", {192u * 1024, 512u * 1024, 64u * 1024, 64u * 1024, 128u * 1024}};
-inline constexpr SocProfile kProfileA3{"a3", {192u * 1024, 512u * 1024, 64u * 1024, 64u * 1024, 128u * 1024}};
-inline constexpr SocProfile kProfileA5{"a5", {248u * 1024, 512u * 1024, 64u * 1024, 64u * 1024, 256u * 1024}};
+constexpr SocProfile ProfileOf(const fla_npu::soc::SocFacts& f) {
+    return {f.name, {f.ubBytes, f.l1Bytes, f.l0aBytes, f.l0bBytes, f.l0cBytes}};
+}
+// Per-SoC sizes: csrc/common/soc_facts.h (the usable sizes of the architecture pages).
+inline constexpr SocProfile kProfileA2 = ProfileOf(fla_npu::soc::kA2);
+inline constexpr SocProfile kProfileA3 = ProfileOf(fla_npu::soc::kA3);
+inline constexpr SocProfile kProfileA5 = ProfileOf(fla_npu::soc::kA5);
 #if FLA_SIM_SOC == FLA_SIM_SOC_A5
 inline constexpr const SocProfile& kSoc = kProfileA5;
-inline constexpr bool kSocHasBf16Vector = true;
+inline constexpr bool kSocHasBf16Vector = fla_npu::soc::kA5.bf16VectorArith;
 #elif FLA_SIM_SOC == FLA_SIM_SOC_A3
 inline constexpr const SocProfile& kSoc = kProfileA3;
-inline constexpr bool kSocHasBf16Vector = false;
+inline constexpr bool kSocHasBf16Vector = fla_npu::soc::kA3.bf16VectorArith;
 #else
 inline constexpr const SocProfile& kSoc = kProfileA2;
-inline constexpr bool kSocHasBf16Vector = false;
+inline constexpr bool kSocHasBf16Vector = fla_npu::soc::kA2.bf16VectorArith;
 #endif
 
 // A simulated-device fault. The launcher catches it on the faulting core, stops the other cores

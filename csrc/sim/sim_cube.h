@@ -262,6 +262,19 @@ struct MmadParams {
 };
 
 namespace sim {
+// Mmad.md: a NaN among the Cube's inputs may raise an execution error on the device, so the
+// simulation faults on one — including the padding of a fractal the unit reads but the kernel
+// never wrote (fresh buffers are NaN-poisoned): pad with zeros before the Mmad.
+inline void RequireFinite(const std::vector<float>& v, uint64_t kp, const char* operand, bool columnMajor = false) {
+    for (uint64_t i = 0; i < v.size(); ++i)
+        if (std::isnan(v[i])) {
+            const uint64_t outer = i / kp, kk = i % kp;
+            Fail("Mmad NaN input",
+                 Fmt("%s holds NaN at %s %llu, k %llu (of the fractals the Cube reads, padding included): the device may raise an "
+                     "execution error; fill padding with zeros (e.g. InitConstValue) before the Mmad",
+                     operand, columnMajor ? "column" : "row", static_cast<unsigned long long>(outer), static_cast<unsigned long long>(kk)));
+        }
+}
 // Cube dtype rules (reference/ascendc.md §1.9): half x half, bfloat16 x bfloat16 and (where the SoC
 // has it) float x float, all accumulating into float. int8/int4 inputs are not simulated.
 template <class C, class A, class B> constexpr bool kMmadTypes =
@@ -295,11 +308,18 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& fm, const Loca
     filter.SimTouch(0, kp * np, false);
     if (!p.cmatrixInitVal) dst.SimTouch(0, mp * np, false);
     dst.SimTouch(0, mp * np, true);
-    std::vector<float> av(mp * kp), bv(kp * np);  // A row-major m x k, B column-major (n x k)
-    for (uint64_t i = 0; i < mp; ++i)
-        for (uint64_t j = 0; j < kp; ++j) av[i * kp + j] = static_cast<float>(a[FractalOffset(kCube.l0a, i, j, mp, kp, kFractalRows, c0)]);
+    NoteMmad(dst.SimSlot(), dst.SimByteOff(), mp * np * sizeof(C), !p.cmatrixInitVal, p.m, p.n);
+    // m == 1 is GEMV mode (GEMV.md): the Cube reads A as one ND row of k elements from the start
+    // of L0A, not as fractals; the other rows of the result are not computed.
+    const bool gemv = p.m == 1;
+    std::vector<float> av(mp * kp, 0.0f), bv(kp * np);  // A row-major m x k, B column-major (n x k)
+    for (uint64_t i = 0; i < (gemv ? 1 : mp); ++i)
+        for (uint64_t j = 0; j < kp; ++j)
+            av[i * kp + j] = static_cast<float>(a[gemv ? j : FractalOffset(kCube.l0a, i, j, mp, kp, kFractalRows, c0)]);
     for (uint64_t j = 0; j < kp; ++j)
         for (uint64_t l = 0; l < np; ++l) bv[l * kp + j] = static_cast<float>(b[FractalOffset(kCube.l0b, j, l, kp, np, c0, kFractalRows)]);
+    RequireFinite(av, kp, "fm (A, L0A)");
+    RequireFinite(bv, kp, "filter (B, L0B)", true);
     for (uint64_t i = 0; i < mp; ++i)
         for (uint64_t l = 0; l < np; ++l) {
             const uint64_t co = FractalOffset(kCube.l0c, i, l, mp, np, kFractalRows, kFractalRows);

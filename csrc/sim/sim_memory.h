@@ -52,6 +52,8 @@ void CheckAlign(const Slot* s, uint64_t byteOff, uint32_t align, const char* ope
 // Record an access of the current operation's pipe to [byteOff, byteOff+bytes) of the slot and
 // report a hazard against the last accesses of other pipes that are not ordered before it.
 void Touch(const Slot* s, uint64_t byteOff, uint64_t bytes, bool write);
+// Check the accumulation-order rule of Mmad against the previous Mmad and record this one.
+void NoteMmad(const Slot* dst, uint64_t byteOff, uint64_t bytes, bool accumulate, uint32_t m, uint32_t n);
 SyncToken TakeToken(pipe_t pipe);        // snapshot of pipe's clock
 void JoinToken(pipe_t pipe, const SyncToken& t);  // pipe waits for the token
 std::string Fmt(const char* fmt, ...);

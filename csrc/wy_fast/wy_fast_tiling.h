@@ -32,12 +32,13 @@
 #include <cstdint>
 
 #include "../common/aicore.h"
+#include "../common/soc_facts.h"
 
 namespace fla_npu {
 namespace wy_fast {
 
 constexpr uint32_t kMaxHeadDim = 256;
-constexpr uint32_t kL0abBytes = 64u * 1024;  // L0A / L0B on every SoC
+using soc::kL0abBytes;  // L0A / L0B on every SoC
 
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct WyFastTiling {
@@ -60,7 +61,7 @@ struct WyFastProblem {
     bool cube_fp32 = true;       // the SoC's Cube takes float x float
     uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
     uint32_t ub_bytes = 0;       // usable UB per vector core
-    uint32_t l0c_bytes = 128u * 1024;
+    uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

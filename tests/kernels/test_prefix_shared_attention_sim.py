@@ -193,8 +193,9 @@ def _check_counters(bs, G, Lq, Lkv, D=128, dtype=torch.bfloat16):
     assert t["m_tiles"] == m_tiles
     assert kv == m_tiles * compulsory                                   # one K/V pass per M-tile
     rows = bs * G * Lq
-    macs = 2 * rows * Lkv * D                                           # Q K^T and P V
-    assert tot.cube_macs == macs
+    # Q K^T and P V on the M-tile's rows padded to 16 (zero rows: m = 1 would be GEMV mode).
+    padded = sum(-(-min(BLOCK_M, G * Lq - i * BLOCK_M) // 16) * 16 for i in range(m_tiles))
+    assert tot.cube_macs == 2 * bs * padded * Lkv * D
     # Split units write m, l and O (fp32) of each row per split; the combine reads them once.
     partial = rows * t["kv_splits"] * (D + 2) * 4 if t["unit_splits"] > 1 else 0
     # The AIVs read the S and O_j tiles and write whole 128-key P rows; the output is written once.

@@ -8,13 +8,14 @@
 #include "gate_cumsum_tiling.h"
 
 using namespace fla_npu::gate;
+namespace soc = fla_npu::soc;
 
 static GateCumsumProblem Problem(uint32_t B, uint32_t T, uint32_t H, uint32_t D, uint32_t bt, uint32_t form, uint32_t bytes,
                                  uint32_t cores = 8, const char* soc = "a2") {
     GateCumsumProblem p;
     p.B = B; p.T = T; p.H = H; p.D = D; p.chunk_size = bt; p.gate_form = form; p.in_elem_bytes = bytes;
     p.has_a_log = form != kGateNone; p.has_dt_bias = true; p.scale = 2.0f; p.lower_bound = -5.0f;
-    p.core_num = cores; p.ub_bytes = UbBytesForSoc(soc);
+    p.core_num = cores; p.ub_bytes = soc::Find(soc)->ubBytes;
     return p;
 }
 
@@ -141,7 +142,8 @@ static void TestRejects() {
     p = Problem(1, 10, 2, 8, 64, kGateNone, 4);
     p.ub_bytes = 1024;
     CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "UB"));
-    CHECK(UbBytesForSoc("a2") == 192u * 1024 - 8u * 1024 - 256u && UbBytesForSoc("a5") == 248u * 1024 && UbBytesForSoc("x") == 0);
+    CHECK(soc::Find("a2")->ubBytes == 192u * 1024 - 8u * 1024 - 256u && soc::Find("a5")->ubBytes == 248u * 1024 &&
+          soc::Find("x") == nullptr);
 }
 
 int main() {

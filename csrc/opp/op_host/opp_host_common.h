@@ -18,7 +18,7 @@
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
-#include "../../gate/gate_cumsum_tiling.h"  // UbBytesForSoc
+#include "../../common/soc_facts.h"
 
 #ifndef FLA_NPU_OPP_SOC
 #error "FLA_NPU_OPP_SOC (2, 3 or 5: a2, a3, a5) is set by csrc/opp from ASCEND_COMPUTE_UNIT"
@@ -53,13 +53,13 @@ inline Dims DimsOf(const gert::StorageShape* s) {
     return out;
 }
 
-// Usable UB per vector core: what the sim library assumes for this SoC (the toolchain's reserve
-// taken off on a2/a3), or less if the platform reports less. Whether GetCoreMemSize(UB) already
+// Usable UB per vector core: the SoC facts' usable size (the toolchain's reserves taken off), or
+// less if the platform reports less. Whether GetCoreMemSize(UB) already
 // excludes that reserve is not documented; taking the smaller keeps the tiling within the device.
 inline uint32_t UbBytes(const platform_ascendc::PlatformAscendC& platform) {
     uint64_t ub = 0;
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
-    const uint64_t assumed = gate::UbBytesForSoc(kSoc);
+    const uint64_t assumed = soc::Find(kSoc)->ubBytes;
     return static_cast<uint32_t>(ub < assumed ? ub : assumed);
 }
 

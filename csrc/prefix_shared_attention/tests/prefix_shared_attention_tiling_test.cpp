@@ -7,12 +7,13 @@
 #include "prefix_shared_attention_tiling.h"
 
 using namespace fla_npu::psa;
+namespace soc = fla_npu::soc;
 
 static PsaProblem Problem(uint32_t bs, uint32_t G, uint32_t Lq, uint32_t Lkv, uint32_t D, uint32_t cores) {
     PsaProblem p;
     p.bs = bs; p.G = G; p.len_q = Lq; p.len_kv = Lkv; p.D = D; p.core_num = cores;
     p.scale = 0.125f;
-    p.ub_bytes = 192u * 1024 - 8u * 1024 - 256u;
+    p.ub_bytes = soc::kA2.ubBytes;
     return p;
 }
 
@@ -145,9 +146,9 @@ int main() {
     CHECK(n0 == 128 && nLen == 2);
     // Workspace and on-chip budgets.
     CHECK(t.ws_bytes_per_core == 2 * 128 * 128 * 4 + 128 * 128 * 2 + 128 * 64 * 4);
-    CHECK(t.ub_bytes_used <= 192u * 1024 - 8u * 1024 - 256u);
+    CHECK(t.ub_bytes_used <= soc::kA2.ubBytes);
     CHECK(ComputeTiling(Problem(1, 1, 1, 1, 128, 4), &t, &err) == 0);
-    CHECK(t.l0a_bytes_used <= 64u * 1024 && t.l0b_bytes_used <= 64u * 1024 && t.l0c_bytes_used <= 128u * 1024);
+    CHECK(t.l0a_bytes_used <= soc::kA2.l0aBytes && t.l0b_bytes_used <= soc::kA2.l0bBytes && t.l0c_bytes_used <= soc::kA2.l0cBytes);
     CHECK(t.ub_bytes_used == UbBytesNeeded(128, 2));
     // bs == 0: nothing to launch.
     CHECK(ComputeTiling(Problem(0, 4, 3, 10, 128, 4), &t, &err) == 0);
