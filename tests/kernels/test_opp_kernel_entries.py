@@ -36,7 +36,7 @@ CASES = {
     "prefix_shared_attention_opp_test": [
         "registration",
         "decode_f16", "decode_bf16", "m_tiles_d64_f16", "m_tiles_d64_bf16", "single_row_bf16", "empty_f16",
-        "split_decode_f16", "split_units_over_cores_bf16", "split_on_chip_bf16",
+        "split_decode_f16", "split_units_over_cores_bf16", "split_on_chip_bf16", "schedule_mode_refused",
         "refuse_head_dim", "refuse_kv_batch", "refuse_out_shape", "refuse_zero_g",
     ],
     "chunk_output_opp_test": [
