@@ -5,14 +5,19 @@ make (it builds the aclnn bridge and embeds FLA_NPU_OPP_DIR). So, for an NPU SoC
 staged operator package where FLA_NPU_OPP_STAGE says (the `environment` passes that directory to
 CMake as FLA_NPU_OPP_DIR), with ./build_wheel's own functions:
   - FLA_NPU_PREBUILT_OPP=DIR: stage that prebuilt package (as ./build_wheel --prebuilt-opp DIR);
-  - otherwise: check the CANN that the environment names (FLA_NPU_CANN_HOME, exported as
-    ASCEND_HOME_PATH & co.) exists, is at least the SoC's floor and has Bisheng, then build the
-    operator package project csrc/opp/ with it and stage the result (NEVER RUN: no CANN here).
+  - otherwise: check the CANN that FLA_NPU_CANN_HOME names exists, is at least the SoC's floor and
+    has Bisheng; take its environment from its set_env.sh (./build_wheel's npu_env: the one source
+    of CANN's environment, cibuildwheel's `environment` sets none of it); install the Python
+    packages CANN's kernel compiler imports into this interpreter, whose directory npu_env puts
+    first on PATH so that the compiler's python3 is this one, and check them; then build the operator
+    package project csrc/opp/ and stage the result (never run with a real CANN: no CANN here).
+    FLA_NPU_OPP_INSTALL=tree (default) | run: how the built package is installed (build_wheel --opp-install).
 For sim there is nothing to do. Stdlib only."""
 
 import importlib.machinery
 import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +35,16 @@ def load_build_wheel():
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+def install_cann_python_packages(bw) -> None:
+    """pip-install build_wheel's CANN_PYTHON_PACKAGES into this interpreter (cibuildwheel's build venv).
+    FLA_NPU_PIP overrides the command (tests)."""
+    pip = os.environ.get("FLA_NPU_PIP", "").split() or [sys.executable, "-m", "pip"]
+    cmd = [*pip, "install", "--disable-pip-version-check", *bw.CANN_PYTHON_PACKAGES]
+    print(f"ci/cibw_before_build.py: the Python packages CANN's kernel compiler imports: {' '.join(cmd)}", flush=True)
+    if subprocess.call(cmd) != 0:
+        fail(f"`{' '.join(cmd)}` failed: CANN's kernel compiler needs {', '.join(bw.CANN_PYTHON_PACKAGES)}")
 
 
 def main() -> None:
@@ -56,19 +71,18 @@ def main() -> None:
         if not home:
             fail(f"FLA_NPU_SOC={soc} but FLA_NPU_CANN_HOME is empty (ci/cibuildwheel.sh sets it)")
         found, version = bw.find_cann_or_stop(soc, home)  # exits with what to do if not usable
-        mismatch = [f"{k}={os.environ.get(k)}" for k in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
-                    if os.path.realpath(os.environ.get(k, "")) != found]
-        if mismatch:
-            fail(f"CANN found at {found} but {', '.join(mismatch)}: the `environment` of "
-                 "[tool.cibuildwheel.linux] must derive them from FLA_NPU_CANN_HOME")
-        print(f"ci/cibw_before_build.py: {soc}: CANN {version} at {found}", flush=True)
+        env = bw.npu_env(found)
+        install_cann_python_packages(bw)
+        bw.check_cann_python(env)  # the compiler's python3 (this interpreter) has them now
+        method = os.environ.get("FLA_NPU_OPP_INSTALL", "") or "tree"
+        print(f"ci/cibw_before_build.py: {soc}: CANN {version} at {found}; operator package install: {method}", flush=True)
         tmp = Path(tempfile.mkdtemp(prefix="fla-npu-opp-"))
         log = tmp / "opp-build.log"
         log.write_text("")
-        install = bw.build_opp(soc, found, tmp, bw.npu_env(found), log)
+        install = bw.build_opp(soc, found, tmp, env, log, install=method)
         if install is None:
             fail("no operator package project (csrc/opp/CMakeLists.txt): an NPU wheel's kernels are in it")
-        manifest = bw.stage_opp(Path(install), Path(stage), soc)
+        manifest = bw.stage_opp(Path(install), Path(stage), soc, install_method=method)
         what = f"operator package built with CANN {version} (log {log})"
     names = [v["name"] for v in manifest["vendors"]]
     if names != [vendor]:

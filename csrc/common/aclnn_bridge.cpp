@@ -21,6 +21,8 @@ struct Package {
     void* handle = nullptr;
     CreateTensorFn create_tensor = nullptr;
     DestroyTensorFn destroy_tensor = nullptr;
+    ExecutorFn set_executor_repeatable = nullptr;
+    ExecutorFn destroy_executor = nullptr;
     GetDeviceFn get_device = nullptr;          // optional: the ACL runtime, for the vector core count
     GetDeviceInfoFn get_device_info = nullptr;
     std::vector<void*> get_workspace_size;     // by Op::index()
@@ -38,6 +40,7 @@ std::vector<Op*>& Registry() {
 // flaNpuSetOperatorPackage; calls keep the one they started with.
 std::mutex g_mutex;
 std::shared_ptr<const Package> g_package;
+bool g_aclnn_initialised = false;  // aclnnInit has succeeded in this process (under g_mutex)
 
 std::shared_ptr<const Package> CurrentPackage() {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -78,6 +81,10 @@ Call::Call(const Op& op, const char* caller, std::shared_ptr<const Package> pack
     : op_(op), caller_(caller), package_(std::move(package)), get_workspace_size_fn_(package_->get_workspace_size[op.index()]) {}
 
 Call::~Call() {
+    if (executor_ != nullptr) {  // phase one ran, phase two never did: CANN would not free it
+        package_->set_executor_repeatable(executor_);
+        package_->destroy_executor(executor_);
+    }
     for (const AclTensor* t : tensors_) package_->destroy_tensor(t);
 }
 
@@ -105,7 +112,7 @@ int Call::Describe(const FlaNpuTensor* t, const char* name, const AclTensor** ou
 
 int Call::Launch(void* workspace, uint64_t workspace_size, void* stream) {
     AclOpExecutor* executor = executor_;
-    executor_ = nullptr;  // single use: CANN frees it in the launch
+    executor_ = nullptr;  // single use: CANN frees it in the launch (not repeatable)
     return Check(op_.name(), package_->launch[op_.index()](workspace, workspace_size, executor, stream));
 }
 
@@ -157,6 +164,18 @@ int flaNpuSetOperatorPackage(const char* libcust_opapi_path) {
     package->destroy_tensor = reinterpret_cast<DestroyTensorFn>(lookup("aclDestroyTensor"));
     if (package->destroy_tensor == nullptr)
         return missing("aclDestroyTensor", "CANN's libnnopbase.so provides it: an operator package's libcust_opapi.so depends on it");
+    package->set_executor_repeatable = reinterpret_cast<ExecutorFn>(lookup("aclSetAclOpExecutorRepeatable"));
+    if (package->set_executor_repeatable == nullptr)
+        return missing("aclSetAclOpExecutorRepeatable", "CANN's aclnn base library provides it: an operator package's "
+                                                        "libcust_opapi.so depends on it");
+    package->destroy_executor = reinterpret_cast<ExecutorFn>(lookup("aclDestroyAclOpExecutor"));
+    if (package->destroy_executor == nullptr)
+        return missing("aclDestroyAclOpExecutor", "CANN's aclnn base library provides it: an operator package's "
+                                                  "libcust_opapi.so depends on it");
+    const auto init = reinterpret_cast<InitFn>(lookup("aclnnInit"));
+    if (init == nullptr)
+        return missing("aclnnInit", "CANN's aclnn base library provides it: an operator package's libcust_opapi.so "
+                                    "depends on it");
     for (const Op* op : Registry()) {
         void* get_ws = lookup(op->get_workspace_size_name());
         if (get_ws == nullptr)
@@ -181,6 +200,14 @@ int flaNpuSetOperatorPackage(const char* libcust_opapi_path) {
         package->get_device_info = reinterpret_cast<GetDeviceInfoFn>(get_device_info);
     }
     std::lock_guard<std::mutex> lock(g_mutex);
+    // aclnn's resources, once per process, before its first aclnn call (with no configuration file).
+    if (!g_aclnn_initialised) {
+        const Status status = init(nullptr);
+        if (status != 0)
+            return SetAclnnError("aclnnInit", status,
+                                 fn + ": aclnnInit failed with aclnn status " + std::to_string(status) + " (" + path + ")");
+        g_aclnn_initialised = true;
+    }
     g_package = std::move(package);
     return FLA_NPU_OK;
 }

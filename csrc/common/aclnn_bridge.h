@@ -51,6 +51,12 @@ using CreateTensorFn = AclTensor* (*)(const int64_t*, uint64_t, int32_t, const i
 using DestroyTensorFn = Status (*)(const AclTensor*);
 using LaunchFn = Status (*)(void*, uint64_t, AclOpExecutor*, void*);
 using GetDeviceFn = int (*)(int32_t*);
+// aclnnInit(configPath): once per process before the first aclnn call (API page aclnnInit; it also
+// loads the operator packages ASCEND_CUSTOM_OPP_PATH names). aclSetAclOpExecutorRepeatable(executor)
+// and aclDestroyAclOpExecutor(executor): an executor CANN made in phase one is freed by phase two;
+// one whose phase two never runs is made repeatable and destroyed, the pair the API pages prescribe.
+using InitFn = Status (*)(const char*);
+using ExecutorFn = Status (*)(AclOpExecutor*);
 using GetDeviceInfoFn = int (*)(uint32_t, int32_t, int64_t*);
 
 // ---- ops and calls ------------------------------------------------------------------------------------
@@ -74,7 +80,8 @@ class Op {
 struct Package;  // a loaded operator package: its resolved functions (aclnn_bridge.cpp)
 
 // One call of an op: the aclTensors describing its arguments (destroyed with the Call), CANN's
-// executor and workspace size from the first phase, then the launch. Held by the FlaNpuExecutor's
+// executor and workspace size from the first phase, then the launch. An executor whose launch never
+// happens (the FlaNpuExecutor deleted unlaunched, or refused before the launch) is released with the Call. Held by the FlaNpuExecutor's
 // launch function, so deleting the executor (after the launch, or flaNpuDestroyExecutor) destroys
 // the aclTensors. Messages start with `caller` (the op's entry-point name, as validation's do).
 class Call {

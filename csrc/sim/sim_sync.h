@@ -38,6 +38,12 @@ inline int64_t GetSubBlockNum() { return sim::CurSubBlockNum(); }
 inline int64_t GetTaskRatio() { return sim::CurCoreType() == AIV ? sim::CurSubBlockNum() : 1; }
 inline int64_t GetTaskRation() { return GetTaskRatio(); }  // older spelling
 
+// Kernel entries call this first: on the device it resets the AI core's global state that an
+// earlier kernel may have left behind (atomic mode, mask mode, LoadData padding/boundaries, the AIV
+// mask; API page InitSocState). Every simulated launch starts from a fresh core, and the sim does not
+// model that sticky state, so there is nothing to reset here.
+__aicore__ inline void InitSocState() {}
+
 }  // namespace AscendC
 
 // `if ASCEND_IS_AIC { ... }`: a runtime test of the simulated core's type (on the device the source

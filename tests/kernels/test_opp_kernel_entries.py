@@ -36,7 +36,7 @@ CASES = {
     "prefix_shared_attention_opp_test": [
         "registration",
         "decode_f16", "decode_bf16", "m_tiles_d64_f16", "m_tiles_d64_bf16", "single_row_bf16", "empty_f16",
-        "split_decode_f16", "split_units_over_cores_bf16", "split_on_chip_bf16",
+        "split_decode_f16", "split_units_over_cores_bf16", "split_on_chip_bf16", "schedule_mode_refused",
         "refuse_head_dim", "refuse_kv_batch", "refuse_out_shape", "refuse_zero_g",
     ],
     "chunk_output_opp_test": [
@@ -96,3 +96,17 @@ def test_opp_project_without_cann_fails_clearly(tmp_path):
                        env=env, capture_output=True, text=True)
     assert r.returncode != 0
     assert "CANN's ASC package was not found" in r.stderr and "./build_wheel --soc sim" in r.stderr, r.stderr
+
+
+def test_every_kernel_entry_initialises_the_core_state_first():
+    """Each OPP kernel entry declares its kernel type and then calls AscendC::InitSocState() before
+    anything else (the core's global state as the kernel expects it, whatever ran before on it)."""
+    import re
+
+    entries = sorted((CSRC / "opp" / "op_kernel").glob("fla_npu_*.cpp"))
+    assert len(entries) == 4
+    for f in entries:
+        body = f.read_text().split("__aicore__ void ", 1)[1].split("{", 1)[1]
+        statements = [s.strip() for s in body.split(";") if s.strip()]
+        assert re.fullmatch(r"KERNEL_TASK_TYPE_DEFAULT\(\w+\)", statements[0]), (f.name, statements[0])
+        assert statements[1] == "AscendC::InitSocState()", (f.name, statements[1])

@@ -7,6 +7,7 @@
  * Build: cc -shared -fPIC -o libcust_opapi.so fake_aclnn.c
  *   -DFAKE_ACLNN_OMIT_PSA            without the prefix-shared attention pair (a missing op)
  *   -DFAKE_ACLNN_OMIT_CREATE_TENSOR  without aclCreateTensor (a package whose libnnopbase is missing)
+ *   -DFAKE_ACLNN_OMIT_INIT           without aclnnInit
  *
  * Everything but the exported API is static, so that several builds loaded into one process (with
  * RTLD_GLOBAL, as the bridge loads them) keep separate state.
@@ -54,6 +55,8 @@ typedef struct FakeCall {
 typedef struct FakeExecutor {
     char op[64];
     int32_t launched;
+    int32_t repeatable; /* aclSetAclOpExecutorRepeatable was called on it */
+    int32_t freed;      /* by its launch (not repeatable) or by aclDestroyAclOpExecutor */
 } FakeExecutor;
 
 static FakeTensor g_tensors[FAKE_MAX_TENSORS];
@@ -73,6 +76,9 @@ static struct {
     int32_t status;
 } g_statuses[FAKE_MAX_STATUSES];
 static int32_t g_num_statuses;
+static int32_t g_init_calls;          /* aclnnInit, over the process (not reset) */
+static int32_t g_init_status;         /* what aclnnInit returns */
+static int32_t g_executor_bad_calls;  /* repeatable/destroy on an unknown or freed executor, destroy of a non-repeatable one */
 
 /* ---- control and inspection (tests) ----------------------------------------------------------- */
 
@@ -82,6 +88,7 @@ EXPORT void fake_reset(void) {
     memset(g_executors, 0, sizeof(g_executors));
     memset(g_statuses, 0, sizeof(g_statuses));
     g_num_tensors = g_destroyed = g_bad_destroys = g_num_calls = g_num_executors = g_num_statuses = 0;
+    g_executor_bad_calls = 0;
     g_create_limit = -1;
     g_workspace_size = 0;
     g_vector_cores = 48;
@@ -107,6 +114,20 @@ EXPORT const FakeCall* fake_call(int32_t i) { return i >= 0 && i < g_num_calls ?
 EXPORT int32_t fake_tensors_created(void) { return g_num_tensors; }
 EXPORT int32_t fake_tensors_destroyed(void) { return g_destroyed; }
 EXPORT int32_t fake_bad_destroys(void) { return g_bad_destroys; }
+EXPORT int32_t fake_init_calls(void) { return g_init_calls; }
+EXPORT void fake_set_init_status(int32_t status) { g_init_status = status; }
+EXPORT int32_t fake_executor_bad_calls(void) { return g_executor_bad_calls; }
+/* Executors made by a first phase and not freed (by a launch, or destroyed after being made repeatable). */
+EXPORT int32_t fake_executors_alive(void) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < g_num_executors; ++i) n += !g_executors[i].freed;
+    return n;
+}
+EXPORT int32_t fake_executors_destroyed(void) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < g_num_executors; ++i) n += g_executors[i].freed && g_executors[i].repeatable;
+    return n;
+}
 EXPORT int32_t fake_sizeof_call(void) { return (int32_t)sizeof(FakeCall); }
 EXPORT int32_t fake_sizeof_tensor(void) { return (int32_t)sizeof(FakeTensor); }
 
@@ -165,6 +186,41 @@ EXPORT int32_t aclDestroyTensor(const void* tensor) {
     return 0;
 }
 
+/* ---- aclnn's base: initialisation and executors ------------------------------------------------- */
+
+#ifndef FAKE_ACLNN_OMIT_INIT
+EXPORT int32_t aclnnInit(const char* config_path) {
+    ++g_init_calls;
+    return config_path == NULL ? g_init_status : 161001;
+}
+#endif
+
+static FakeExecutor* live_executor(void* executor) {
+    FakeExecutor* e = (FakeExecutor*)executor;
+    if (e < g_executors || e >= g_executors + g_num_executors || e->freed) return NULL;
+    return e;
+}
+
+EXPORT int32_t aclSetAclOpExecutorRepeatable(void* executor) {
+    FakeExecutor* e = live_executor(executor);
+    if (e == NULL) {
+        ++g_executor_bad_calls;
+        return 561103;
+    }
+    e->repeatable = 1;
+    return 0;
+}
+
+EXPORT int32_t aclDestroyAclOpExecutor(void* executor) {
+    FakeExecutor* e = live_executor(executor);
+    if (e == NULL || !e->repeatable) { /* only a repeatable executor is the caller's to destroy */
+        ++g_executor_bad_calls;
+        return 561103;
+    }
+    e->freed = 1;
+    return 0;
+}
+
 /* ---- the ACL runtime (vector core count) ------------------------------------------------------- */
 
 EXPORT int aclrtGetDevice(int32_t* device) {
@@ -186,8 +242,8 @@ static int32_t first_phase(FakeCall* c, const char* op, uint64_t* workspace_size
     if (status != 0) return status;
     if (g_num_executors >= FAKE_MAX_EXECUTORS) return 561101;
     FakeExecutor* e = &g_executors[g_num_executors++];
+    memset(e, 0, sizeof(*e));
     snprintf(e->op, sizeof(e->op), "%s", op);
-    e->launched = 0;
     *workspace_size = g_workspace_size;
     *executor = e;
     if (c != NULL) {
@@ -201,9 +257,13 @@ static int32_t second_phase(const char* op, void* workspace, uint64_t workspace_
     FakeCall* c = record(op);
     int32_t status = status_of(op);
     FakeExecutor* e = (FakeExecutor*)executor;
-    if (status == 0 && (e < g_executors || e >= g_executors + g_num_executors || strcmp(e->op, op) != 0 || e->launched))
-        status = 161002; /* not an executor of this op, or launched twice */
-    if (e >= g_executors && e < g_executors + g_num_executors) e->launched = 1;
+    if (status == 0 && (e < g_executors || e >= g_executors + g_num_executors || strcmp(e->op, op) != 0 || e->launched ||
+                        e->freed))
+        status = 161002; /* not an executor of this op, launched twice, or freed */
+    if (e >= g_executors && e < g_executors + g_num_executors) {
+        e->launched = 1;
+        if (!e->repeatable) e->freed = 1; /* CANN frees a non-repeatable executor in its launch */
+    }
     if (c != NULL) {
         c->workspace = workspace;
         c->workspace_size = workspace_size;

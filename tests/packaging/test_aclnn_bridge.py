@@ -78,6 +78,18 @@ class Fake:
     def bad_destroys(self) -> int:
         return self.lib.fake_bad_destroys()
 
+    @property
+    def executors_alive(self) -> int:
+        return self.lib.fake_executors_alive()
+
+    @property
+    def executors_destroyed(self) -> int:
+        return self.lib.fake_executors_destroyed()
+
+    @property
+    def executor_bad_calls(self) -> int:
+        return self.lib.fake_executor_bad_calls()
+
     def fail(self, function: str, status: int) -> None:
         self.lib.fake_set_status(function.encode(), status)
 
@@ -104,7 +116,9 @@ def build(tmp_path_factory):
     return {"lib": d / "build" / N.LIBRARY_NAME, "dir": d,
             "fake": _cc(src, d / "fake" / "op_api" / "lib" / "libcust_opapi.so"),
             "no_psa": _cc(src, d / "no_psa" / "libcust_opapi.so", "-DFAKE_ACLNN_OMIT_PSA"),
-            "no_create": _cc(src, d / "no_create" / "libcust_opapi.so", "-DFAKE_ACLNN_OMIT_CREATE_TENSOR")}
+            "no_create": _cc(src, d / "no_create" / "libcust_opapi.so", "-DFAKE_ACLNN_OMIT_CREATE_TENSOR"),
+            "no_init": _cc(src, d / "no_init" / "libcust_opapi.so", "-DFAKE_ACLNN_OMIT_INIT"),
+            "init_fails": _cc(src, d / "init_fails" / "libcust_opapi.so")}
 
 
 _copies = [0]
@@ -138,6 +152,8 @@ def bridge(bridge_lib, fake):
     fake.reset()
     yield bridge_lib
     assert fake.bad_destroys == 0, "an aclTensor was destroyed twice, or one the fake never made"
+    assert fake.executor_bad_calls == 0, "an executor destroyed without being made repeatable, or twice"
+    assert fake.executors_alive == 0, "an aclOpExecutor was leaked"
 
 
 def sim_library():
@@ -436,6 +452,47 @@ def test_destroy_executor_destroys_the_tensors(bridge, fake):
     assert st == 0 and fake.created == 4 and fake.destroyed == 0
     bridge.flaNpuDestroyExecutor(ex)
     assert fake.destroyed == 4 and len(fake.calls()) == 1  # never launched
+
+
+def test_an_executor_never_launched_is_released(bridge, fake):
+    """CANN frees a (non-repeatable) executor in phase two; one whose phase two never runs is made
+    repeatable and destroyed by the bridge, and a launched one is left to CANN."""
+    fake.reset(workspace_size=256)
+    st, _, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2))
+    assert st == 0 and fake.executors_alive == 1
+    bridge.flaNpuDestroyExecutor(ex)
+    assert fake.executors_alive == 0 and fake.executors_destroyed == 1 and fake.executor_bad_calls == 0
+    # Refused before the launch (workspace too small): released all the same.
+    st, ws, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2))
+    assert st == 0 and ws == 256
+    small = torch.empty(16, dtype=torch.uint8)
+    assert bridge.flaNpuGateChunkCumsum(small.data_ptr(), 16, ex, ctypes.c_void_p(STREAM)) != 0
+    assert fake.executors_alive == 0 and fake.executors_destroyed == 2
+    # Launched: CANN's to free, never destroyed by the bridge.
+    st, ws, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2))
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuGateChunkCumsum(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    assert fake.executors_alive == 0 and fake.executors_destroyed == 2
+
+
+def test_aclnn_is_initialised_once_per_process(build, tmp_path):
+    """flaNpuSetOperatorPackage calls aclnnInit(NULL) before any aclnn call, once per process (a
+    second package does not repeat it); a failing or missing aclnnInit leaves no package set."""
+    lib = fresh_bridge(build)
+    probe = Fake(build["init_fails"])
+    probe.lib.fake_set_init_status(561000)
+    assert lib.flaNpuSetOperatorPackage(str(build["init_fails"]).encode()) == 4
+    assert "aclnnInit failed with aclnn status 561000" in err(lib)
+    function = ctypes.c_char_p()
+    assert lib.flaNpuGetLastAclnnStatus(ctypes.byref(function)) == 561000 and function.value == b"aclnnInit"
+    assert gate_ws(lib, torch.randn(1, 4, 2), torch.randn(2))[0] == 3 and "not loaded" in err(lib)
+    assert probe.lib.fake_init_calls() == 1
+    assert lib.flaNpuSetOperatorPackage(str(build["no_init"]).encode()) == 3
+    assert "has no symbol aclnnInit" in err(lib)
+    probe.lib.fake_set_init_status(0)
+    for _ in range(2):
+        assert lib.flaNpuSetOperatorPackage(str(build["init_fails"]).encode()) == 0, err(lib)
+    assert probe.lib.fake_init_calls() == 2  # the failed call, then once
 
 
 def test_nothing_to_compute_calls_nothing(bridge, fake):

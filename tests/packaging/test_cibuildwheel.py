@@ -1,14 +1,15 @@
 """cibuildwheel's configuration ([tool.cibuildwheel] in pyproject.toml, ci/cibuildwheel.sh): the build
-identifiers, the image and CANN of each SoC, CANN's environment set explicitly (the same variables as
-./build_wheel's npu_env()), the repair and test commands, and the before-build CANN check. Nothing is
+identifiers, the image and CANN of each SoC, an environment without CANN's variables (their one source
+is ./build_wheel's npu_env(), in before-build), the repair and test commands, and the before-build
+steps (CANN checks; with a fake CANN: compiler packages installed, the package built). Nothing is
 built and no container runs (there is no Docker engine here): what runs inside the CANN images is
 untested (ci/WHEELS.md)."""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.machinery
 import importlib.util
+import json
 import os
 import platform
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import pytest
 
 from conftest import ROOT, make_venv, pip_install, read_wheel, venv_run, wheel_from_output
+from fake_cann import make_fake_cann, python_stubs
 
 ARCH = platform.machine()
 
@@ -52,14 +54,6 @@ def need_cibuildwheel():
 def cibw_sh(*args, **env):
     return subprocess.run(["bash", str(ROOT / "ci" / "cibuildwheel.sh"), *args], capture_output=True, text=True,
                           env=clean_env(FLA_NPU_CIBUILDWHEEL=f"{sys.executable} -m cibuildwheel", **env))
-
-
-def load_build_wheel():
-    loader = importlib.machinery.SourceFileLoader("fla_npu_build_wheel_t", str(ROOT / "build_wheel"))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
 
 def test_print_build_identifiers():
@@ -109,24 +103,19 @@ JOB = {"FLA_NPU_OPP_STAGE": "/tmp/fla-npu-opp-stage", "FLA_NPU_OPP_VENDOR": "fla
 
 
 @pytest.mark.parametrize("soc,cann", [("a2", "9.0.0"), ("a5", "9.1.0")])
-def test_cann_environment_is_explicit_and_matches_build_wheel(soc, cann, monkeypatch):
+def test_cibuildwheel_environment_sets_no_cann_variable(soc, cann, monkeypatch):
     """The `environment` cibuildwheel computes for the build (its own option reader and evaluator)
-    sets CANN's variables from FLA_NPU_CANN_HOME exactly as ./build_wheel's npu_env() does."""
+    holds the build's own settings only: CANN's environment has one source, ./build_wheel's npu_env()
+    (CANN's set_env.sh captured), used where it is needed, the operator package build in before-build
+    (tests/packaging/test_cann_build.py)."""
     need_cibuildwheel()
     home = f"/usr/local/Ascend/cann-{cann}"
     job = dict(JOB, FLA_NPU_CANN_HOME=home, FLA_NPU_CANN_VERSION=cann)
     bo = cibw_build_env(soc, monkeypatch, **job)
-    inside = {"PATH": "/usr/local/bin:/usr/bin", "LD_LIBRARY_PATH": "/image/lib", "CMAKE_PREFIX_PATH": "/image/cmake",
-              "FLA_NPU_SOC": soc, **job}
+    inside = {"PATH": "/usr/local/bin:/usr/bin", "LD_LIBRARY_PATH": "/image/lib", "FLA_NPU_SOC": soc, **job}
     got = bo.environment.as_dictionary(inside)
-    for k, v in inside.items():
-        if not k.startswith("FLA_NPU_"):
-            monkeypatch.setenv(k, v)
-    want = load_build_wheel().npu_env(home)
-    for key in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "PATH", "LD_LIBRARY_PATH",
-                "CMAKE_PREFIX_PATH"):
-        assert got[key] == want[key], key
-    assert got["ASCEND_HOME_PATH"] == home and f"{home}/runtime/lib64/stub" in got["LD_LIBRARY_PATH"].split(":")
+    assert {k: v for k, v in got.items() if k not in inside} == {"SKBUILD_CMAKE_DEFINE": got["SKBUILD_CMAKE_DEFINE"]}
+    assert (got["PATH"], got["LD_LIBRARY_PATH"]) == (inside["PATH"], inside["LD_LIBRARY_PATH"])
     assert got["SKBUILD_CMAKE_DEFINE"] == (
         f"FLA_NPU_TARGET={soc};FLA_NPU_CANN_VERSION={cann};FLA_NPU_OPP_DIR=/tmp/fla-npu-opp-stage;"
         "FLA_NPU_OPP_VENDOR=fla_npu;FLA_NPU_OPP_PREBUILT=OFF;FLA_NPU_BUILD_DRIVER=cibuildwheel")
@@ -145,17 +134,16 @@ def before_build(soc, **env):
 
 def test_before_build_refuses_a_cann_it_cannot_use(tmp_path):
     """ci/cibw_before_build.py, before building the operator package: the CANN the environment
-    names must exist, meet the SoC's floor, have Bisheng, and be what ASCEND_HOME_PATH says."""
+    names must exist, meet the SoC's floor, have Bisheng and a set_env.sh."""
     home = tmp_path / "cann-9.0.0"
     (home / "bin").mkdir(parents=True)
     (home / "bin" / "bisheng").write_text("#!/bin/sh\n")
     (home / "version.info").write_text("Version=9.0.0\n")
-    job = dict(JOB, FLA_NPU_OPP_STAGE=str(tmp_path / "stage"), FLA_NPU_CANN_HOME=str(home), ASCEND_HOME_PATH=str(home),
-               ASCEND_TOOLKIT_HOME=str(home))
+    job = dict(JOB, FLA_NPU_OPP_STAGE=str(tmp_path / "stage"), FLA_NPU_CANN_HOME=str(home))
     res = before_build("a5", **job)
     assert res.returncode != 0 and "older than the floor for a5 (9.1.0)" in res.stderr
-    res = before_build("a2", **dict(job, ASCEND_HOME_PATH="/usr/local/Ascend/elsewhere"))
-    assert res.returncode != 0 and "must derive them from FLA_NPU_CANN_HOME" in res.stderr
+    res = before_build("a2", **job)
+    assert res.returncode != 0 and "has no set_env.sh" in res.stderr
     res = before_build("a3", **dict(job, FLA_NPU_CANN_HOME=str(tmp_path / "none")))
     assert res.returncode != 0 and "needs CANN >= 9.0.0" in res.stderr
     res = before_build("a2", **dict(job, FLA_NPU_OPP_STAGE=""))
@@ -163,6 +151,27 @@ def test_before_build_refuses_a_cann_it_cannot_use(tmp_path):
     assert not (tmp_path / "stage").exists()
     res = before_build("sim")
     assert res.returncode == 0 and "no CANN and no operator package" in res.stdout
+
+
+def test_before_build_installs_the_compiler_packages_and_builds_with_set_env(tmp_path):
+    """With a (fake) CANN: before-build pip-installs CANN's compiler packages into its own interpreter
+    (FLA_NPU_PIP records the command instead), builds csrc/opp/ in CANN's captured environment and
+    stages it, saying how the package was installed."""
+    home = make_fake_cann(tmp_path / "cann-9.0.0")
+    pip_log = tmp_path / "pip-args.txt"
+    fake_pip = tmp_path / "pip"
+    fake_pip.write_text(f'#!/bin/sh\necho "$@" > "{pip_log}"\n')
+    fake_pip.chmod(0o755)
+    stage = tmp_path / "stage"
+    job = dict(JOB, FLA_NPU_OPP_STAGE=str(stage), FLA_NPU_CANN_HOME=str(home), FLA_NPU_CANN_VERSION="9.0.0",
+               FLA_NPU_PIP=str(fake_pip), PYTHONPATH=str(python_stubs(tmp_path / "stubs")), OPS_PROJECT_NAME="x")
+    res = before_build("a2", **job)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert pip_log.read_text().split() == ["install", "--disable-pip-version-check", "numpy", "decorator", "attrs",
+                                           "psutil"]
+    assert "operator package install: tree" in res.stdout and "staged at" in res.stdout
+    manifest = json.loads((stage / "opp_manifest.json").read_text())
+    assert manifest["install_method"] == "tree" and manifest["vendors"][0]["kernel_units"] == ["ascend910b"]
 
 
 def test_npu_job_steps_without_a_container(fake_opp, torch_site, tmp_path, monkeypatch):

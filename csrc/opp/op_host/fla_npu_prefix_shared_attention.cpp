@@ -18,6 +18,12 @@
 
 namespace optiling {
 
+// TilingContext::SetScheduleMode: 1 is batch mode (all blocks of the launch scheduled together).
+constexpr uint32_t kBatchMode = 1;
+
+// Whether the kernel's launch runs its second phase behind SyncAll (the kernel's condition).
+inline bool RunsSyncAll(const fla_npu::psa::PsaTiling& t) { return t.unit_splits != 1; }
+
 static ge::graphStatus FlaNpuPrefixSharedAttentionTiling(gert::TilingContext* context) {
     using namespace fla_npu;
     constexpr const char* kOp = "FlaNpuPrefixSharedAttention";
@@ -46,6 +52,13 @@ static ge::graphStatus FlaNpuPrefixSharedAttentionTiling(gert::TilingContext* co
     const ge::graphStatus saved = opp::SaveTiling(context, kOp, t);
     if (saved != ge::GRAPH_SUCCESS) return saved;
     context->SetBlockDim(opp::BlockDim(t.block_dim));  // AI cores: each one AIC + two AIVs (mixed 1:2)
+    // A launch whose K/V splits are units of their own merges them after the hardware SyncAll
+    // (the kernel's `!local` branch, unit_splits != 1): all its blocks must be resident at once, or
+    // two such launches on two streams can each hold part of the cores and wait for the rest
+    // forever. Batch mode (1) makes CANN start the launch only when all its blocks can run (API page
+    // SyncAll, constraints; TilingContext::SetScheduleMode). Launches without SyncAll keep the default.
+    if (RunsSyncAll(t) && context->SetScheduleMode(kBatchMode) != ge::GRAPH_SUCCESS)
+        return opp::Fail(kOp, "SetScheduleMode(1) (batch mode, needed by the SyncAll of the split merge) failed");
     size_t* workspace = context->GetWorkspaceSizes(1);
     if (workspace == nullptr) return opp::Fail(kOp, "no workspace size slot");
     // The kernel finds its part with GetUserWorkspace, after the system workspace.

@@ -19,6 +19,7 @@
 extern "C" __global__ __aicore__ void fla_npu_chunk_output(GM_ADDR q, GM_ADDR eRow, GM_ADDR s, GM_ADDR aqk, GM_ADDR vNew,
                                                          GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    AscendC::InitSocState();  // the core's global state as the kernel expects it, whatever ran before
     REGISTER_TILING_DEFAULT(fla_npu::chunk_output::ChunkOutputTiling);
     GET_TILING_DATA(t, tiling);
     fla_npu::chunk_output::RunChunkOutput<DTYPE_Q>(q, eRow, s, aqk, vNew, out, AscendC::GetUserWorkspace(workspace), t);

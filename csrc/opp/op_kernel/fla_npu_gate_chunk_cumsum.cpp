@@ -21,6 +21,7 @@ extern "C" __global__ __aicore__ void fla_npu_gate_chunk_cumsum(GM_ADDR g, GM_AD
                                                               GM_ADDR cu_seqlens, GM_ADDR chunk_indices, GM_ADDR out,
                                                               GM_ADDR workspace, GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    AscendC::InitSocState();  // the core's global state as the kernel expects it, whatever ran before
     REGISTER_TILING_DEFAULT(fla_npu::gate::GateCumsumTiling);
     GET_TILING_DATA(t, tiling);
     (void)workspace;  // the kernel needs none (the tiling asks for 0 bytes)

@@ -22,6 +22,7 @@
 extern "C" __global__ __aicore__ void fla_npu_prefix_shared_attention(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR out,
                                                                     GM_ADDR workspace, GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    AscendC::InitSocState();  // the core's global state as the kernel expects it, whatever ran before
     REGISTER_TILING_DEFAULT(fla_npu::psa::PsaTiling);
     GET_TILING_DATA(t, tiling);
     fla_npu::psa::RunPrefixSharedAttention<DTYPE_Q>(q, k, v, out, AscendC::GetUserWorkspace(workspace), t);

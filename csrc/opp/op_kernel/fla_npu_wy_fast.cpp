@@ -19,6 +19,7 @@
 extern "C" __global__ __aicore__ void fla_npu_wy_fast(GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR akk, GM_ADDR eRow, GM_ADDR eTail,
                                                     GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR workspace, GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    AscendC::InitSocState();  // the core's global state as the kernel expects it, whatever ran before
     REGISTER_TILING_DEFAULT(fla_npu::wy_fast::WyFastTiling);
     GET_TILING_DATA(t, tiling);
     fla_npu::wy_fast::RunWyFast<DTYPE_K>(k, v, beta, akk, eRow, eTail, w, u, kg, AscendC::GetUserWorkspace(workspace), t);

@@ -92,6 +92,9 @@ int Same(const Call& c) {
     OPP_TRY(opp_test::SameTiling(kFrontEnds, c, d, &ctx, &platform, &t));
     if (c.len_kv >= 1000) OPP_CHECK(t.kv_splits > 1 && t.unit_splits == t.kv_splits && t.partial_slots > 0);
     if (c.G == 64) OPP_CHECK(t.kv_splits > 1 && t.unit_splits == 1 && t.partial_slots == 0);
+    // Batch mode (SetScheduleMode(1)) exactly when the launch runs the SyncAll of the split merge.
+    const bool sync_all = t.unit_splits != 1;
+    OPP_CHECK(ctx.schedule_mode == (sync_all ? 1u : 0u) && ctx.schedule_mode_calls == (sync_all ? 1 : 0));
     OPP_TRY(opp_test::CheckWorkspaceRequest(ctx, platform, fla_npu::psa::UserWorkspaceBytes(t)));
 
     opp_test::LaunchBuffers buffers(ctx);
@@ -125,6 +128,21 @@ Call With(int32_t dtype, int64_t bs, int64_t G, int64_t len_q, int64_t len_kv, i
     c.len_kv = len_kv;
     c.D = D;
     return c;
+}
+
+// The split merge's launch cannot run without batch mode: if CANN refuses SetScheduleMode, the
+// tiling fails (naming it) instead of launching a kernel that may deadlock.
+int ScheduleModeRefused() {
+    const Call c = With(FLA_NPU_FLOAT16, 1, 4, 1, 1000, 128);
+    Data d = MakeData(c);
+    gert::TilingContext ctx;
+    ctx.schedule_mode_status = ge::GRAPH_FAILED;
+    fe::PlatFormInfos platform = opp_test::SimPlatform();
+    ge::graphStatus status = ge::GRAPH_SUCCESS;
+    const std::string err = opp_test::CaptureStderr([&] { status = RunTiling(c, d, &ctx, &platform); });
+    OPP_CHECK(status == ge::GRAPH_FAILED);
+    OPP_CHECK(ctx.schedule_mode_calls == 1 && err.find("SetScheduleMode(1)") != std::string::npos);
+    return 0;
 }
 
 int CaseRegistration() {
@@ -168,6 +186,7 @@ const std::map<std::string, std::function<int()>>& Cases() {
         {"split_units_over_cores_bf16", [] { return Same(With(FLA_NPU_BFLOAT16, 2, 3, 1, 2500, 64)); }},
         {"split_on_chip_bf16", [] { return Same(With(FLA_NPU_BFLOAT16, 2, 64, 4, 600, 64)); }},
         {"empty_f16", [] { return Same(With(FLA_NPU_FLOAT16, 0, 4, 3, 20, 64)); }},
+        {"schedule_mode_refused", ScheduleModeRefused},
         // Refused by both front ends with the same message.
         {"refuse_head_dim", [] { return SameRefusal(With(FLA_NPU_FLOAT16, 1, 2, 3, 20, 96), "64 or 128"); }},
         {"refuse_kv_batch", [] { Call c = With(FLA_NPU_FLOAT16, 2, 2, 3, 20, 64); c.k_shape = {1, 20, 64}; return SameRefusal(c, "batch sizes"); }},

@@ -131,6 +131,9 @@ class TilingContext {
     fe::PlatFormInfos* platform = nullptr;
     // Written by the tiling function.
     uint32_t block_dim = 0;
+    uint32_t schedule_mode = 0;  // SetScheduleMode: 0 normal (CANN's default), 1 batch mode
+    int schedule_mode_calls = 0;
+    ge::graphStatus schedule_mode_status = ge::GRAPH_SUCCESS;  // what SetScheduleMode returns (a test may fail it)
     TilingData tiling{16 * 1024};
     std::vector<size_t> workspace;
 
@@ -151,6 +154,11 @@ class TilingContext {
     const RuntimeAttrs* GetAttrs() const { return &attrs; }
     fe::PlatFormInfos* GetPlatformInfo() const { return platform; }
     void SetBlockDim(uint32_t n) { block_dim = n; }
+    ge::graphStatus SetScheduleMode(uint32_t mode) {
+        ++schedule_mode_calls;
+        if (schedule_mode_status == ge::GRAPH_SUCCESS) schedule_mode = mode;
+        return schedule_mode_status;
+    }
     TilingData* GetRawTilingData() { return &tiling; }
     size_t* GetWorkspaceSizes(size_t n) {
         workspace.assign(n, 0);
