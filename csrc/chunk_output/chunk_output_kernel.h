@@ -148,17 +148,22 @@ private:
         e = inF_.template DeQue<float>();
         LocalTensor<float> w = work_.Get<float>();
         Cast(w, x, RoundMode::CAST_NONE, n);
+        OrderV();
         inT_.FreeTensor(x);
         if (t_.Kg == K) {
             Mul(w, w, e, static_cast<int32_t>(n));
+            OrderV();
         } else {  // GDN: row r times e[r]; Brcb puts e[r] in its own 32-byte block, read with stride 0
             LocalTensor<float> bc = brcb_.Get<float>();
             BroadcastRows(bc, e, R);
+            OrderV();
             MulRows(w, w, bc, R, K);
+            OrderV();
         }
         inF_.FreeTensor(e);
         LocalTensor<T> y = outT_.template AllocTensor<T>();
         Cast(y, w, RoundMode::CAST_RINT, n);
+        OrderV();
         outT_.EnQue(y);
         y = outT_.template DeQue<T>();
         DataCopy(gWs_[dst + uint64_t(r0) * K], y, n);
@@ -177,6 +182,7 @@ private:
             f = inF_.template DeQue<float>();
             LocalTensor<T> y = outT_.template AllocTensor<T>();
             Cast(y, f, RoundMode::CAST_RINT, n);
+            OrderV();
             inF_.FreeTensor(f);
             outT_.EnQue(y);
             y = outT_.template DeQue<T>();

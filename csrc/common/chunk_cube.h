@@ -14,6 +14,7 @@
 #define FLA_NPU_COMMON_CHUNK_CUBE_H
 
 #include "kernel_operator.h"
+#include "vector_order.h"
 
 namespace fla_npu {
 namespace chunk_cube {

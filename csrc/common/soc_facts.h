@@ -9,6 +9,9 @@
 //     --cce-disable-asc-reserved-ubuf); L1 512 KB - 256 B usable; L0A/L0B 64 KB; L0C 128 KB.
 //   3510 (a5 = 950): UB 256 KB, 248 KB usable by default (6 KB vector-function stack + 2 KB
 //     Ascend C reserve); L1 512 KB; L0A/L0B 64 KB; L0C 256 KB.
+//   Vector-pipe ordering (API/同步控制/核内同步/PipeBarrier(ISASI).md, 关键特性说明.md): on 2201 a vector
+//     instruction reading what an earlier one wrote needs PipeBarrier<PIPE_V> between them; on 3510 the
+//     hardware orders PIPE_V.
 #ifndef FLA_NPU_COMMON_SOC_FACTS_H
 #define FLA_NPU_COMMON_SOC_FACTS_H
 
@@ -26,12 +29,13 @@ struct SocFacts {
     uint32_t l0bBytes;
     uint32_t l0cBytes;
     bool bf16VectorArith;    // bf16 Add/Sub/Mul/Max/Min/Adds/Muls/Compare/Select on the vector unit
+    bool vectorPipeOrdered;  // the hardware orders dependent vector instructions (else PipeBarrier<PIPE_V>)
 };
 
 inline constexpr uint32_t kKiB = 1024;
-inline constexpr SocFacts kA2{"a2", 2201, 192 * kKiB - 256 - 8 * kKiB, 512 * kKiB - 256, 64 * kKiB, 64 * kKiB, 128 * kKiB, false};
-inline constexpr SocFacts kA3{"a3", 2201, kA2.ubBytes, kA2.l1Bytes, kA2.l0aBytes, kA2.l0bBytes, kA2.l0cBytes, false};
-inline constexpr SocFacts kA5{"a5", 3510, 248 * kKiB, 512 * kKiB, 64 * kKiB, 64 * kKiB, 256 * kKiB, true};
+inline constexpr SocFacts kA2{"a2", 2201, 192 * kKiB - 256 - 8 * kKiB, 512 * kKiB - 256, 64 * kKiB, 64 * kKiB, 128 * kKiB, false, false};
+inline constexpr SocFacts kA3{"a3", 2201, kA2.ubBytes, kA2.l1Bytes, kA2.l0aBytes, kA2.l0bBytes, kA2.l0cBytes, false, false};
+inline constexpr SocFacts kA5{"a5", 3510, 248 * kKiB, 512 * kKiB, 64 * kKiB, 64 * kKiB, 256 * kKiB, true, true};
 
 // L0A / L0B are the same size on every supported SoC: tilings may use this constant.
 inline constexpr uint32_t kL0abBytes = kA2.l0aBytes;

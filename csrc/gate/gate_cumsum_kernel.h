@@ -23,6 +23,7 @@
 
 #include "kernel_operator.h"
 #include "gate_cumsum_tiling.h"
+#include "../common/vector_order.h"
 
 namespace fla_npu {
 namespace gate {
@@ -139,7 +140,9 @@ private:
         }
         if (t_.has_a_log) {
             LocalTensor<float> coef = coef_.Get<float>();
+            OrderV();  // after the Duplicates
             Exp(coef, coef, static_cast<int32_t>(w));
+            OrderV();
             if (t_.coef_scale != 1.0f) Muls(coef, coef, t_.coef_scale, static_cast<int32_t>(w));
         }
     }
@@ -170,16 +173,25 @@ private:
     __aicore__ inline void Softplus(const LocalTensor<float>& y, int32_t n) {
         LocalTensor<float> u = tmp_[0].Get<float>(), a = tmp_[1].Get<float>(), d = tmp_[2].Get<float>();
         Abs(u, y, n);
+        OrderV();
         Muls(u, u, -1.0f, n);
+        OrderV();
         Exp(u, u, n);              // u = exp(-|x|) in (0, 1]
+        OrderV();
         Adds(a, u, 1.0f, n);       // a = 1 + u (rounded)
+        OrderV();
         Adds(d, a, -1.0f, n);      // d = a - 1 (exact)
+        OrderV();
         Maxs(d, d, 1e-30f, n);     // 1 + u == 1: ln(a) = 0 below, so the result is 0
         Ln(a, a, n);
+        OrderV();
         Div(a, a, d, n);
+        OrderV();
         Mul(a, a, u, n);           // log1p(u)
         Relu(y, y, n);
+        OrderV();
         Add(y, y, a, n);           // softplus(x)
+        OrderV();
     }
 
     __aicore__ inline void Compute(uint32_t len, uint32_t w, uint32_t P) {
@@ -189,21 +201,39 @@ private:
         if constexpr (SameType<T, float>::value) DataCopy(y, x, static_cast<uint32_t>(n));
         else Cast(y, x, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
         inQ_.FreeTensor(x);
+        OrderV();  // every step below reads what the one before it wrote
 
-        if (t_.has_dt_bias) RowVector<false>(y, bias_.Get<float>(), len, w, P);
+        if (t_.has_dt_bias) {
+            RowVector<false>(y, bias_.Get<float>(), len, w, P);
+            OrderV();
+        }
         if (t_.gate_form == kGateSoftplus) {
             Softplus(y, n);
             RowVector<true>(y, coef_.Get<float>(), len, w, P);  // * -exp(A_log) * scale
+            OrderV();
         } else if (t_.gate_form == kGateSigmoid) {
-            if (t_.has_a_log) RowVector<true>(y, coef_.Get<float>(), len, w, P);  // z = exp(A_log) * x
+            if (t_.has_a_log) {
+                RowVector<true>(y, coef_.Get<float>(), len, w, P);  // z = exp(A_log) * x
+                OrderV();
+            }
             LocalTensor<float> e = tmp_[0].Get<float>();
             Muls(e, y, -1.0f, n);
+            OrderV();
             Exp(e, e, n);
+            OrderV();
             Adds(e, e, 1.0f, n);
+            OrderV();
             Reciprocal(y, e, n);   // sigmoid(z) = 1 / (1 + exp(-z))
+            OrderV();
         }
-        if (t_.out_scale != 1.0f) Muls(y, y, t_.out_scale, n);  // none: scale; sigmoid: lower_bound * scale
-        for (uint32_t r = 1; r < len; ++r) Add(y[r * P], y[r * P], y[(r - 1) * P], static_cast<int32_t>(w));
+        if (t_.out_scale != 1.0f) {
+            Muls(y, y, t_.out_scale, n);  // none: scale; sigmoid: lower_bound * scale
+            OrderV();
+        }
+        for (uint32_t r = 1; r < len; ++r) {  // row r reads row r - 1's sum
+            Add(y[r * P], y[r * P], y[(r - 1) * P], static_cast<int32_t>(w));
+            OrderV();
+        }
         outQ_.EnQue(y);
     }
 

@@ -41,7 +41,7 @@
 
 #include "kernel_operator.h"
 #include "prefix_shared_attention_tiling.h"
-#include "../common/chunk_cube.h"  // LoadA: L1 NZ -> L0A in the SoC's layout
+#include "../common/chunk_cube.h"  // LoadA: L1 NZ -> L0A in the SoC's layout; ZeroL1
 
 namespace fla_npu {
 namespace psa {
@@ -238,6 +238,7 @@ public:
         pipe_.InitBuffer(lRun_, R * sizeof(float));
         pipe_.InitBuffer(brcb2_, R * 8 * sizeof(float));
         Duplicate(ninf_.Get<float>(), kNegInf, 8);
+        OrderV();
     }
 
     __aicore__ inline void Process() {
@@ -296,6 +297,7 @@ private:
         const uint8_t brcbRep = static_cast<uint8_t>((R_ + 7) / 8);
 
         Muls(s, s, t_.scale, R * static_cast<int32_t>(N));
+        OrderV();
         // Keys past the tile's end (whatever the UB holds there) score -inf, so exp gives 0: a
         // lane-masked Max of the -inf block with itself overwrites exactly those lanes of every row.
         if (nLen < N) {
@@ -307,25 +309,40 @@ private:
                 const uint32_t from = nLen > c0 ? nLen - c0 : 0;  // first padded lane of this half
                 uint64_t bits[2] = {from == 0 ? ~0ull : ~((1ull << from) - 1), 0};
                 Max(s[c0], ninf, ninf, bits, static_cast<uint8_t>(R_), fill);
+                OrderV();
             }
         }
         Max(h, s, s[kFloatLanes], kFloatLanes, static_cast<uint8_t>(R_), halves);
+        OrderV();
         WholeReduceMax(red, h, kFloatLanes, R, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+        OrderV();
         Max(mNew, mOld, red, R);
+        OrderV();
         Sub(alpha, mOld, mNew, R);
+        OrderV();
         Exp(alpha, alpha, R);
+        OrderV();
         Brcb(bc, mNew, brcbRep, BrcbRepeatParams(1, 8));
+        OrderV();
         Sub(s, s, bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        OrderV();
         Sub(s[kFloatLanes], s[kFloatLanes], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        OrderV();
         Exp(s, s, R * static_cast<int32_t>(N));
+        OrderV();
         Add(h, s, s[kFloatLanes], kFloatLanes, static_cast<uint8_t>(R_), halves);
+        OrderV();
         WholeReduceSum(red, h, kFloatLanes, R, 1, 1, 8);
+        OrderV();
         Mul(l, l, alpha, R);
+        OrderV();
         Add(l, l, red, R);
+        OrderV();
         cur_ = 1 - cur_;
 
         LocalTensor<T> p = pQ_.template AllocTensor<T>();
         Cast(p, s, RoundMode::CAST_RINT, R_ * N);
+        OrderV();
         pQ_.EnQue(p);
         sQ_.FreeTensor(s);
         p = pQ_.template DeQue<T>();
@@ -337,9 +354,11 @@ private:
     __aicore__ inline void RescaleAcc() {
         LocalTensor<float> acc = acc_.Get<float>(), bc = brcb_.Get<float>();
         Brcb(bc, alpha_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+        OrderV();
         const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
         const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
         for (uint32_t c = 0; c < D_; c += kFloatLanes) Mul(acc[c], acc[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        OrderV();
     }
 
     // O += O_j.
@@ -350,21 +369,28 @@ private:
         oj = ojQ_.template DeQue<float>();
         LocalTensor<float> acc = acc_.Get<float>();
         Add(acc, acc, oj, static_cast<int32_t>(R_ * D_));
+        OrderV();
         ojQ_.FreeTensor(oj);
     }
 
     // A split starts from m = -inf, l = 0, O = 0.
     __aicore__ inline void ResetSplit() {
         Duplicate(acc_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
+        OrderV();
         Duplicate(m_[cur_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
+        OrderV();
         Duplicate(l_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
+        OrderV();
     }
 
     // The merged result starts from M = -inf, L = 0, O = 0.
     __aicore__ inline void ResetRun() {
         Duplicate(oRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
+        OrderV();
         Duplicate(mRun_[run_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
+        OrderV();
         Duplicate(lRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
+        OrderV();
     }
 
     // Merge one split's (m, l, O) of R_ rows into the running (M, L, O); l and O are overwritten.
@@ -377,22 +403,35 @@ private:
         LocalTensor<float> lRun = lRun_.Get<float>(), oRun = oRun_.Get<float>();
         LocalTensor<float> a = alpha_.Get<float>(), w = red_.Get<float>(), bcA = brcb_.Get<float>(), bcW = brcb2_.Get<float>();
         Max(mNew, mOld, m, R);
+        OrderV();
         Sub(a, mOld, mNew, R);
+        OrderV();
         Exp(a, a, R);  // exp(-inf) = 0 for the first split
+        OrderV();
         Sub(w, m, mNew, R);
+        OrderV();
         Exp(w, w, R);
+        OrderV();
         Mul(lRun, lRun, a, R);
+        OrderV();
         Mul(l, l, w, R);
+        OrderV();
         Add(lRun, lRun, l, R);
+        OrderV();
         Brcb(bcA, a, brcbRep, BrcbRepeatParams(1, 8));
+        OrderV();
         Brcb(bcW, w, brcbRep, BrcbRepeatParams(1, 8));
+        OrderV();
         const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
         const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
         for (uint32_t c = 0; c < D_; c += kFloatLanes) {
             Mul(oRun[c], oRun[c], bcA, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+            OrderV();
             Mul(o[c], o[c], bcW, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+            OrderV();
         }
         Add(oRun, oRun, o, R * static_cast<int32_t>(D_));
+        OrderV();
         run_ = 1 - run_;
     }
 
@@ -443,11 +482,14 @@ private:
     __aicore__ inline void WriteOut(uint32_t b, uint32_t row) {
         LocalTensor<float> o = oRun_.Get<float>(), bc = brcb_.Get<float>();
         Brcb(bc, lRun_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+        OrderV();
         const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
         const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
         for (uint32_t c = 0; c < D_; c += kFloatLanes) Div(o[c], o[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        OrderV();
         LocalTensor<T> y = outQ_.template AllocTensor<T>();
         Cast(y, o, RoundMode::CAST_RINT, R_ * D_);
+        OrderV();
         outQ_.EnQue(y);
         y = outQ_.template DeQue<T>();
         DataCopy(gOut_[(uint64_t(b) * t_.rows + row) * D_], y, R_ * D_);

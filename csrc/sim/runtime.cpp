@@ -66,6 +66,7 @@ struct AccessRec {
 };
 struct BlockRec {       // one 32-byte block of an arena
     int8_t wPipe = -1;
+    uint32_t vBarriers = 0;  // the core's PipeBarrier<PIPE_V> count when a vector instruction last wrote it
     AccessRec w;
     AccessRec r[kNumPipes];
 };
@@ -93,6 +94,7 @@ struct CoreCtx {
     // PipeBarrier<PIPE_M> (or PIPE_ALL) came after it.
     uint64_t mmadLo = 0, mmadHi = 0;
     bool mmadBarrier = true;
+    uint32_t vBarriers = 0;  // PipeBarrier<PIPE_V> (or PIPE_ALL) calls so far
     std::string waiting;  // what this core blocks on, "" when running
     const std::function<bool()>* waitPred = nullptr;  // its wake-up condition while blocked
     bool finished = false;
@@ -250,10 +252,17 @@ void Touch(const Slot* s, uint64_t byteOff, uint64_t bytes, bool write) {
         BlockRec& r = recs[b];
         if (r.wPipe >= 0 && r.wPipe != q && c.clock[q][r.wPipe] < r.w.t)
             report(write ? "WAW (write after write)" : "RAW (read after write)", "wrote", pipe_t(r.wPipe), r.w, b);
+        if (q == PIPE_V && !write && r.wPipe == PIPE_V && r.vBarriers == c.vBarriers && !c.L->prof->vectorPipeOrdered)
+            Fail("vector pipe order",
+                 Fmt("V op #%u '%s' reads %s bytes [%llu, %llu) of %s that V op #%u '%s' wrote, with no PipeBarrier<PIPE_V>() in "
+                     "between: on %s the vector pipe does not order dependent instructions (PipeBarrier(ISASI).md)",
+                     c.opSeq, c.curOp, ArenaName(s->arena), (unsigned long long)(b * kBlock), (unsigned long long)(b * kBlock + kBlock),
+                     s->name.c_str(), r.w.seq, r.w.op, c.L->prof->name));
         if (write) {
             for (int p = 0; p < kNumPipes; ++p)
                 if (p != q && r.r[p].t != 0 && c.clock[q][p] < r.r[p].t) report("WAR (write after read)", "read", pipe_t(p), r.r[p], b);
             r.wPipe = static_cast<int8_t>(q);
+            r.vBarriers = c.vBarriers;
             r.w = AccessRec{now, c.opSeq, c.curOp};
             for (auto& rr : r.r) rr = AccessRec{};
         } else {
@@ -307,6 +316,7 @@ void NoteMmad(const Slot* dst, uint64_t byteOff, uint64_t bytes, bool accumulate
 void PipeBarrierImpl(pipe_t pipe) {
     CoreCtx& c = Core("PipeBarrier");
     if (pipe == PIPE_M || pipe == PIPE_ALL) c.mmadBarrier = true;
+    if (pipe == PIPE_V || pipe == PIPE_ALL) ++c.vBarriers;
     if (pipe != PIPE_ALL) return;  // a single pipe is ordered with itself already (for the hazard clocks)
     uint32_t m[kNumPipes] = {};
     for (auto& row : c.clock)

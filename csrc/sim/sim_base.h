@@ -139,9 +139,10 @@ const char* ArenaName(ArenaKind a);
 struct SocProfile {
     const char* name;
     uint32_t arenaBytes[kNumArenas];  // UB, L1, L0A, L0B, L0C: the usable sizes
+    bool vectorPipeOrdered;           // false: dependent vector instructions need PipeBarrier<PIPE_V>
 };
 constexpr SocProfile ProfileOf(const fla_npu::soc::SocFacts& f) {
-    return {f.name, {f.ubBytes, f.l1Bytes, f.l0aBytes, f.l0bBytes, f.l0cBytes}};
+    return {f.name, {f.ubBytes, f.l1Bytes, f.l0aBytes, f.l0bBytes, f.l0cBytes}, f.vectorPipeOrdered};
 }
 // Per-SoC sizes: csrc/common/soc_facts.h (the usable sizes of the architecture pages).
 inline constexpr SocProfile kProfileA2 = ProfileOf(fla_npu::soc::kA2);

@@ -137,6 +137,7 @@ public:
             inB_.EnQue(b);
             b = inB_.template DeQue<float>();
             BroadcastRows(bcB_.Get<float>(), b, R);
+            OrderV();
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
             FormK(row0, base + uint64_t(sub_) * R * t_.K, b);
             FormV(row0, base + uint64_t(t_.BT) * t_.K + uint64_t(sub_) * R * t_.V);
@@ -160,10 +161,13 @@ private:
         const uint32_t R = t_.rows_per_aiv, K = t_.K;
         if (t_.Kg == K) {
             Mul(dst, src, e, static_cast<int32_t>(R * K));
+            OrderV();
         } else {
             LocalTensor<float> bc = bcE_.Get<float>();
             BroadcastRows(bc, e, R);
+            OrderV();
             MulRows(dst, src, bc, R, K);
+            OrderV();
         }
     }
 
@@ -171,6 +175,7 @@ private:
     __aicore__ inline void ToSlot(const LocalTensor<float>& f, uint64_t dst, uint32_t n) {
         LocalTensor<T> y = outT_.template AllocTensor<T>();
         Cast(y, f, RoundMode::CAST_RINT, n);
+        OrderV();
         outT_.EnQue(y);
         y = outT_.template DeQue<T>();
         DataCopy(gWs_[dst], y, n);
@@ -186,15 +191,19 @@ private:
         x = inT_.template DeQue<T>();
         LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
         Cast(kf, x, RoundMode::CAST_NONE, n);
+        OrderV();
         inT_.FreeTensor(x);
 
         LocalTensor<float> e = LoadE(gEr_, row0);
         if (t_.Kg == K) {
             Mul(s, kf, e, static_cast<int32_t>(n));
+            OrderV();
             MulRows(s, s, bcB_.Get<float>(), R, K);
+            OrderV();
         } else {  // GDN: one factor beta e_row per row
             LocalTensor<float> f = fac_.Get<float>();
             Mul(f, b, e, static_cast<int32_t>(R));
+            OrderV();
             MulGate(s, kf, f);
         }
         inF_.FreeTensor(e);
@@ -219,8 +228,10 @@ private:
         x = inT_.template DeQue<T>();
         LocalTensor<float> vf = x_.Get<float>();
         Cast(vf, x, RoundMode::CAST_NONE, n);
+        OrderV();
         inT_.FreeTensor(x);
         MulRows(vf, vf, bcB_.Get<float>(), R, V);
+        OrderV();
         ToSlot(vf, dst, n);
     }
 

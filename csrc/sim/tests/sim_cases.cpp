@@ -193,6 +193,7 @@ extern "C" __global__ __aicore__ void vec_repeat(GM_ADDR m, GM_ADDR v, GM_ADDR o
     Add(lo[R], lm, lm, bitmask, uint8_t(rows), BinaryRepeatParams());
     // 3) Exp then Muls in repeat form on the whole matrix.
     Exp(lo[2 * R], lm, 64, uint8_t(rows), UnaryRepeatParams());
+    PipeBarrier<PIPE_V>();  // Muls reads what Exp wrote (2201: the vector pipe does not order them)
     Muls(lo[2 * R], lo[2 * R], 2.0f, 64, uint8_t(rows), UnaryRepeatParams());
     // 4) Duplicate with a 16-lane mask and block stride 2: lanes 0..7 -> block 0, 8..15 -> block 2.
     Duplicate(lo[3 * R], 0.0f, R);
@@ -259,6 +260,7 @@ extern "C" __global__ __aicore__ void f16_numerics(GM_ADDR hin, GM_ADDR fin, GM_
     Cast(lb[128], lf, RoundMode::CAST_CEIL, 64);
     Cast(lb[192], lf, RoundMode::CAST_ROUND, 64);
     Cast(lb[256], lf, RoundMode::CAST_TRUNC, 64);
+    PipeBarrier<PIPE_V>();  // the next Cast reads lb
     Cast(lff, lb, RoundMode::CAST_NONE, 64);      // bf16 -> float, exact
     Cast(lff[64], lh, RoundMode::CAST_NONE, 64);  // half -> float, exact
     SetFlag<HardEvent::V_MTE3>(0);
@@ -853,6 +855,40 @@ static int case_cross_overflow() {
     FLA_SIM_LAUNCH(cross_overflow, KERNEL_TYPE_MIX_AIC_1_2, 1);
     return 0;
 }
+// SyncAll uses cross-core flag ids 11..14 itself (SyncAll.md): a kernel may not.
+extern "C" __global__ __aicore__ void cross_reserved_id() {
+    if ASCEND_IS_AIC {
+        CrossCoreSetFlag<2, PIPE_FIX>(12);
+        return;
+    }
+    CrossCoreWaitFlag(12);
+}
+static int case_cross_reserved_id() {
+    FLA_SIM_LAUNCH(cross_reserved_id, KERNEL_TYPE_MIX_AIC_1_2, 1);
+    return 0;
+}
+// Cross-core flags need a mixed kernel type: in an AIV-only kernel the scheduler is off.
+extern "C" __global__ __aicore__ void cross_in_aiv_only() {
+    CrossCoreSetFlag<0, PIPE_MTE3>(3);
+    CrossCoreWaitFlag(3);
+}
+static int case_cross_in_aiv_only() {
+    FLA_SIM_LAUNCH(cross_in_aiv_only, KERNEL_TYPE_AIV_ONLY, 2);
+    return 0;
+}
+// On 2201 a vector instruction reading another's result needs PipeBarrier<PIPE_V> (PipeBarrier(ISASI).md).
+extern "C" __global__ __aicore__ void vector_order_missing() {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 64 * sizeof(float));
+    LocalTensor<float> x = b.Get<float>();
+    Duplicate(x, 1.0f, 64);
+    Exp(x, x, 64);
+}
+static int case_vector_order_missing() {
+    FLA_SIM_LAUNCH(vector_order_missing, KERNEL_TYPE_AIV_ONLY, 1);
+    return 0;
+}
 // 15 pending sets are legal.
 extern "C" __global__ __aicore__ void cross_fifteen() {
     if ASCEND_IS_AIC {
@@ -1020,8 +1056,16 @@ static void cube_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, int32_t M, int32_t N, i
                 SetFlag<HardEvent::MTE1_MTE2>(0);
                 WaitFlag<HardEvent::MTE1_MTE2>(0);
             }
+            if (mLen != mPad) {  // Mmad reads whole fractals: A's padding rows must be zero, not NaN
+                InitConstValue(a1, InitConstValueParams<T>(1, uint16_t(mPad * kPad * sizeof(T) / 32), 0, T(0)));
+                PipeBarrier<PIPE_MTE2>();
+            }
             DataCopy(a1, gA[uint64_t(m0) * K + k0], Nd2NzParams(1, mLen, kLen, 0, K, mPad, 1, 0));
             if (bT) {
+                if (nLen != nPad) {  // B^T's padding rows (n) are read by the Cube: zero, not NaN
+                    InitConstValue(b1, InitConstValueParams<T>(1, uint16_t(nPad * kPad * sizeof(T) / 32), 0, T(0)));
+                    PipeBarrier<PIPE_MTE2>();
+                }
                 DataCopy(b1, gB[uint64_t(n0) * K + k0], Nd2NzParams(1, nLen, kLen, 0, K, nPad, 1, 0));
             } else {
                 if (kLen != kRows && bug != 5) InitConstValue(b1, InitConstValueParams<T>(1, uint16_t(kRows * nPad * sizeof(T) / 32), 0, T(0)));
@@ -1048,7 +1092,10 @@ static void cube_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, int32_t M, int32_t N, i
                 SetFlag<HardEvent::FIX_M>(0);
                 WaitFlag<HardEvent::FIX_M>(0);
             }
-            Mmad(lc, a2, b2, MmadParams(uint16_t(mLen), uint16_t(nLen), uint16_t(kLen), 0, false, k0 == 0));
+            if (k0 > 0 && (mLen / 16) * (nLen / 16) < 10 && bug != 7) PipeBarrier<PIPE_M>();  // accumulating (Mmad.md)
+            // m = 1 would be GEMV mode (A read as ND): run the zero-padded 16 rows instead.
+            const uint32_t mCube = mLen == 1 ? mPad : mLen;
+            Mmad(lc, a2, b2, MmadParams(uint16_t(mCube), uint16_t(nLen), uint16_t(kLen), 0, false, k0 == 0));
         }
         if (bug != 2) {
             SetFlag<HardEvent::M_FIX>(0);
@@ -1095,7 +1142,8 @@ template <class T, class O> static int RunMatmul(int M, int N, int K, int bT, in
     FlaSimCoreInfo info{};
     CHECK(fla_sim_last_core_count() == blocks);
     CHECK(fla_sim_last_total_counters(&tot) == 0);
-    CHECK(tot.cube_macs == uint64_t(M) * N * K);
+    const uint64_t cubeRows = uint64_t(M) + (M % BM == 1 ? 15 : 0);  // a 1-row tile runs as 16 rows (not GEMV)
+    CHECK(tot.cube_macs == cubeRows * N * K);
     CHECK(tot.gm_to_local_bytes == (uint64_t(M) * K * nT + uint64_t(K) * N * mT) * sizeof(T));
     CHECK(tot.local_to_gm_bytes == uint64_t(M) * N * sizeof(O));
     CHECK(tot.vector_elem_ops == 0 && tot.peak_ub_bytes == 0);
@@ -1116,8 +1164,10 @@ static int case_cube_matmul_f32() { return RunMatmul<float, float>(37, 29, 45, 1
 // The L0A layout is a SoC trait: a kernel that loads A in the other SoC's layout computes garbage.
 static int case_cube_layout_trait() { return RunMatmul<half, half>(64, 32, 64, 0, 1, 3) == 2 ? 0 : 2; }
 // Mmad reads whole fractals along k: B's padding rows (not written by ND -> NZ, poisoned = NaN) must
-// be zeroed by the kernel, or every output is NaN.
-static int case_cube_k_pad_missing() { return RunMatmul<half, half>(32, 32, 20, 0, 1, 5) == 2 ? 0 : 2; }
+// be zeroed by the kernel; a NaN Cube input faults (Mmad.md: it may raise an execution error).
+static int case_cube_k_pad_missing() { return RunMatmul<half, half>(32, 32, 20, 0, 1, 5); }
+// Accumulating Mmads with (m/16)*(n/16) < 10 and no PipeBarrier<PIPE_M> between them.
+static int case_cube_missing_m_barrier() { return RunMatmul<half, half>(32, 32, 70, 0, 1, 7); }
 static int case_cube_missing_mte1_m() { return RunMatmul<half, half>(50, 37, 70, 0, 1, 1); }
 static int case_cube_missing_m_mte1() { return RunMatmul<half, half>(50, 37, 70, 0, 1, 6); }
 static int case_cube_missing_m_fix() { return RunMatmul<bfloat16_t, bfloat16_t>(20, 20, 20, 0, 1, 2); }
@@ -1157,6 +1207,10 @@ extern "C" __global__ __aicore__ void cube_mixed(GM_ADDR q, GM_ADDR k, GM_ADDR w
         gq.SetGlobalBuffer((__gm__ half*)q, int64_t(M) * D);
         gk.SetGlobalBuffer((__gm__ half*)k, int64_t(N) * D);
         if (rounds > 0) {  // K^T once per block: rows = keys (n), C0 along d: already L0B's Zn fractals
+            if (uint32_t(N) != nPad) {  // the key padding rows are read by the Cube: zero, not NaN
+                InitConstValue(k1, InitConstValueParams<half>(1, uint16_t(nPad * dPad * sizeof(half) / 32), 0, half(0.0f)));
+                PipeBarrier<PIPE_MTE2>();
+            }
             DataCopy(k1, gk, Nd2NzParams(1, uint16_t(N), uint16_t(D), 0, uint16_t(D), uint16_t(nPad), 1, 0));
             SetFlag<HardEvent::MTE2_MTE1>(1);
             WaitFlag<HardEvent::MTE2_MTE1>(1);
@@ -1168,6 +1222,10 @@ extern "C" __global__ __aicore__ void cube_mixed(GM_ADDR q, GM_ADDR k, GM_ADDR w
             if (r > 0) {
                 SetFlag<HardEvent::MTE1_MTE2>(0);
                 WaitFlag<HardEvent::MTE1_MTE2>(0);
+            }
+            if (uint32_t(mLen) != mPad) {
+                InitConstValue(q1, InitConstValueParams<half>(1, uint16_t(mPad * dPad * sizeof(half) / 32), 0, half(0.0f)));
+                PipeBarrier<PIPE_MTE2>();
             }
             DataCopy(q1, gq[int64_t(m0) * D], Nd2NzParams(1, uint16_t(mLen), uint16_t(D), 0, uint16_t(D), uint16_t(mPad), 1, 0));
             SetFlag<HardEvent::MTE2_MTE1>(0);
@@ -1398,6 +1456,7 @@ extern "C" __global__ __aicore__ void vec_compare_select(GM_ADDR x, GM_ADDR y, G
         CompareScalar(bits[(6 + m) * 32], lx, 0.5f, kModes[m], kCmpN);
     }
     CompareScalar(bits[12 * 32], lh, half(-0.25f), CMPMODE::GE, kCmpN);  // half: 128 elements = 256 bytes
+    PipeBarrier<PIPE_V>();  // Select reads the compare bits
     Select(lz, bits[1 * 32], lx, ly, SELMODE::VSEL_TENSOR_TENSOR_MODE, kCmpN);                // x > y ? x : y
     Select(lz[kCmpN], bits[(6 + 1) * 32], lx, -7.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, kCmpN);  // x > 0.5 ? x : -7
     Select(lz[2 * kCmpN], bits[0], lx, ly, SELMODE::VSEL_CMPMASK_SPR, kCmpN);                  // bit i % 64 of (x < y)
@@ -1481,6 +1540,7 @@ extern "C" __global__ __aicore__ void vec_select_repeat(GM_ADDR x, GM_ADDR row, 
     Compare(bits, lx, lr, CMPMODE::LT, low32, 2, BinaryRepeatParams(1, 1, 1, 8, 8, 0));  // 16 bytes
     CompareScalar(bits[32], lh, half(0.0f), CMPMODE::GT, 128, 2, UnaryRepeatParams());    // 32 bytes
     Duplicate(lz, -1.0f, 2 * 128);
+    PipeBarrier<PIPE_V>();  // Select reads the compare bits
     Select(lz, bits, lx, lx, SELMODE::VSEL_TENSOR_TENSOR_MODE, 48, 2, BinaryRepeatParams());  // own value either way
     Select(lz[128], bits, lx, lr, SELMODE::VSEL_CMPMASK_SPR, 64, 2, BinaryRepeatParams(1, 1, 1, 8, 8, 0));
     Duplicate(lhz, half(9.0f), 256);
@@ -1538,6 +1598,7 @@ extern "C" __global__ __aicore__ void vec_relu_select(GM_ADDR x, GM_ADDR y, int3
     LocalTensor<uint8_t> mask = bmask.Get<uint8_t>();
     LocalTensor<float> ly = qy.AllocTensor<float>();
     CompareScalar(mask, lx, 0.0f, CMPMODE::GT, perCore);
+    PipeBarrier<PIPE_V>();  // Select reads the compare bits
     Select(ly, mask, lx, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, perCore);
     qy.EnQue(ly);
     qx.FreeTensor(lx);
@@ -1580,7 +1641,9 @@ extern "C" __global__ __aicore__ void vec_masked_max(GM_ADDR x, GM_ADDR t, GM_AD
     SetFlag<HardEvent::MTE2_V>(0);
     WaitFlag<HardEvent::MTE2_V>(0);
     Compare(lm, lx, lt, CMPMODE::GT, n);
+    PipeBarrier<PIPE_V>();  // Select reads the compare bits
     Select(ls, lm, lx, -INFINITY, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+    PipeBarrier<PIPE_V>();  // ReduceMax reads the selected rows
     for (int32_t r = 0; r < rows; ++r) ReduceMax(lo[r * 8], ls[r * 64], lw, 64);
     SetFlag<HardEvent::V_MTE3>(0);
     WaitFlag<HardEvent::V_MTE3>(0);
@@ -1629,6 +1692,7 @@ extern "C" __global__ __aicore__ void select_mode_mismatch() {
     LocalTensor<float> a = ba.Get<float>();
     LocalTensor<uint8_t> m = bm.Get<uint8_t>();
     Duplicate(a, 1.0f, 64);
+    PipeBarrier<PIPE_V>();
     CompareScalar(m, a, 0.0f, CMPMODE::GT, 64);
     Select(a, m, a, 0.0f, SELMODE::VSEL_TENSOR_TENSOR_MODE, 64);
 }
@@ -1846,6 +1910,9 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"unbalanced_set", case_unbalanced_set},
         {"cross_deadlock", case_cross_deadlock},
         {"cross_overflow", case_cross_overflow},
+        {"cross_reserved_id", case_cross_reserved_id},
+        {"cross_in_aiv_only", case_cross_in_aiv_only},
+        {"vector_order_missing", case_vector_order_missing},
         {"cross_fifteen", case_cross_fifteen},
         {"syncall_deadlock", case_syncall_deadlock},
         {"kernel_type_mismatch", case_kernel_type_mismatch},
@@ -1878,6 +1945,7 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"select_mode_mismatch", case_select_mode_mismatch},
         {"cube_fixpipe_l1", case_cube_fixpipe_l1},
         {"cube_missing_fix_mte1", case_cube_missing_fix_mte1},
+        {"cube_missing_m_barrier", case_cube_missing_m_barrier},
         {"opp_entry", case_opp_entry},
         {"opp_tiling_null", case_opp_tiling_null},
     };
