@@ -160,6 +160,11 @@ template <class T, class U> inline void InitConstValue(const LocalTensor<T>& dst
     if (!s || (s->arena != ArenaKind::L1 && s->arena != ArenaKind::L0A && s->arena != ArenaKind::L0B))
         Fail("bad Cube operand position", Fmt("dst of InitConstValue lives in %s; it must be in L1 (A1/B1) or L0A/L0B (A2/B2)",
                                              s ? ArenaName(s->arena) : "no buffer"));
+#if FLA_SIM_SOC == FLA_SIM_SOC_A5
+    // Fill.md / 2201到3510架构变更.md: 3510 removed the L0A/L0B initialisation instruction.
+    if (!l1) Fail("InitConstValue on a5", Fmt("dst lives in %s: on a5 (3510) Fill/InitConstValue writes L1 only; fill L1 and LoadData it",
+                                             ArenaName(s->arena)));
+#endif
     const uint64_t blk = l1 ? kBlock : kFractalBytes;
     dst.SimAlign(static_cast<uint32_t>(blk), "dst");
     if (p.repeatTimes == 0 || p.blockNum == 0) return;
@@ -205,6 +210,10 @@ template <class T> inline void LoadData(const LocalTensor<T>& dst, const LocalTe
     dst.SimAlign(kCube.l0abAlign, "dst");
     src.SimAlign(kBlock, "src");
     if (p.addrMode != 0) Fail("LoadData", "addrMode != 0 (decreasing addresses) is not simulated");
+#if FLA_SIM_SOC == FLA_SIM_SOC_A5
+    // LoadData_2D.md: on 950 dstGap of LoadData2DParams has no effect (the fractals land contiguously).
+    if (p.dstGap != 0) Fail("LoadData dstGap on a5", Fmt("dstGap %u: on a5 (3510) LoadData2DParams ignores dstGap", p.dstGap));
+#endif
     if (p.ifTranspose && sizeof(T) != 2)
         Fail("LoadData transpose", Fmt("ifTranspose with %zu-byte elements: LoadData2DParams transposes 16 x 16 fractals of 2-byte "
                                        "types only (load B^T from GM instead, or LoadDataWithTranspose — not simulated)", sizeof(T)));

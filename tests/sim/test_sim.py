@@ -49,6 +49,8 @@ PASSING = [
     # ND and ND -> NZ layouts; a mixed 1:2 AIC -> AIV handshake through GM with cross-core flags.
     "cube_matmul_f16", "cube_matmul_bf16", "cube_matmul_bf16_bt", "cube_matmul_f16_bt", "cube_matmul_f32",
     "cube_layout_trait", "cube_l1_copies", "cube_mixed",
+    # Mmad with m = 1 is GEMV (A read as ND): a fractal-loaded 1-row tile computes wrong values.
+    "cube_gemv_mode",
     # Compare/CompareScalar (every CMPMODE, NaN, float and half; count and mask/repeat forms) and
     # Select (all three SELMODEs), checked bit for bit; ReLU by Select; a masked row max; Fixpipe
     # L0C -> L1 (NZ, feeding a second Mmad after FIX_MTE1; ND) and NZ to GM, exact.
@@ -162,6 +164,13 @@ def test_ub_size_per_soc(sim_build):
     assert r.returncode == 0, r.stderr
 
 
+def test_l0_fill_per_soc(sim_build):
+    # 2201 fills L1, L0A and L0B; 3510 removed the L0A/L0B fill (Fill.md).
+    assert _run(sim_build, "a2", "fill_l0a").returncode == 0
+    r = _run(sim_build, "a5", "fill_l0a")
+    assert r.returncode == 1 and "InitConstValue on a5" in r.stderr and "writes L1 only" in r.stderr, r.stderr
+
+
 def test_vector_pipe_order_per_soc(sim_build):
     # 2201 needs PipeBarrier<PIPE_V> between dependent vector instructions; 3510 orders them in hardware.
     r = _run(sim_build, "a2", "vector_order_missing")
@@ -179,7 +188,7 @@ def test_bf16_vector_arithmetic_runs_on_a5(sim_build):
 
 def test_case_lists_are_complete(sim_build):
     listed = set(_run(sim_build, "a2", "--list").stdout.split())
-    covered = set(PASSING) | {f[0] for f in FAILING} | {"big_ub", "vector_order_missing"}
+    covered = set(PASSING) | {f[0] for f in FAILING} | {"big_ub", "vector_order_missing", "fill_l0a"}
     assert listed == covered
 
 

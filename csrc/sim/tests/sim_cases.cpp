@@ -876,6 +876,17 @@ static int case_cross_in_aiv_only() {
     FLA_SIM_LAUNCH(cross_in_aiv_only, KERNEL_TYPE_AIV_ONLY, 2);
     return 0;
 }
+// 3510 has no L0A/L0B fill instruction (Fill.md): InitConstValue into L0A faults on a5 only.
+extern "C" __global__ __aicore__ void fill_l0a() {
+    TPipe pipe;
+    TBuf<TPosition::A2> b;
+    pipe.InitBuffer(b, 512);
+    InitConstValue(b.Get<half>(), InitConstValueParams<half>(1, 1, 0, half(0.0f)));
+}
+static int case_fill_l0a() {
+    FLA_SIM_LAUNCH(fill_l0a, KERNEL_TYPE_AIC_ONLY, 1);
+    return 0;
+}
 // On 2201 a vector instruction reading another's result needs PipeBarrier<PIPE_V> (PipeBarrier(ISASI).md).
 extern "C" __global__ __aicore__ void vector_order_missing() {
     TPipe pipe;
@@ -1094,7 +1105,7 @@ static void cube_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, int32_t M, int32_t N, i
             }
             if (k0 > 0 && (mLen / 16) * (nLen / 16) < 10 && bug != 7) PipeBarrier<PIPE_M>();  // accumulating (Mmad.md)
             // m = 1 would be GEMV mode (A read as ND): run the zero-padded 16 rows instead.
-            const uint32_t mCube = mLen == 1 ? mPad : mLen;
+            const uint32_t mCube = mLen == 1 && bug != 8 ? mPad : mLen;
             Mmad(lc, a2, b2, MmadParams(uint16_t(mCube), uint16_t(nLen), uint16_t(kLen), 0, false, k0 == 0));
         }
         if (bug != 2) {
@@ -1133,7 +1144,7 @@ template <class T, class O> static int RunMatmul(int M, int N, int K, int bT, in
             const double bound = acc + OutUlp<O>() * (std::fabs(ref) + acc) + 1e-30;
             const double got = float(C[size_t(i) * N + j]);
             if (!(std::fabs(got - ref) <= bound)) {
-                if (bug != 3 && bug != 5) std::fprintf(stderr, "C[%d,%d] = %.9g, expected %.9g +- %.3g\n", i, j, got, ref, bound);
+                if (bug != 3 && bug != 5 && bug != 8) std::fprintf(stderr, "C[%d,%d] = %.9g, expected %.9g +- %.3g\n", i, j, got, ref, bound);
                 return 2;
             }
         }
@@ -1166,6 +1177,9 @@ static int case_cube_layout_trait() { return RunMatmul<half, half>(64, 32, 64, 0
 // Mmad reads whole fractals along k: B's padding rows (not written by ND -> NZ, poisoned = NaN) must
 // be zeroed by the kernel; a NaN Cube input faults (Mmad.md: it may raise an execution error).
 static int case_cube_k_pad_missing() { return RunMatmul<half, half>(32, 32, 20, 0, 1, 5); }
+// m = 1 switches the Cube to GEMV mode (GEMV.md): A is read as one ND row, so a 1-row tile loaded
+// as fractals computes the wrong values.
+static int case_cube_gemv_mode() { return RunMatmul<bfloat16_t, float>(33, 40, 100, 1, 1, 8) == 2 ? 0 : 2; }
 // Accumulating Mmads with (m/16)*(n/16) < 10 and no PipeBarrier<PIPE_M> between them.
 static int case_cube_missing_m_barrier() { return RunMatmul<half, half>(32, 32, 70, 0, 1, 7); }
 static int case_cube_missing_mte1_m() { return RunMatmul<half, half>(50, 37, 70, 0, 1, 1); }
@@ -1913,6 +1927,7 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"cross_reserved_id", case_cross_reserved_id},
         {"cross_in_aiv_only", case_cross_in_aiv_only},
         {"vector_order_missing", case_vector_order_missing},
+        {"fill_l0a", case_fill_l0a},
         {"cross_fifteen", case_cross_fifteen},
         {"syncall_deadlock", case_syncall_deadlock},
         {"kernel_type_mismatch", case_kernel_type_mismatch},
@@ -1946,6 +1961,7 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"cube_fixpipe_l1", case_cube_fixpipe_l1},
         {"cube_missing_fix_mte1", case_cube_missing_fix_mte1},
         {"cube_missing_m_barrier", case_cube_missing_m_barrier},
+        {"cube_gemv_mode", case_cube_gemv_mode},
         {"opp_entry", case_opp_entry},
         {"opp_tiling_null", case_opp_tiling_null},
     };
