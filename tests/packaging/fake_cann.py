@@ -22,6 +22,8 @@ import json
 import platform
 from pathlib import Path
 
+from fake_opp import FAKE_CANN_LICENSE
+
 ASC_CONFIG = r"""# fla-npu's test stand-in for CANN's ASC CMake package (records calls; compiles nothing).
 set(FAKE_ASC_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(FAKE_ASC_RECORD "${CMAKE_BINARY_DIR}/fake_asc_record.json.lines")
@@ -133,6 +135,8 @@ def make_fake_cann(home: Path, version: str = "9.0.0", set_env_home: str | None 
     (home / "bin" / "bisheng").write_text("#!/bin/sh\necho 'fake bisheng: never run by the tests' >&2; exit 1\n")
     (home / "bin" / "bisheng").chmod(0o755)
     (home / "version.info").write_text(f"Version={version}\n")
+    (home / "share" / "info").mkdir(parents=True, exist_ok=True)
+    (home / "share" / "info" / "LICENSE").write_text(FAKE_CANN_LICENSE)  # found by build_wheel within three levels
     devlib = home / f"{arch}-linux" / "devlib"
     devlib.mkdir(parents=True, exist_ok=True)
     where = set_env_home or '$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)'

@@ -20,6 +20,10 @@ def _cc(args, cwd):
     subprocess.run(["cc", *map(str, args)], cwd=cwd, check=True, capture_output=True)
 
 
+# Stands in for the licence text a real CANN or operator package carries (build_wheel ships it).
+FAKE_CANN_LICENSE = "CANN Open Software License Agreement Version 2.0 (test stand-in)\n"
+
+
 def stubs_dir(root: Path) -> Path:
     """The stand-ins of CANN's libraries the package's host libraries need (on LD_LIBRARY_PATH, they load)."""
     return root.parent / (root.name + "-cann-stubs")
@@ -67,4 +71,5 @@ def make_fake_opp(root: Path, unit: str = "ascend910b", vendor: str = VENDOR, ve
     (dirs["api"] / "libopapi.so").write_bytes((stubs / "libopapi.so").read_bytes())  # must be dropped
     (root / "vendors" / "config.ini").write_text(f"load_priority={vendor}\n")
     (v / "version.info").write_text(f"Version={version}\n")
+    (root / "LICENSE").write_text(FAKE_CANN_LICENSE)
     return root

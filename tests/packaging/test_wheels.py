@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, make_venv, pip_install, read_wheel, run_build_wheel, venv_run
-from fake_opp import stubs_dir
+from fake_opp import FAKE_CANN_LICENSE, stubs_dir
 
 GIT_HEAD = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout.strip() or None
@@ -135,6 +136,18 @@ def test_fake_a2_wheel_embedding_naming_metadata(a2_wheel, fake_opp):
     assert bi["opp_vendor"] == "fla_npu" and bi["cann_version"] == "9.0.0" and "prebuilt" in bi["compiler"]
     assert "aclnn bridge" in bi["compiler"] and bi["npu_arch"] == "dav-2201"
     assert "fla_npu/_flavours/a2.json" in w["names"]
+    # The device code is compiled from CANN's headers: CANN's licence travels beside it, with a notice.
+    assert w["files"]["fla_npu/opp/LICENSE.CANN"].decode() == FAKE_CANN_LICENSE
+    assert "Huawei AI processors only" in w["files"]["fla_npu/opp/NOTICE.CANN"].decode()
+
+
+def test_npu_wheel_without_the_cann_license_is_refused_before_any_work(fake_opp, tmp_path):
+    opp = tmp_path / "opp"
+    shutil.copytree(fake_opp, opp, symlinks=True)
+    (opp / "LICENSE").unlink()
+    res = run_build_wheel("--soc", "a2", "--prebuilt-opp", opp, "--out", tmp_path / "out", check=False)
+    assert res.returncode != 0 and "naming the CANN Open Software License was found" in res.stderr
+    assert "--cann-license FILE" in res.stderr and "[2/" not in res.stdout and not (tmp_path / "out").exists()
 
 
 def test_prebuilt_opp_for_another_soc_is_refused(fake_opp, tmp_path):
