@@ -12,6 +12,8 @@
 //   Vector-pipe ordering (API/同步控制/核内同步/PipeBarrier(ISASI).md, 关键特性说明.md): on 2201 a vector
 //     instruction reading what an earlier one wrote needs PipeBarrier<PIPE_V> between them; on 3510 the
 //     hardware orders PIPE_V.
+//   L0A fractal order (Mmad.md 表1/表2, NPU架构版本3510.md): Zz on 2201, Nz on 3510; 3510 removed the
+//     L0A/L0B fill instruction (Fill.md).
 #ifndef FLA_NPU_COMMON_SOC_FACTS_H
 #define FLA_NPU_COMMON_SOC_FACTS_H
 
@@ -30,12 +32,14 @@ struct SocFacts {
     uint32_t l0cBytes;
     bool bf16VectorArith;    // bf16 Add/Sub/Mul/Max/Min/Adds/Muls/Compare/Select on the vector unit
     bool vectorPipeOrdered;  // the hardware orders dependent vector instructions (else PipeBarrier<PIPE_V>)
+    bool l0aNz;              // Mmad reads A from L0A in Nz fractal order (3510); else Zz (2201)
+    bool l0FillAllowed;      // Fill/InitConstValue may write L0A/L0B (2201); 3510 fills L1 only
 };
 
 inline constexpr uint32_t kKiB = 1024;
-inline constexpr SocFacts kA2{"a2", 2201, 192 * kKiB - 256 - 8 * kKiB, 512 * kKiB - 256, 64 * kKiB, 64 * kKiB, 128 * kKiB, false, false};
-inline constexpr SocFacts kA3{"a3", 2201, kA2.ubBytes, kA2.l1Bytes, kA2.l0aBytes, kA2.l0bBytes, kA2.l0cBytes, false, false};
-inline constexpr SocFacts kA5{"a5", 3510, 248 * kKiB, 512 * kKiB, 64 * kKiB, 64 * kKiB, 256 * kKiB, true, true};
+inline constexpr SocFacts kA2{"a2", 2201, 192 * kKiB - 256 - 8 * kKiB, 512 * kKiB - 256, 64 * kKiB, 64 * kKiB, 128 * kKiB, false, false, false, true};
+inline constexpr SocFacts kA3{"a3", 2201, kA2.ubBytes, kA2.l1Bytes, kA2.l0aBytes, kA2.l0bBytes, kA2.l0cBytes, false, false, false, true};
+inline constexpr SocFacts kA5{"a5", 3510, 248 * kKiB, 512 * kKiB, 64 * kKiB, 64 * kKiB, 256 * kKiB, true, true, true, false};
 
 // L0A / L0B are the same size on every supported SoC: tilings may use this constant.
 inline constexpr uint32_t kL0abBytes = kA2.l0aBytes;

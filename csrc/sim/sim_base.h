@@ -148,16 +148,18 @@ constexpr SocProfile ProfileOf(const fla_npu::soc::SocFacts& f) {
 inline constexpr SocProfile kProfileA2 = ProfileOf(fla_npu::soc::kA2);
 inline constexpr SocProfile kProfileA3 = ProfileOf(fla_npu::soc::kA3);
 inline constexpr SocProfile kProfileA5 = ProfileOf(fla_npu::soc::kA5);
+// The simulated SoC's facts (kernels' compile-time view, like __NPU_ARCH__ on the device).
 #if FLA_SIM_SOC == FLA_SIM_SOC_A5
+inline constexpr const fla_npu::soc::SocFacts& kSocFacts = fla_npu::soc::kA5;
 inline constexpr const SocProfile& kSoc = kProfileA5;
-inline constexpr bool kSocHasBf16Vector = fla_npu::soc::kA5.bf16VectorArith;
 #elif FLA_SIM_SOC == FLA_SIM_SOC_A3
+inline constexpr const fla_npu::soc::SocFacts& kSocFacts = fla_npu::soc::kA3;
 inline constexpr const SocProfile& kSoc = kProfileA3;
-inline constexpr bool kSocHasBf16Vector = fla_npu::soc::kA3.bf16VectorArith;
 #else
+inline constexpr const fla_npu::soc::SocFacts& kSocFacts = fla_npu::soc::kA2;
 inline constexpr const SocProfile& kSoc = kProfileA2;
-inline constexpr bool kSocHasBf16Vector = fla_npu::soc::kA2.bf16VectorArith;
 #endif
+inline constexpr bool kSocHasBf16Vector = kSocFacts.bf16VectorArith;
 
 // A simulated-device fault. The launcher catches it on the faulting core, stops the other cores
 // and turns the launch into a failure whose message names kernel, core and rule.

@@ -46,13 +46,7 @@ struct CubeTraits {
     uint32_t l0abAlign;     // Mmad/LoadData operand alignment in L0A/L0B (bytes)
     uint32_t l0cAlign;      // Mmad destination alignment in L0C (bytes): one fp32 fractal
 };
-inline constexpr CubeTraits kCubeA2A3{Fractal::Zz, Fractal::Zn, Fractal::Nz, true, 512, 1024};
-inline constexpr CubeTraits kCubeA5{Fractal::Nz, Fractal::Zn, Fractal::Nz, true, 512, 1024};
-#if FLA_SIM_SOC == FLA_SIM_SOC_A5
-inline constexpr const CubeTraits& kCube = kCubeA5;
-#else
-inline constexpr const CubeTraits& kCube = kCubeA2A3;
-#endif
+inline constexpr CubeTraits kCube{kSocFacts.l0aNz ? Fractal::Nz : Fractal::Zz, Fractal::Zn, Fractal::Nz, true, 512, 1024};
 
 // Element offset of (r, c) in an R x C matrix stored in fractals of fr x fc (R, C padded to them).
 inline uint64_t FractalOffset(Fractal f, uint64_t r, uint64_t c, uint64_t R, uint64_t C, uint32_t fr, uint32_t fc) {
@@ -160,11 +154,9 @@ template <class T, class U> inline void InitConstValue(const LocalTensor<T>& dst
     if (!s || (s->arena != ArenaKind::L1 && s->arena != ArenaKind::L0A && s->arena != ArenaKind::L0B))
         Fail("bad Cube operand position", Fmt("dst of InitConstValue lives in %s; it must be in L1 (A1/B1) or L0A/L0B (A2/B2)",
                                              s ? ArenaName(s->arena) : "no buffer"));
-#if FLA_SIM_SOC == FLA_SIM_SOC_A5
     // Fill.md / 2201到3510架构变更.md: 3510 removed the L0A/L0B initialisation instruction.
-    if (!l1) Fail("InitConstValue on a5", Fmt("dst lives in %s: on a5 (3510) Fill/InitConstValue writes L1 only; fill L1 and LoadData it",
+    if (!l1 && !kSocFacts.l0FillAllowed) Fail("InitConstValue on a5", Fmt("dst lives in %s: on a5 (3510) Fill/InitConstValue writes L1 only; fill L1 and LoadData it",
                                              ArenaName(s->arena)));
-#endif
     const uint64_t blk = l1 ? kBlock : kFractalBytes;
     dst.SimAlign(static_cast<uint32_t>(blk), "dst");
     if (p.repeatTimes == 0 || p.blockNum == 0) return;
