@@ -82,6 +82,16 @@ def check_tensors(fn: str, device: torch.device, *, floating: bool = True, **ten
             raise ValueError(f"{fn}: `{name}` has dtype {t.dtype}; supported: float16, bfloat16, float32, float64.")
 
 
+def check_dims(fn: str, **dims: int) -> None:
+    """Head counts and head dimensions (``H``, ``HV``, ``K``, ``V``, ...) are at least 1: an op has
+    no meaning with zero heads or zero-width heads (FLA fails there with a division by zero). Zero
+    batch rows or tokens are fine: the output is empty and the state passes through."""
+    zero = [f"{name}=0" for name, n in dims.items() if n == 0]
+    if zero:
+        raise ValueError(f"{fn}: {', '.join(zero)}: every head count and head dimension must be at least 1 "
+                         f"(B=0 or T=0 are allowed: an empty output).")
+
+
 def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -> None:
     if t is not None and t.dim() not in ndims:
         raise ValueError(f"{fn}: `{name}` must have {' or '.join(map(str, ndims))} dimensions ({layout}), got shape {list(t.shape)}.")
@@ -110,6 +120,16 @@ def check_cu_seqlens(fn: str, cu_seqlens, T: int, device: torch.device, cu_seqle
     if int(cpu[-1]) != T:
         raise ValueError(f"{fn}: `cu_seqlens` must end at the number of tokens T={T}, got {int(cpu[-1])}.")
     return cpu
+
+
+def check_log_decay(fn: str, g: torch.Tensor) -> None:
+    """A log decay ``g`` (the gate after activation) of ``+inf`` would multiply the state by
+    ``exp(+inf)``: the float64 gold's output is then inf/NaN from that step on. Refuse it, naming
+    the fix; ``-inf`` (a full state reset) is valid. One reduction over ``g``."""
+    if bool(torch.isposinf(g).any()):
+        raise ValueError(f"{fn}: `g` contains +inf; `g` is the log decay (<= 0 in practice): a step of +inf "
+                         f"would make the state infinite. Use -inf for a full state reset, or pass the raw "
+                         f"gate with `use_gate_in_kernel=True`.")
 
 
 def check_state(fn: str, name: str, s, N: int, HV: int, K: int, V: int, state_v_first: bool) -> None:

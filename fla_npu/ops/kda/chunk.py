@@ -107,6 +107,7 @@ def chunk_kda(
         V.check_ndim(fn, name, t, (4,), layout)
     V.check_ndim(fn, "beta", beta, (3,), layout)
     B, T, H, K, HV = *q.shape, v.shape[2]
+    V.check_dims(fn, H=H, HV=HV, K=K, V=v.shape[-1])
     assert q.shape == k.shape, f"q and k must have the same shape, got q={q.shape} vs k={k.shape}"
     assert K <= 256, f"Currently we only support key headdim <=256 for KDA, got {K}."
     assert HV % H == 0, (
@@ -124,6 +125,8 @@ def chunk_kda(
         raise ValueError(f"{fn}: `A_log` must have HV={HV} elements, got shape {list(A_log.shape)}.")
     if dt_bias is not None and dt_bias.numel() != HV * K:
         raise ValueError(f"{fn}: `dt_bias` must have HV*K={HV * K} elements, got shape {list(dt_bias.shape)}.")
+    if not use_gate_in_kernel:
+        V.check_log_decay(fn, g)
     cu_cpu = V.check_cu_seqlens(fn, cu_seqlens, T, q.device, cu_seqlens_cpu)
     N = B if cu_seqlens is None else len(cu_seqlens) - 1
     V.check_state(fn, "initial_state", initial_state, N, HV, K, v.shape[-1], state_v_first)
