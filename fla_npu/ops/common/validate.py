@@ -82,6 +82,19 @@ def check_tensors(fn: str, device: torch.device, *, floating: bool = True, **ten
             raise ValueError(f"{fn}: `{name}` has dtype {t.dtype}; supported: float16, bfloat16, float32, float64.")
 
 
+def shown(value) -> str:
+    """``value`` as an error message shows it: an int as FLA prints it, anything else with its type
+    (a string ``'64'`` must not read as the number 64)."""
+    return str(value) if type(value) is int else f"{value!r} (a {type(value).__name__}, not an int)"
+
+
+def check_chunk_size(chunk_size, allowed: tuple, message: str) -> None:
+    """``chunk_size`` is an int (not a bool, float or string) in ``allowed``; otherwise FLA's
+    ``ValueError`` ``message`` with the value (and its type when it is not an int) appended."""
+    if type(chunk_size) is not int or chunk_size not in allowed:
+        raise ValueError(f"{message}, got {shown(chunk_size)}.")
+
+
 def check_dims(fn: str, **dims: int) -> None:
     """Head counts and head dimensions (``H``, ``HV``, ``K``, ``V``, ...) are at least 1: an op has
     no meaning with zero heads or zero-width heads (FLA fails there with a division by zero). Zero

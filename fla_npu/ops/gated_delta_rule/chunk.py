@@ -79,8 +79,7 @@ def chunk_gated_delta_rule(
     if "head_first" in kwargs:
         raise DeprecationWarning("head_first has been removed. Inputs must be in `[B, T, H, ...]` format.")
     chunk_size = kwargs.get("chunk_size", 64)
-    if chunk_size not in (16, 32, 64):
-        raise ValueError(f"`chunk_size` must be 16, 32, or 64 for Gated Delta Rule, got {chunk_size}.")
+    V.check_chunk_size(chunk_size, (16, 32, 64), "`chunk_size` must be 16, 32, or 64 for Gated Delta Rule")
     V.reject_cp(fn, cp_context)
     V.check_varlen(q, initial_state, cu_seqlens)
     use_gate_in_kernel = kwargs.get("use_gate_in_kernel", False)

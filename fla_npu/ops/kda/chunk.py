@@ -94,8 +94,7 @@ def chunk_kda(
         V.warn_once(f"{fn}: `A_log`/`dt_bias` are ignored because `use_gate_in_kernel=False` (as in FLA).")
 
     chunk_size = kwargs.get("chunk_size", 64)
-    if chunk_size not in (32, 64):
-        raise ValueError(f"`chunk_size` must be either 32 or 64 for KDA, got {chunk_size}.")
+    V.check_chunk_size(chunk_size, (32, 64), "`chunk_size` must be either 32 or 64 for KDA")
     if safe_gate and use_gate_in_kernel:
         if lower_bound is None:
             raise ValueError("`lower_bound` must be specified when `safe_gate=True` and `use_gate_in_kernel=True`.")
