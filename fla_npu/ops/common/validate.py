@@ -68,16 +68,17 @@ def check_neg_eigval(allow_neg_eigval: bool, use_beta_sigmoid_in_kernel: bool) -
         raise ValueError("`allow_neg_eigval=True` requires `use_beta_sigmoid_in_kernel=True`.")
 
 
-def check_tensors(fn: str, device: torch.device, *, floating: bool = True, **tensors) -> None:
-    """Every given tensor is a tensor on ``device`` and, if ``floating``, of a supported float dtype
-    (index tensors pass ``floating=False``; their dtypes and values are checked where they are used)."""
+def check_tensors(fn: str, device: torch.device, *, floating: bool = True, first: str = "q", **tensors) -> None:
+    """Every given tensor is a tensor on ``device`` (the device of the argument ``first``) and, if
+    ``floating``, of a supported float dtype (index tensors pass ``floating=False``; their dtypes
+    and values are checked where they are used)."""
     for name, t in tensors.items():
         if t is None:
             continue
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{fn}: `{name}` must be a torch.Tensor, got {type(t).__name__}.")
         if t.device != device:
-            raise ValueError(f"{fn}: `{name}` is on {t.device} but `q` is on {device}; all tensors must share one device.")
+            raise ValueError(f"{fn}: `{name}` is on {t.device} but `{first}` is on {device}; all tensors must share one device.")
         if floating and t.dtype not in FLOAT_DTYPES:
             raise ValueError(f"{fn}: `{name}` has dtype {t.dtype}; supported: float16, bfloat16, float32, float64.")
 
@@ -103,6 +104,28 @@ def check_dims(fn: str, **dims: int) -> None:
     if zero:
         raise ValueError(f"{fn}: {', '.join(zero)}: every head count and head dimension must be at least 1 "
                          f"(B=0 or T=0 are allowed: an empty output).")
+
+
+def check_gate(fn: str, g, A_log, dt_bias, per_key: bool, dyg=None, backward: bool = False) -> None:
+    """The gate functions' arguments: tensors on ``g``'s device, float dtypes, ``g`` ``[..., H, K]``
+    (``per_key``, KDA) or ``[..., HV]`` (GDN), ``A_log`` one value per head, ``dt_bias`` one per
+    gate column (``H*K`` / ``HV``), and for a ``backward`` a ``dyg`` shaped like ``g``."""
+    if not isinstance(g, torch.Tensor):
+        raise ValueError(f"{fn}: `g` must be a torch.Tensor, got {type(g).__name__}.")
+    check_tensors(fn, g.device, first="g", g=g, A_log=A_log, dt_bias=dt_bias, dyg=dyg)
+    layout = "[..., H, K]" if per_key else "[..., HV]"
+    if g.dim() < (2 if per_key else 1):
+        raise ValueError(f"{fn}: `g` must be {layout}, got shape {list(g.shape)}.")
+    heads = g.shape[-2] if per_key else g.shape[-1]
+    width = heads * g.shape[-1] if per_key else heads
+    if A_log is not None and A_log.numel() != heads:
+        raise ValueError(f"{fn}: `A_log` must have one value per head ({heads}), got shape {list(A_log.shape)}.")
+    if dt_bias is not None and dt_bias.numel() != width:
+        raise ValueError(f"{fn}: `dt_bias` must have {'H*K' if per_key else 'HV'}={width} values, "
+                         f"got shape {list(dt_bias.shape)}.")
+    if backward and (dyg is None or dyg.shape != g.shape):
+        got = "None" if dyg is None else f"shape {list(dyg.shape)}"
+        raise ValueError(f"{fn}: `dyg` must have the shape of `g` {list(g.shape)}, got {got}.")
 
 
 def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -> None:
