@@ -303,8 +303,11 @@ def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, in
     dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, p.kg, p.w, doc, dv_local, dht_k, plan)
     dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
     dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
-    dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
-    dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
+    dk3, dvc, dbc, dG3, dpairs = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
+    if p.decay.scalar:  # GDN: the intra-chunk pair terms come as per-step gradients (crossing sums)
+        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG3, dtail, dlast) + dG2 + dpairs
+    else:
+        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
 
     NC, HV, BT, K = p.q.shape
     dqc = ((dq1 + dq2) * cfg.scale).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
