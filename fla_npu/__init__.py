@@ -10,21 +10,32 @@ from .runtime.flavour import check_single_flavour as _check_single_flavour
 
 _check_single_flavour()
 
-from .ops.gated_delta_rule import (  # noqa: E402
-    chunk_gated_delta_rule,
-    chunk_gdn,
-    fused_gdn_gate,
-    fused_recurrent_gated_delta_rule,
-    fused_recurrent_gdn,
-    gdn_gate_chunk_cumsum,
-)
-from .ops.kda import chunk_kda, fused_kda_gate, fused_recurrent_kda, fused_recurrent_kda_fwd, kda_gate_chunk_cumsum
-from .ops.prefix_shared_attention import prefix_shared_attention  # noqa: E402
-
 __version__ = "0.1.0"
 
-__all__ = [
-    "chunk_kda", "fused_recurrent_kda", "fused_recurrent_kda_fwd", "fused_kda_gate", "kda_gate_chunk_cumsum",
-    "chunk_gated_delta_rule", "chunk_gdn", "fused_recurrent_gated_delta_rule", "fused_recurrent_gdn",
-    "fused_gdn_gate", "gdn_gate_chunk_cumsum", "prefix_shared_attention",
-]
+# The public functions, imported on first access (PEP 562): ``import fla_npu`` (and so the
+# ``fla-npu`` command's ``--help``) does not import torch; ``from fla_npu import chunk_kda`` does.
+_PUBLIC = {
+    "chunk_kda": "kda", "fused_recurrent_kda": "kda", "fused_recurrent_kda_fwd": "kda", "fused_kda_gate": "kda",
+    "kda_gate_chunk_cumsum": "kda",
+    "chunk_gated_delta_rule": "gated_delta_rule", "chunk_gdn": "gated_delta_rule",
+    "fused_recurrent_gated_delta_rule": "gated_delta_rule", "fused_recurrent_gdn": "gated_delta_rule",
+    "fused_gdn_gate": "gated_delta_rule", "gdn_gate_chunk_cumsum": "gated_delta_rule",
+    "prefix_shared_attention": "prefix_shared_attention",
+}
+
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str):
+    op = _PUBLIC.get(name)
+    if op is None:
+        raise AttributeError(f"module 'fla_npu' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".ops.{op}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -14,16 +14,18 @@ import os
 import sys
 import time
 
-import torch
+from . import __version__
+from . import verify_choices as choices
 
-from . import __version__, verify as V
+# torch (and so fla_npu.verify) is imported by the commands that need it, never to parse arguments:
+# `fla-npu --help` and argument errors answer at once.
 
 
 def _ops_arg(text: str) -> list[str]:
     ops = [o.strip() for o in text.split(",") if o.strip()]
-    bad = [o for o in ops if o not in V.OPS]
+    bad = [o for o in ops if o not in choices.OPS]
     if bad or not ops:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(V.OPS)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(choices.OPS)}, got {text!r}")
     return ops
 
 
@@ -38,19 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "T -> 64*max(1, floor(log2 T)-11) + 32, H -> max(1, H//16) keeping HV/H, B and K/V kept) "
                     "with every switch set, plus a varlen and a decode case per op, forward and backward, "
                     "and compare with the float64 naive recurrence. Exit code 0 iff every row passes.")
-    p.add_argument("--dtype", choices=list(V.DTYPES), default="bf16",
+    p.add_argument("--dtype", choices=list(choices.DTYPE_NAMES), default="bf16",
                    help="dtype of q/k/v/g/beta (default bf16, as in production); sets the tolerance")
     p.add_argument("--json", default="verify-results.jsonl", metavar="PATH",
                    help="write one JSON object per row here (default: ./verify-results.jsonl)")
     p.add_argument("--quick", action="store_true",
                    help="only the first production shape per op (each switch set), the varlen and decode cases")
-    p.add_argument("--ops", type=_ops_arg, default=list(V.OPS), metavar="kda,gdn",
+    p.add_argument("--ops", type=_ops_arg, default=list(choices.OPS), metavar="kda,gdn",
                    help="ops to verify (default: kda,gdn)")
-    p.add_argument("--scale", choices=list(V.SCALES), default="cpu",
+    p.add_argument("--scale", choices=list(choices.SCALES), default="cpu",
                    help="cpu (default): K and V kept; small: K and V capped at 64 as well")
     p.add_argument("--impl", default=None, metavar="NAMES",
                    help="comma-separated implementations to check (default: every available one: "
-                        + ", ".join(i.name for i in V.implementations(include_unavailable=True)) + ")")
+                        + ", ".join(choices.BUILTIN_IMPLEMENTATIONS) + ")")
 
     p = sub.add_parser("info", help="print the installed flavour, its build, CANN, the operator package, the device",
                        description="Version, flavour and SoC, source revision, build options, CANN version found, "
@@ -60,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _select_impls(names: str | None) -> list[V.Implementation]:
+def _select_impls(names: str | None) -> list:
+    from . import verify as V
+
     if names is None:
         return V.implementations()
     known = {i.name: i for i in V.implementations(include_unavailable=True)}
@@ -78,6 +82,8 @@ def _select_impls(names: str | None) -> list[V.Implementation]:
 def cmd_verify(args: argparse.Namespace) -> int:
     """Run ``fla-npu verify``: progress on stderr, rows to ``--json``, the table on stdout.
     Returns 0 iff every row passes, 1 if any fails, 2 on a usage error or if nothing ran."""
+    from . import verify as V
+
     try:
         impls = _select_impls(args.impl)
     except ValueError as e:
@@ -105,6 +111,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def collect_info() -> dict:
     """What ``fla-npu info`` reports, as a dict (never raises: each failure is reported as a value)."""
+    import torch
+
     from . import runtime
     from .runtime import bootstrap as B
     from .runtime import cann as C
@@ -163,13 +171,16 @@ def _fla_backends() -> dict | None:
     if not _has_module("fla_npu_adapter"):
         return None
     try:
-        from fla_npu_adapter import _discovery
+        from fla_npu_adapter import _discovery, _state
 
         claims = _discovery.read_claims()
-        enabled = os.environ.get("FLA_ASCENDC", "0") == "1"
-        return {"adapter_enabled": enabled, "fla_installed": _has_module("fla"),
+        enabled = _state.env_on()  # the adapter's own definition of "on"
+        value = os.environ.get(_state.ENV_SWITCH)
+        switch = f"{_state.ENV_SWITCH} unset" if value is None else f"{_state.ENV_SWITCH}={value!r}"
+        return {"adapter_enabled": enabled, "switch": switch, "fla_installed": _has_module("fla"),
                 "claims": {k: sorted({str(t) for c in v for t in c.targets}) for k, v in claims.items()},
-                "route": "fla_npu for the claimed devices" if enabled else "FLA's default (adapter off: FLA_ASCENDC!=1)"}
+                "route": "fla_npu for the claimed devices (calls its verifier accepts)" if enabled
+                else f"FLA's default (adapter off: {_state.ENV_SWITCH} unset, empty or 0)"}
     except Exception as e:  # noqa: BLE001 - info never fails
         return {"error": f"{type(e).__name__}: {e}"}
 
@@ -203,12 +214,28 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"FLA_NPU_CPU_IMPL: {info['cpu_impl']} (sim: kda_gate_chunk_cumsum, gdn_gate_chunk_cumsum, prefix_shared_attention "
           "(fp16/bf16) and stages 1 (gate cumsum), 3 (WY factors, fp16/bf16) and 5 (output, fp16/bf16) of chunk_kda / "
           "chunk_gated_delta_rule run the simulated kernels; their other stages and the backward run the reference)")
-    fb = info["fla_backends"]
-    if fb is None:
-        print("FLA backends: fla-npu-adapter not installed (FLA uses its default path)")
-    else:
-        print(f"FLA backends: {json.dumps(fb)}")
+    _print_fla_backends(info["fla_backends"])
     return 0
+
+
+def _print_fla_backends(fb: dict | None) -> None:
+    """The FLA part of ``fla-npu info`` as lines of text."""
+    if fb is None:
+        print("FLA adapter: fla-npu-adapter not installed (FLA uses its default path)")
+        return
+    if "error" in fb:
+        print(f"FLA adapter: could not be inspected ({fb['error']})")
+        return
+    print(f"FLA adapter: {'on' if fb['adapter_enabled'] else 'off'} ({fb['switch']}); "
+          f"FLA {'installed' if fb['fla_installed'] else 'not installed'}")
+    by_devices: dict = {}
+    for key, devices in fb["claims"].items():
+        by_devices.setdefault(", ".join(devices), []).append(key)
+    for devices, keys in by_devices.items():
+        print(f"  fla_npu serves on {devices}: {', '.join(keys)}")
+    if not by_devices:
+        print("  fla_npu serves nothing (no entry point in the group fla_npu.kernels)")
+    print(f"  route: {fb['route']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,10 @@ FLA_NAIVE_TOLERANCE = 1e-4
 
 
 def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
-    """``RMS(x - ref) / RMS(ref)``, in float64 (``RMS(x)`` when ``ref`` is all zeros)."""
+    """``RMS(x - ref) / RMS(ref)``, in float64 (``RMS(x)`` when ``ref`` is all zeros; 0 when both
+    are empty)."""
+    if x.numel() == 0 and ref.numel() == 0:
+        return 0.0
     x, ref = x.double(), ref.double()
     den = ref.square().mean().sqrt()
     num = (x - ref).square().mean().sqrt()

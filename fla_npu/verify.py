@@ -63,12 +63,11 @@ from .ops.kda.naive import naive_kda_gate, naive_kda_lowerbound_gate, naive_recu
 from .runtime._native import load_library
 from .runtime.routing import ENV as ENV_CPU_IMPL
 from .testing import TOLERANCES, rel_rms
+from .verify_choices import DTYPE_NAMES, OPS, SCALES
 
-OPS = ("kda", "gdn")
 CHUNK_FUNCTIONS = {"kda": "chunk_kda", "gdn": "chunk_gated_delta_rule"}
 DECODE_FUNCTIONS = {"kda": "fused_recurrent_kda", "gdn": "fused_recurrent_gated_delta_rule"}
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-SCALES = ("cpu", "small")
+DTYPES = dict(zip(DTYPE_NAMES, (torch.bfloat16, torch.float16, torch.float32)))
 
 CHUNK_SIZE = 64
 HEAD_DIVISOR = 16

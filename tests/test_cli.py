@@ -184,3 +184,60 @@ def test_ops_option_and_info(capsys):
     out = capsys.readouterr().out
     assert f"fla_npu {fla_npu.__version__}" in out and f"torch {torch.__version__}" in out
     assert "chunked PyTorch reference" in out
+
+
+def _run_cli(*args, env=None):
+    code = ("import sys, time; t = time.perf_counter(); from fla_npu.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('TORCH', 'torch' in sys.modules, time.perf_counter() - t)")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["verify", "--help"], ["info", "--help"], ["verify", "--ops", "nope"],
+                                  ["nope"], []])
+def test_help_and_argument_errors_do_not_import_torch(args):
+    """`fla-npu --help` and argument errors answer without importing torch (well under a second)."""
+    res = _run_cli(*args)
+    last = res.stdout.strip().splitlines()[-1].split()
+    assert last[:2] == ["TORCH", "False"], res.stdout + res.stderr
+    assert float(last[2]) < 1.0
+    assert "usage: fla-npu" in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("value,on", [("1", True), ("yes", True), ("2", True), ("0", False), ("", False), (None, False)])
+def test_info_reports_the_adapter_switch_as_the_adapter_reads_it(value, on, monkeypatch, capsys):
+    """`fla-npu info` and the adapter share one definition of FLA_ASCENDC being on."""
+    pytest.importorskip("fla_npu_adapter")
+    from fla_npu_adapter import _state
+
+    if value is None:
+        monkeypatch.delenv("FLA_ASCENDC", raising=False)
+    else:
+        monkeypatch.setenv("FLA_ASCENDC", value)
+    assert _state.env_on() is on
+    assert main(["info"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("FLA adapter:"))
+    assert line.startswith(f"FLA adapter: {'on' if on else 'off'} ("), line
+
+
+def test_info_prints_text_not_a_dict(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "{'" not in out and '{"' not in out, out
+
+
+def test_verify_choices_are_the_verifiers_names():
+    """The torch-free choices of the command's parser are those fla_npu.verify uses."""
+    from fla_npu import verify_choices as C
+
+    assert tuple(V.DTYPES) == C.DTYPE_NAMES and V.OPS == C.OPS and V.SCALES == C.SCALES
+    assert tuple(i.name for i in V.implementations(include_unavailable=True)) == C.BUILTIN_IMPLEMENTATIONS
+
+
+def test_numpy_is_a_dependency_so_torch_imports_without_a_numpy_warning():
+    from importlib.metadata import requires
+
+    assert any(r.split(";")[0].strip().startswith("numpy") for r in requires("fla-npu") or []), requires("fla-npu")
+    res = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, text=True, timeout=120)
+    assert "Failed to initialize NumPy" not in res.stderr, res.stderr

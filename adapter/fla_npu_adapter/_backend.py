@@ -158,12 +158,12 @@ def register_operation(operation: str) -> list[str]:
     """Register the fla_npu backend for every claimed function of ``operation``; returns the keys served."""
     with _lock:
         if dispatch_disabled():
-            _state.log_once("dispatch-disabled", "fla_npu_adapter: FLA_DISABLE_BACKEND_DISPATCH=1, "
+            _state.log_fallback("dispatch-disabled", "fla_npu_adapter: FLA_DISABLE_BACKEND_DISPATCH=1, "
                             "FLA dispatches nothing -> fla_npu is not registered")
             return []
         installed = claims()
         if not installed:
-            _state.log_once("no-claims", "fla_npu_adapter: no fla_npu kernels installed (entry-point group %s "
+            _state.log_fallback("no-claims", "fla_npu_adapter: no fla_npu kernels installed (entry-point group %s "
                             "is empty) -> FLA's default path", _discovery.GROUP)
             return []
         # One backend object per FLA registry, with the methods of the functions it serves.
@@ -175,12 +175,12 @@ def register_operation(operation: str) -> list[str]:
             try:
                 fla_function = getattr(importlib.import_module(module_name), function)
             except (ImportError, AttributeError):  # an FLA version without this function
-                _state.log_once(f"no-function:{key}", "fla_npu_adapter: FLA has no %s.%s -> not served",
+                _state.log_fallback(f"no-function:{key}", "fla_npu_adapter: FLA has no %s.%s -> not served",
                                 module_name, function)
                 continue
             found = _registry_of(operation, fla_function)
             if found is None:
-                _state.log_once(f"no-registry:{key}", "fla_npu_adapter: FLA does not dispatch %s -> not served", key)
+                _state.log_fallback(f"no-registry:{key}", "fla_npu_adapter: FLA does not dispatch %s -> not served", key)
                 continue
             entry, registry = found
             verifier = verifier_for(key, installed[key], Binder.of(fla_function))

@@ -12,7 +12,8 @@ _override: bool | None = None  # set by enable()/disable(); None: follow the env
 _logged: set = set()  # keys (strings or tuples) of the lines already logged
 
 def env_on() -> bool:
-    """``FLA_ASCENDC`` is set to a value other than ``0`` (or empty); read at every call."""
+    """``FLA_ASCENDC`` is set to a value other than ``0`` (or empty); read at every call. The one
+    definition of the switch being on: ``fla-npu info`` reports it with this function too."""
     return os.environ.get(ENV_SWITCH, "0") not in ("0", "")
 
 
@@ -34,8 +35,14 @@ def is_on() -> bool:
     return on
 
 
-def log_once(key, message: str, *args) -> None:
+def log_once(key, message: str, *args, level: int = logging.INFO) -> None:
     """One log line per distinct key for the life of the process."""
     if key not in _logged:
         _logged.add(key)
-        logger.info(message, *args)
+        logger.log(level, message, *args)
+
+
+def log_fallback(key, message: str, *args) -> None:
+    """A reason fla_npu does not serve something, once per key: at WARNING while the switch is on
+    (the user asked for fla_npu and must learn why it is not used), else at INFO."""
+    log_once(key, message, *args, level=logging.WARNING if is_on() else logging.INFO)

@@ -4,13 +4,22 @@ A verifier receives the caller's ``*args, **kwargs`` exactly as FLA's dispatch g
 against FLA's own signature of the function (read from FLA at registration, so positional and
 keyword call forms both work), and returns ``(True, None)`` or ``(False, reason)``. It reads only
 attributes (device, dtype, shape, ``requires_grad``): no computation, no device synchronisation,
-nothing written. Each distinct reason is logged once.
+nothing written, and it never raises.
+
+Two kinds of reasons. A call fla_npu cannot serve although it is valid (a device or SoC no
+installed flavour serves, ``cp_context``, gradients on a forward-only device) falls back to FLA's
+default path, the reason logged once at WARNING. A call that is invalid (:class:`Invalid`: it does
+not bind, a misspelt keyword, an integer ``q``, a ``cu_seqlens`` that is not a 1-D integer
+tensor, ...) is accepted whenever its first tensor is on a device fla_npu serves: fla_npu's own
+validation then raises the error FLA raises for it (same type and message), instead of FLA's path
+failing later with an unrelated error (on a machine without FLA's Triton backend: a driver error).
 """
 
 from __future__ import annotations
 
 import inspect
 import keyword
+import logging
 from dataclasses import dataclass, field
 
 import torch
@@ -24,6 +33,10 @@ _FLOAT_DTYPES = frozenset(FLOAT_DTYPES)
 _Tensor, _Device = torch.Tensor, torch.device
 # What the fla_npu implementation on each device type can do beyond the forward pass.
 BACKWARD_DEVICES = frozenset({"cpu"})
+
+
+class Invalid(str):
+    """A reason that makes the call invalid whichever implementation runs it (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -240,20 +253,30 @@ class _Verifier:
             reason = self.verify(*args, **kwargs)
         except Exception as error:  # a verifier never raises: FLA's default path decides
             reason = self.failed(args, kwargs, error)
-        if reason is None:
-            return True, None
-        _state.log_once(("reject", self.key, reason),
-                        "fla_npu_adapter: %s rejected -> FLA's default path: %s", self.key, reason)
+        if reason is None or (type(reason) is Invalid and self.routable(args, kwargs)):
+            return True, None  # invalid: fla_npu's validation raises FLA's own error for it
+        reason = str(reason)
+        _state.log_once(("reject", self.key, reason), "fla_npu_adapter: %s rejected -> FLA's default path: %s",
+                        self.key, reason, level=logging.WARNING)
         return False, reason
+
+    def routable(self, args: tuple, kwargs: dict) -> bool:
+        """Whether the call's first tensor argument is a tensor on a device fla_npu serves (so an
+        invalid call can be handed to fla_npu's validation)."""
+        try:
+            first = args[0] if args else kwargs.get(self.first)
+            return isinstance(first, _Tensor) and self.claim_for(first.device)[0] is not None
+        except Exception:  # never raises: the call then takes FLA's default path
+            return False
 
     def failed(self, args: tuple, kwargs: dict, error: Exception) -> str:
         """The reason for a call that raised: it does not bind to FLA's signature (worded by the
-        dict-based binder), or the check itself failed."""
+        dict-based binder; invalid), or the check itself failed."""
         if isinstance(error, TypeError):
             try:
                 self.binder.bind(args, kwargs)
             except TypeError as unbound:
-                return f"call does not match FLA's signature: {unbound}"
+                return Invalid(f"call does not match FLA's signature: {unbound}")
         return f"verifier error: {type(error).__name__}: {error}"
 
     def placed(self, first, others):
@@ -261,7 +284,7 @@ class _Verifier:
         is served and every other tensor is on it; otherwise the reason (a str)."""
         if self.cpu is not None and type(first) is _Tensor and first.is_cpu:  # no torch.device object built
             for t in others:
-                if t is not None and not (type(t) is _Tensor and t.is_cpu) and t.device != first.device:
+                if t is not None and not (type(t) is _Tensor and t.is_cpu) and getattr(t, "device", None) != first.device:
                     return self.mismatch(first.device, others)
             return self.cpu
         device = first.device
@@ -274,13 +297,15 @@ class _Verifier:
             if type(device) is _Device and device.type in self.plain:
                 self.served[device] = backward
         for t in others:
-            if t is not None and t.device != device:
+            if t is not None and getattr(t, "device", None) != device:
                 return self.mismatch(device, others)
         return backward
 
     def mismatch(self, device, others) -> str:
-        name, t = next((n, t) for n, t in zip(self.others, others) if t is not None and t.device != device)
-        return f"`{name}` is on {t.device}, `{self.first}` on {device}"
+        name, t = next((n, t) for n, t in zip(self.others, others)
+                       if t is not None and getattr(t, "device", None) != device)
+        where = f"is on {t.device}" if hasattr(t, "device") else f"is a {type(t).__name__}, not a tensor"
+        return Invalid(f"`{name}` {where}, `{self.first}` on {device}")
 
 
 class Verifier(_Verifier):
@@ -300,22 +325,25 @@ class Verifier(_Verifier):
         """The first reason fla_npu cannot serve this call (bound to FLA's signature), or None."""
         if extra and not self.extra_ok.issuperset(extra):
             unsupported = sorted(k for k in extra if k not in self.extra_ok)
-            return f"unsupported keyword argument(s): {', '.join(unsupported)}"
+            return Invalid(f"unsupported keyword argument(s): {', '.join(unsupported)}")
         backward = self.placed(q, others)
-        if type(backward) is str:
+        if type(backward) is not bool:
             return backward
         if q.dtype not in _FLOAT_DTYPES:
-            return f"dtype {q.dtype} is not supported (float16, bfloat16, float32, float64)"
+            return Invalid(f"dtype {q.dtype} is not supported (float16, bfloat16, float32, float64)")
         if q.ndim != 4:
-            return f"`q` must be 4-D, got {q.ndim}-D"
+            return Invalid(f"`q` must be 4-D, got {q.ndim}-D")
         if q.shape[-1] > self.max_head_dim:
-            return f"head dim K={q.shape[-1]} is not supported (K <= {self.max_head_dim})"
+            return Invalid(f"head dim K={q.shape[-1]} is not supported (K <= {self.max_head_dim})")
         if cp_context is not None and self.has_cp:
             return "context parallelism (`cp_context`) is not supported by fla_npu"
-        if self.chunk_sizes is not None and chunk_size not in self.chunk_sizes:
-            return f"chunk_size={chunk_size} is not supported (supported: {self.allowed})"
-        if cu_seqlens is not None and (cu_seqlens.dtype not in INDEX_DTYPES or cu_seqlens.ndim != 1):
-            return f"`cu_seqlens` must be a 1-D int32/int64 tensor, got {cu_seqlens.ndim}-D {cu_seqlens.dtype}"
+        if self.chunk_sizes is not None and (type(chunk_size) is not int or chunk_size not in self.chunk_sizes):
+            return Invalid(f"chunk_size={chunk_size!r} is not supported (supported: {self.allowed})")
+        if cu_seqlens is not None and (type(cu_seqlens) is not _Tensor or cu_seqlens.dtype not in INDEX_DTYPES
+                                       or cu_seqlens.ndim != 1):
+            got = (f"{cu_seqlens.ndim}-D {cu_seqlens.dtype}" if isinstance(cu_seqlens, _Tensor)
+                   else f"a {type(cu_seqlens).__name__}")
+            return Invalid(f"`cu_seqlens` must be a 1-D int32/int64 tensor, got {got}")
         if not backward and torch.is_grad_enabled() and (
                 getattr(q, "requires_grad", False) or any(getattr(t, "requires_grad", False) for t in others)):
             return f"fla_npu on {q.device.type} is forward-only and gradients are required"
@@ -338,36 +366,36 @@ class GateVerifier(_Verifier):
     def check(self, extra, g, A_log, dt_bias, lower_bound, others) -> str | None:
         """The first reason fla_npu cannot serve this call (bound to FLA's signature), or None."""
         if extra:
-            return f"unsupported keyword argument(s): {', '.join(sorted(extra))}"
+            return Invalid(f"unsupported keyword argument(s): {', '.join(sorted(extra))}")
         backward = self.placed(g, others)
-        if type(backward) is str:
+        if type(backward) is not bool:
             return backward
         if g.dtype not in _FLOAT_DTYPES:
-            return f"`g` dtype {g.dtype} is not supported (float16, bfloat16, float32, float64)"
+            return Invalid(f"`g` dtype {g.dtype} is not supported (float16, bfloat16, float32, float64)")
         if self.per_key:
             if g.ndim < 2:
-                return f"`g` must be [..., H, K], got {g.ndim}-D"
+                return Invalid(f"`g` must be [..., H, K], got {g.ndim}-D")
             heads, per_head = g.shape[-2], g.shape[-1]
-            if A_log is None and lower_bound is None:
+            if A_log is None and lower_bound is None:  # FLA's kernel then computes as if A_log = 0
                 return "`A_log` is None without `lower_bound`: the softplus gate needs `A_log`"
             bias, bias_name = heads * per_head, "H*K"
         else:
             if g.ndim < 1:
-                return "`g` must be [..., HV], got 0-D"
+                return Invalid("`g` must be [..., HV], got 0-D")
             heads = g.shape[-1]
-            if A_log is None:
+            if A_log is None:  # left to FLA's kernel, as for KDA
                 return "`A_log` is None: the GDN gate needs `A_log`"
             bias, bias_name = heads, "HV"
         if A_log is not None and A_log.numel() != heads:
-            return f"`A_log` has {A_log.numel()} elements, `g` has {'H' if self.per_key else 'HV'}={heads} heads"
+            return Invalid(f"`A_log` has {A_log.numel()} elements, `g` has {'H' if self.per_key else 'HV'}={heads} heads")
         if dt_bias is not None and dt_bias.numel() != bias:
-            return f"`dt_bias` has {dt_bias.numel()} elements, expected {bias_name}={bias}"
+            return Invalid(f"`dt_bias` has {dt_bias.numel()} elements, expected {bias_name}={bias}")
         if self.bwd:
             dyg = others[2]
             if dyg is None:
-                return "`dyg` is None"
+                return Invalid("`dyg` is None")
             if dyg.shape != g.shape:
-                return f"`dyg` has shape {list(dyg.shape)}, `g` {list(g.shape)}"
+                return Invalid(f"`dyg` has shape {list(dyg.shape)}, `g` {list(g.shape)}")
         if self.grads and not backward and torch.is_grad_enabled() and (
                 getattr(g, "requires_grad", False) or any(getattr(t, "requires_grad", False) for t in others)):
             return f"fla_npu on {g.device.type} is forward-only and gradients are required"

@@ -10,19 +10,22 @@ Kernels so far: ``gate.gate_chunk_cumsum`` (gate activation + chunk-local cumsum
 chunked KDA / GDN), behind ``kda_gate_chunk_cumsum`` and ``gdn_gate_chunk_cumsum``.
 """
 
-from ._native import (
-    AclnnKernelError,
-    KernelError,
-    NativeLibraryError,
-    SimCounters,
-    SimLaunch,
-    last_sim_launch,
-    library_available,
-    library_path,
-    load_library,
-    target,
-)
-from .routing import cpu_impl
+# Imported on first access (PEP 562), so that ``fla_npu.runtime.flavour`` (checked when fla_npu is
+# imported) does not import torch.
+_LAZY = {name: "._native" for name in ("AclnnKernelError", "KernelError", "NativeLibraryError", "SimCounters",
+                                       "SimLaunch", "last_sim_launch", "library_available", "library_path",
+                                       "load_library", "target")}
+_LAZY["cpu_impl"] = ".routing"
 
-__all__ = ["AclnnKernelError", "KernelError", "NativeLibraryError", "SimCounters", "SimLaunch", "cpu_impl",
-           "last_sim_launch", "library_available", "library_path", "load_library", "target"]
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fla_npu.runtime' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -81,5 +81,9 @@ def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activati
             ((cpu[1:] - cpu[:-1] + chunk_size - 1) // chunk_size).sum())
         if chunk_indices.shape[0] != nc:
             raise ValueError(f"{fn}: `chunk_indices` has {chunk_indices.shape[0]} rows, the sequences have {nc} chunks.")
+    if g.numel() == 0:  # B, T or H is 0: nothing to launch
+        global _last_launched
+        _last_launched = False
+        return torch.zeros(g.shape, dtype=output_dtype, device=g.device)
     out = gate_chunk_cumsum(g, chunk_size, activation, A_log, dt_bias, lower_bound, scale, cpu)
     return out.to(output_dtype)

@@ -236,10 +236,10 @@ def test_gate_fallback_reaches_fla_triton(adapter_switch, spy, switch):
     tensors without a driver) and fla_npu is never called."""
     g = torch.randn(2, 8, 2, 16)
     A_log = torch.randn(2)
-    kda_kwargs, gdn_A = dict(A_log=A_log), torch.randn(3 if switch == "on-rejected" else 2)
+    kda_kwargs, gdn_A = dict(A_log=A_log), torch.randn(2)
     if switch == "on-rejected":
         adapter_switch.enable()
-        kda_kwargs = dict(A_log=None)  # no lower_bound: rejected, FLA's kernel decides
+        kda_kwargs, gdn_A = dict(A_log=None), None  # (no lower_bound): rejected, FLA's kernel decides
     fla_frames, npu_frames = _fla_frames(lambda: fused_kda_gate(g, **kda_kwargs))
     assert ("ops/kda/gate.py", "kda_gate_fwd") in fla_frames and not npu_frames
     fla_frames, npu_frames = _fla_frames(lambda: fused_gdn_gate(g[..., 0, :2], gdn_A))

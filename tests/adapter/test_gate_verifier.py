@@ -77,7 +77,7 @@ def test_accepts_fla_call_forms():
     assert make("gated_delta_rule.gdn_gate_fwd")(gv[0, 0], Av) == accept  # 1-D g: [HV]
 
 
-REJECTIONS = [
+INVALID = [
     # (key, call builder on (g, A_log, dt_bias, dyg) of the key's family, exact reason)
     ("kda.kda_gate_fwd", lambda g, A, b, dy: ((g, A, b, None, torch.float32, 1), {}),
      "call does not match FLA's signature: kda_gate_fwd() takes 5 positional arguments but 6 were given"),
@@ -101,12 +101,6 @@ REJECTIONS = [
      "`g` dtype torch.int64 is not supported (float16, bfloat16, float32, float64)"),
     ("kda.kda_gate_fwd", lambda g, A, b, dy: ((g[0, 0, 0], A), {}), "`g` must be [..., H, K], got 1-D"),
     ("gated_delta_rule.gdn_gate_fwd", lambda g, A, b, dy: ((g[0, 0, 0], A), {}), "`g` must be [..., HV], got 0-D"),
-    ("kda.fused_kda_gate", lambda g, A, b, dy: ((g, None, b), {}),
-     "`A_log` is None without `lower_bound`: the softplus gate needs `A_log`"),
-    ("kda.kda_gate_bwd", lambda g, A, b, dy: ((g,), {"dyg": dy}),
-     "`A_log` is None without `lower_bound`: the softplus gate needs `A_log`"),
-    ("gated_delta_rule.gdn_gate_fwd", lambda g, A, b, dy: ((g, None), {}),
-     "`A_log` is None: the GDN gate needs `A_log`"),
     ("kda.kda_gate_fwd", lambda g, A, b, dy: ((g, torch.zeros(3), b), {}), "`A_log` has 3 elements, `g` has H=2 heads"),
     ("gated_delta_rule.gdn_gate_bwd", lambda g, A, b, dy: ((g, A[:3], b, dy), {}),
      "`A_log` has 3 elements, `g` has HV=4 heads"),
@@ -119,11 +113,38 @@ REJECTIONS = [
      "`dyg` has shape [2, 8, 2, 8], `g` [2, 8, 2, 16]"),
     ("gated_delta_rule.gdn_gate_bwd", lambda g, A, b, dy: ((g, A, None, dy[0]), {}),
      "`dyg` has shape [8, 4], `g` [2, 8, 4]"),
+    ("gated_delta_rule.gdn_gate_fwd", lambda g, A, b, dy: ((g, 1.0), {}),
+     "`A_log` is a float, not a tensor, `g` on cpu"),
+]
+
+# Calls fla_npu does not serve (A_log None: FLA's kernel has its own meaning for it) and calls that
+# cannot reach fla_npu (no tensor g): FLA's default path.
+REJECTIONS = [
+    ("kda.fused_kda_gate", lambda g, A, b, dy: ((g, None, b), {}),
+     "`A_log` is None without `lower_bound`: the softplus gate needs `A_log`"),
+    ("kda.kda_gate_bwd", lambda g, A, b, dy: ((g,), {"dyg": dy}),
+     "`A_log` is None without `lower_bound`: the softplus gate needs `A_log`"),
+    ("gated_delta_rule.gdn_gate_fwd", lambda g, A, b, dy: ((g, None), {}),
+     "`A_log` is None: the GDN gate needs `A_log`"),
     ("kda.fused_kda_gate", lambda g, A, b, dy: ((None, A), {}),
      "verifier error: AttributeError: 'NoneType' object has no attribute 'device'"),
-    ("gated_delta_rule.gdn_gate_fwd", lambda g, A, b, dy: ((g, 1.0), {}),
-     "verifier error: AttributeError: 'float' object has no attribute 'device'"),
 ]
+
+
+def reason_of(verifier, args, kwargs):
+    try:
+        return verifier.verify(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the verifier's own handling
+        return verifier.failed(args, kwargs, error)
+
+
+@pytest.mark.parametrize("key,build,reason", INVALID, ids=[f"{r[0].rpartition('.')[2]}-{r[2][:40]}" for r in INVALID])
+def test_invalid_calls_are_handed_to_fla_npu_validation(key, build, reason):
+    """fla_npu's gate validation then raises (checked in test_invalid_calls.py)."""
+    args, kwargs = build(*(kda_tensors() if key in KDA else gdn_tensors()))
+    verifier = make(key)
+    assert verifier(*args, **kwargs) == (True, None)
+    assert reason_of(verifier, args, kwargs) == reason
 
 
 @pytest.mark.parametrize("key,build,reason", REJECTIONS, ids=[f"{r[0].rpartition('.')[2]}-{r[2][:40]}" for r in REJECTIONS])
@@ -138,8 +159,9 @@ def test_unsupported_extra_keyword():
         pass
 
     g, A, b, _ = kda_tensors()
-    assert make("kda.kda_gate_fwd", fn=kda_gate_fwd)(g, A, b, foo=1, bar=2) == (
-        False, "unsupported keyword argument(s): bar, foo")
+    verifier = make("kda.kda_gate_fwd", fn=kda_gate_fwd)
+    assert reason_of(verifier, (g, A, b), {"foo": 1, "bar": 2}) == "unsupported keyword argument(s): bar, foo"
+    assert verifier(g, A, b, foo=1, bar=2) == (True, None)  # fla_npu's own signature refuses them
 
 
 @pytest.mark.parametrize("key", sorted(FLA))
@@ -181,8 +203,9 @@ def test_other_served_device_with_real_tensors():
     g, A, b, dy = (t.to("meta") for t in cpu)
     wrapper = make("kda.fused_kda_gate", devices="cpu,meta")
     assert wrapper(g, A, b) == (True, None)
-    assert wrapper(g, cpu[1], b) == (False, "`A_log` is on cpu, `g` on meta")
-    assert make("kda.kda_gate_bwd", devices="meta")(g, A, b, cpu[3]) == (False, "`dyg` is on cpu, `g` on meta")
+    assert reason_of(wrapper, (g, cpu[1], b), {}) == "`A_log` is on cpu, `g` on meta"
+    assert wrapper(g, cpu[1], b) == (True, None)  # invalid: fla_npu's validation raises
+    assert reason_of(make("kda.kda_gate_bwd", devices="meta"), (g, A, b, cpu[3]), {}) == "`dyg` is on cpu, `g` on meta"
     assert wrapper(g, A, b.requires_grad_()) == (False, "fla_npu on meta is forward-only and gradients are required")
     assert make("kda.kda_gate_fwd", devices="meta")(g, A, b) == (True, None)
 
@@ -193,9 +216,10 @@ def test_each_reason_logged_once_and_no_side_effects(caplog):
     versions = [t._version for t in (g, A, b, dy)]
     with caplog.at_level(logging.INFO, logger="fla_npu.adapter"):
         for _ in range(3):
-            assert verifier(g, A, b[:2], dy)[0] is False
-    assert caplog.messages == ["fla_npu_adapter: gated_delta_rule.gdn_gate_bwd rejected -> FLA's default path: "
-                               "`dt_bias` has 2 elements, expected HV=4"]
+            assert verifier(None, A, b[:2], dy)[0] is False
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.WARNING, "fla_npu_adapter: gated_delta_rule.gdn_gate_bwd rejected -> FLA's default path: "
+                          "verifier error: AttributeError: 'NoneType' object has no attribute 'device'")]
     assert [t._version for t in (g, A, b, dy)] == versions
 
 

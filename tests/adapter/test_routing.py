@@ -99,16 +99,27 @@ def _raised_by_fla(call):
     return traceback.extract_tb(info.tb)[-1].filename, str(info.value)
 
 
-@pytest.mark.parametrize("switch", ["off", "on-rejected"])
-def test_fallback_reaches_fla_default_path(adapter_switch, spy, switch):
-    """Switch off, or a call the verifier rejects: FLA's own function runs (and raises FLA's own error)."""
-    if switch == "on-rejected":
+@pytest.mark.parametrize("switch", ["off", "on"])
+def test_invalid_call_raises_fla_error_either_way(adapter_switch, spy, switch):
+    """Switch off: FLA's own function raises its error; on: the invalid call is handed to fla_npu,
+    whose validation raises the same error (type and message)."""
+    if switch == "on":
         adapter_switch.enable()
     q, k, v, g, beta, _ = _inputs(T=8)
     where, message = _raised_by_fla(lambda: chunk_kda(q, k, v, g, beta, chunk_size=16))
-    assert spy == {}
-    assert where.replace("\\", "/").endswith("fla/ops/kda/chunk.py")
+    assert spy == ({"kda.chunk_kda": 1} if switch == "on" else {})
+    assert where.replace("\\", "/").endswith("fla/ops/kda/chunk.py" if switch == "off" else "fla_npu/ops/common/validate.py")
     assert message == "`chunk_size` must be either 32 or 64 for KDA, got 16."
+
+
+def test_unsupported_call_reaches_fla_default_path(adapter_switch, spy):
+    """A valid call fla_npu does not serve (``cp_context``): FLA's own function runs."""
+    adapter_switch.enable()
+    q, k, v, g, beta, _ = _inputs(T=8)
+    with pytest.raises(Exception) as info:
+        chunk_kda(q, k, v, g, beta, cp_context=object())
+    assert spy == {}
+    assert traceback.extract_tb(info.tb)[-1].filename.replace("\\", "/").endswith("fla/ops/kda/chunk.py")
 
 
 def test_disable_overrides_environment(adapter_switch, monkeypatch):

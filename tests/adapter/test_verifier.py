@@ -59,8 +59,9 @@ def test_accepts_fla_call_forms_with_every_switch():
                None, True, out=torch.empty_like(v)) == (True, None)
 
 
-REJECTIONS = [
-    # (key, call builder, exact reason)
+# Invalid calls (whichever implementation runs them): accepted when q is on a served device, so that
+# fla_npu's validation raises FLA's own error. (key, call builder, exact reason)
+INVALID = [
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b) + (None,) * 18, {}),
      "call does not match FLA's signature: chunk_kda() takes 22 positional arguments but 23 were given"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"q": q}),
@@ -74,30 +75,65 @@ REJECTIONS = [
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"initial_state": torch.zeros(1, 2, 16, 16,
                                                                                             device="meta")}),
      "`initial_state` is on meta, `q` on cpu"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"initial_state": [0.0]}),
+     "`initial_state` is a list, not a tensor, `q` on cpu"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q.int(), k, v, g, b), {}),
      "dtype torch.int32 is not supported (float16, bfloat16, float32, float64)"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q[0], k, v, g, b), {}), "`q` must be 4-D, got 3-D"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((torch.zeros(1, 8, 2, 300), k, v, g, b), {}),
      "head dim K=300 is not supported (K <= 256)"),
-    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": object()}),
-     "context parallelism (`cp_context`) is not supported by fla_npu"),
-    ("gated_delta_rule.chunk_gated_delta_rule", lambda q, k, v, g, b: ((q, k, v, g[..., 0], b), {"cp_context": 1}),
-     "context parallelism (`cp_context`) is not supported by fla_npu"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"chunk_size": 16}),
      "chunk_size=16 is not supported (supported: 32, 64)"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"chunk_size": "64"}),
+     "chunk_size='64' is not supported (supported: 32, 64)"),
     ("gated_delta_rule.chunk_gated_delta_rule", lambda q, k, v, g, b: ((q, k, v, g[..., 0], b), {"chunk_size": 128}),
      "chunk_size=128 is not supported (supported: 16, 32, 64)"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cu_seqlens": torch.tensor([0.0, 8.0])}),
      "`cu_seqlens` must be a 1-D int32/int64 tensor, got 1-D torch.float32"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cu_seqlens": [0, 8]}),
+     "`cu_seqlens` must be a 1-D int32/int64 tensor, got a list"),
+]
+
+# Valid calls fla_npu does not serve, and calls it cannot route (no tensor q): FLA's default path.
+REJECTIONS = [
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": object()}),
+     "context parallelism (`cp_context`) is not supported by fla_npu"),
+    ("gated_delta_rule.chunk_gated_delta_rule", lambda q, k, v, g, b: ((q, k, v, g[..., 0], b), {"cp_context": 1}),
+     "context parallelism (`cp_context`) is not supported by fla_npu"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((None, k, v, g, b), {}),
      "verifier error: AttributeError: 'NoneType' object has no attribute 'device'"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q.int().tolist(), k, v, g, b), {}),
+     "verifier error: AttributeError: 'list' object has no attribute 'device'"),
 ]
+
+
+def reason_of(verifier, args, kwargs):
+    """The verifier's reason for a call, whether or not it would hand the call to fla_npu."""
+    try:
+        return verifier.verify(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the verifier's own handling
+        return verifier.failed(args, kwargs, error)
+
+
+@pytest.mark.parametrize("key,build,reason", INVALID, ids=[r[2][:40] for r in INVALID])
+def test_invalid_calls_are_handed_to_fla_npu_validation(key, build, reason):
+    args, kwargs = build(*tensors())
+    verifier = make(key)
+    assert verifier(*args, **kwargs) == (True, None)
+    assert reason_of(verifier, args, kwargs) == reason and type(reason_of(verifier, args, kwargs)) is _verify.Invalid
 
 
 @pytest.mark.parametrize("key,build,reason", REJECTIONS, ids=[r[2][:40] for r in REJECTIONS])
 def test_rejections_with_exact_reasons(key, build, reason):
     args, kwargs = build(*tensors())
     assert make(key)(*args, **kwargs) == (False, reason)
+
+
+def test_invalid_call_on_an_unserved_device_falls_back():
+    """An invalid call whose q is on a device no flavour serves cannot reach fla_npu: FLA's path."""
+    q = fake((1, 8, 2, 64))
+    assert make()(q, q, q, q, fake((1, 8, 2)), chunk_size=16) == (
+        False, "no fla_npu implementation of kda.chunk_kda for device type 'npu' (installed: cpu)")
 
 
 def test_rejects_npu_tensors_until_a_flavour_declares_them():
@@ -130,10 +166,24 @@ def test_each_reason_logged_once_and_no_side_effects(caplog):
     versions = [t._version for t in (q, k, v, g, beta)]
     with caplog.at_level(logging.INFO, logger="fla_npu.adapter"):
         for _ in range(3):
-            assert verifier(q, k, v, g, beta, chunk_size=48)[0] is False
-    assert caplog.messages == ["fla_npu_adapter: kda.chunk_kda rejected -> FLA's default path: "
-                               "chunk_size=48 is not supported (supported: 32, 64)"]
+            assert verifier(3.5, k, v, g, beta)[0] is False
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.WARNING, "fla_npu_adapter: kda.chunk_kda rejected -> FLA's default path: "
+                          "verifier error: AttributeError: 'float' object has no attribute 'device'")]
     assert [t._version for t in (q, k, v, g, beta)] == versions
+
+
+def test_verifier_never_raises():
+    """Whatever the arguments, the verifier answers (a check that fails is a reason, not an exception)."""
+    q, k, v, g, beta = tensors()
+    weird = [None, 1, "x", [0, 8], object(), torch.tensor(1.0)]
+    verifier = make()
+    for value in weird:
+        for i in range(5):
+            args = [q, k, v, g, beta]
+            args[i] = value
+            accepted, reason = verifier(*args, cu_seqlens=value)
+            assert accepted in (True, False) and (reason is None) == accepted
 
 
 @pytest.mark.parametrize("key", sorted(FLA))

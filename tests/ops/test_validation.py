@@ -721,3 +721,12 @@ def test_empty_sequences_in_varlen(op):
     check_close(f"{op} o", o, o_ref, torch.float32)
     check_close(f"{op} ht", ht, ht_ref, torch.float32)
     assert torch.equal(ht[0], kw["initial_state"][0]) and torch.equal(ht[2], kw["initial_state"][2])
+
+
+@pytest.mark.parametrize("op", CHUNK_OPS)
+@pytest.mark.parametrize("value,shown", [("64", r"'64' \(a str, not an int\)"), (64.0, r"64\.0 \(a float, not an int\)"),
+                                         (True, r"True \(a bool, not an int\)")])
+def test_chunk_size_of_another_type_names_the_type(op, value, shown):
+    """``chunk_size='64'`` must not read 'must be either 32 or 64 ... got 64': the type is named."""
+    with pytest.raises(ValueError, match=rf"`chunk_size` must be .*, got {shown}\."):
+        getattr(fla_npu, op)(**inputs(op), chunk_size=value)

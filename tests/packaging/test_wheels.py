@@ -256,7 +256,6 @@ def test_two_flavours_installed_over_each_other_are_refused(sim_wheel, a2_wheel,
     assert "pip uninstall -y fla-npu-a2 fla-npu`" in err
 
 
-@pytest.mark.slow
 def test_sdist_builds_the_sim_wheel_by_itself_slow(tmp_path):
     """The slowest packaging test (~25 s): sdist, then a wheel from the unpacked sdist alone."""
     res = run_build_wheel("--sdist", "--out", tmp_path)

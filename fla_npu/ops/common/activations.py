@@ -53,19 +53,25 @@ def gate_fwd(g: torch.Tensor, A_log: torch.Tensor | None, dt_bias: torch.Tensor 
     return lower_bound * torch.sigmoid(z)
 
 
+def _times(dy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``dy * x`` with a zero cotangent contributing 0 also where ``x`` is infinite (a raw gate of
+    ``±inf``, whose step the loss does not depend on: plain autograd would give ``0 * inf = NaN``)."""
+    return torch.where(dy == 0, torch.zeros_like(dy), dy * x)
+
+
 def gate_bwd(g, A_log, dt_bias, lower_bound, dy):
     """Gradients of :func:`gate_fwd`: ``(dg, dA_log, ddt_bias)`` with the shapes of the operands."""
     x = g if dt_bias is None else g + dt_bias
     if lower_bound is None:
         a = torch.exp(A_log)
         dx = dy * (-a) * torch.sigmoid(x)
-        dA = sum_to_shape(dy * (-a) * F.softplus(x), A_log.shape)
+        dA = sum_to_shape(_times(dy, (-a) * F.softplus(x)), A_log.shape)
     else:
         a = 1.0 if A_log is None else torch.exp(A_log)
         z = a * x
         s = torch.sigmoid(z)
         dz = dy * lower_bound * s * (1 - s)
         dx = dz * a
-        dA = None if A_log is None else sum_to_shape(dz * z, A_log.shape)
+        dA = None if A_log is None else sum_to_shape(_times(dz, z), A_log.shape)
     dbias = None if dt_bias is None else sum_to_shape(dx, dt_bias.shape)
     return dx, dA, dbias

@@ -88,16 +88,40 @@ def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, s
     if sim:
         from ...runtime.gate import gate_chunk_cumsum
 
-        G = gate_chunk_cumsum(g, cfg.chunk_size, cfg.gate_form, A_log, dt_bias, cfg.lower_bound, fwd.RCP_LN2,
-                              plan.cu_seqlens_cpu)
+        G = gate_chunk_cumsum(_kernel_gate_input(g, A_log, dt_bias, cfg), cfg.chunk_size, cfg.gate_form, A_log,
+                              dt_bias, cfg.lower_bound, fwd.RCP_LN2, plan.cu_seqlens_cpu)
         G = plan.fill_padding(plan.to_chunks(G if cfg.per_key_gate else G.unsqueeze(-1)))
         return G
-    gf = g.to(ct)
-    if cfg.gate_fwd is not None:
-        gf = cfg.gate_fwd(gf, A_log, dt_bias)
+    gf = fwd.clamp_gate(_activated_gate(g, A_log, dt_bias, cfg, ct))
     if not cfg.per_key_gate:
         gf = gf.unsqueeze(-1)
     return fwd.chunk_local_cumsum(plan.to_chunks(gf), torch.float64)
+
+
+def _activated_gate(g, A_log, dt_bias, cfg: DeltaRuleConfig, ct) -> torch.Tensor:
+    """The per-step log decay ``[B, T, HV(, K)]`` in the compute dtype ``ct``, before the floor."""
+    gf = g.to(ct)
+    return gf if cfg.gate_fwd is None else cfg.gate_fwd(gf, A_log, dt_bias)
+
+
+def _kernel_gate_input(g, A_log, dt_bias, cfg: DeltaRuleConfig) -> torch.Tensor:
+    """The gate as the stage-1 kernel receives it, so that its activated values stay at or above
+    :data:`~.chunk_fwd.GATE_FLOOR` without a floor inside the kernel: the log decay itself is
+    clamped; for the softplus form (decreasing in the raw gate ``x = g + dt_bias``) the raw gate is
+    capped where ``-exp(A_log) * softplus(x)`` reaches the floor (``softplus(x) >= x``), which
+    turns a raw ``+inf`` (a full reset) into a finite gate whose decay is still exactly 0. The
+    lower-bound form is bounded by ``lower_bound`` and needs nothing."""
+    if cfg.gate_form == "none":
+        return fwd.clamp_gate(g)
+    if cfg.gate_form != "softplus":
+        return g
+    HV = g.shape[2]
+    x_max = -fwd.GATE_FLOOR / A_log.float().reshape(HV).exp()            # softplus(x) >= x
+    if cfg.per_key_gate:
+        x_max = x_max[:, None]
+    if dt_bias is not None:
+        x_max = x_max - dt_bias.float().reshape(g.shape[2:])
+    return torch.minimum(g, x_max.to(g.dtype))
 
 
 def _use_sim_stage(cfg: DeltaRuleConfig, stage: str, kernel, q, v) -> bool:
@@ -179,6 +203,9 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, g, beta, A_log, dt_bias, initial_state, cfg: DeltaRuleConfig, plan: ChunkPlan):
+        ctx.empty = plan.num_chunks == 0
+        if ctx.empty:
+            return _empty_forward(ctx, (q, k, v, g, beta, A_log, dt_bias, initial_state), cfg, plan)
         # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward) ...
         sim = compute_dtype(q, k, v) != torch.float64 and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g)
         # ... and stage 5 (the output: forward only, the backward recomputes nothing from it) ...
@@ -212,6 +239,8 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, do, dht, *unused):
+        if ctx.empty:
+            return _empty_backward(ctx, dht)
         inputs = ctx.saved_tensors
         q, k, v, g, beta, A_log, dt_bias, initial_state = inputs
         grads = [_backward_slice(ctx, sl, kept, do, dht, *_slice_inputs(sl, *inputs))
@@ -222,6 +251,33 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         dbias = None if dbias[0] is None else torch.cat(dbias).reshape(dt_bias.shape).to(dt_bias.dtype)
         return (torch.cat(dq, 2).to(qd), torch.cat(dk, 2).to(kd), torch.cat(dv, 2).to(vd), torch.cat(dg, 2).to(gd),
                 torch.cat(dbeta, 2).to(bd), dA, dbias, _cat(dh0, 1), None, None)
+
+
+def _empty_forward(ctx, inputs: tuple, cfg: DeltaRuleConfig, plan: ChunkPlan):
+    """No token at all (``B == 0``, ``T == 0`` or only empty sequences): an empty output, and every
+    sequence's final state is its initial state (zeros without one), as the recurrence defines."""
+    q, k, v, *_, initial_state = inputs
+    B, T, HV, Vd = v.shape
+    state = (plan.num_seqs, HV, *((Vd, q.shape[-1]) if cfg.state_v_first else (q.shape[-1], Vd)))
+    ctx.like = [None if t is None else (t.shape, t.dtype, t.device) for t in inputs]
+    final = None
+    if cfg.output_final_state:
+        final = (torch.zeros(state, dtype=torch.float32, device=v.device) if initial_state is None
+                 else initial_state.to(torch.float32, copy=True))
+    o = torch.zeros(B, T, HV, Vd, dtype=q.dtype, device=q.device)
+    if cfg.return_intermediate_states:
+        grid = (B, -(-T // cfg.chunk_size)) if plan.dense else (1, 0)
+        return o, final, torch.zeros(*grid, *state[1:], dtype=k.dtype, device=k.device)
+    return o, final
+
+
+def _empty_backward(ctx, dht):
+    """Gradients of :func:`_empty_forward`: zeros (empty for the token tensors), and the initial
+    state's gradient is the final state's."""
+    grads = [None if like is None else torch.zeros(like[0], dtype=like[1], device=like[2]) for like in ctx.like]
+    if grads[-1] is not None and dht is not None:
+        grads[-1] = dht.to(grads[-1].dtype)
+    return (*grads, None, None)
 
 
 def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, initial_state):
@@ -247,8 +303,11 @@ def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, in
     dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, p.kg, p.w, doc, dv_local, dht_k, plan)
     dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
     dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
-    dk3, dvc, dbc, dG3 = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
-    dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
+    dk3, dvc, dbc, dG3, dpairs = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
+    if p.decay.scalar:  # GDN: the intra-chunk pair terms come as per-step gradients (crossing sums)
+        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG3, dtail, dlast) + dG2 + dpairs
+    else:
+        dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
 
     NC, HV, BT, K = p.q.shape
     dqc = ((dq1 + dq2) * cfg.scale).view(NC, HV // p.groups, p.groups, BT, K).sum(2)
@@ -263,6 +322,9 @@ def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, in
         dk = l2norm_bwd(p.kn, p.k_rstd, dk)
     if cfg.beta_sigmoid_scale is not None:
         dbeta = beta_sigmoid_bwd(beta.to(ct), dbeta, cfg.beta_sigmoid_scale)
+    # The floor's derivative: a step whose activated gate sits at or below it gets no gradient
+    # (the gold's exp(g) * (...) is 0 there, also for g = -inf).
+    dg = dg.masked_fill(_activated_gate(g, A_log, dt_bias, cfg, ct) <= fwd.GATE_FLOOR, 0)
     dA = dbias = None
     if cfg.gate_bwd is not None:
         dg, dA, dbias = cfg.gate_bwd(g.to(ct), A_log, dt_bias, dg)

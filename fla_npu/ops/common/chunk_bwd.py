@@ -64,20 +64,50 @@ def state_output_bwd(q, k, decay: ChunkDecay, h, dh, v_new, dv_new, do):
     return dq, dk, dw, dGn, dtail, dlast
 
 
+def _exclusive_cumsum(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """``out[i] = sum_{j<i} t[j]`` along ``dim``, as a shifted cumsum (not ``cumsum - t``, which
+    cancels where ``t[i]`` is large and the sum before it small)."""
+    out = torch.zeros_like(t)
+    n = t.shape[dim]
+    if n > 1:
+        out.narrow(dim, 1, n - 1).copy_(t.narrow(dim, 0, n - 1).cumsum(dim))
+    return out
+
+
+def crossing_sums(P: torch.Tensor) -> torch.Tensor:
+    """Per-step gate gradient of intra-chunk pair terms, scalar gate: ``P[i, j]`` (``j < i``) is the
+    gradient through the decay ``e(G_i - G_j)`` times that decay, which depends on the steps
+    ``j < t <= i``; step ``t`` gets ``sum_{i >= t > j} P[i, j]`` ``[..., BT, 1]``. Summing only the
+    pairs that cross ``t`` keeps out the pairs on one side of it, whose row and column terms would
+    cancel (with strongly decaying gates the true gradient is far below them)."""
+    E = _exclusive_cumsum(P, -1)                                   # E[i, t] = sum_{j<t} P[i, j]
+    BT = P.shape[-1]
+    below = torch.ones(BT, BT, dtype=torch.bool, device=P.device).tril()  # i >= t
+    return (E * below).sum(-2).unsqueeze(-1)
+
+
 def intra_qk_bwd(q, k, decay: ChunkDecay, dAqk):
-    """Gradients through ``Aqk``: ``dq``, ``dk``, ``dGn``. The diagonal of ``Aqk`` carries no decay
-    and its two contributions to ``dGn`` cancel exactly, so ``dGn`` is formed from the strictly
-    lower part alone (keeping large cancelling terms out of a small float32 result)."""
+    """Gradients through ``Aqk``: ``dq``, ``dk``, ``dGn`` (KDA: row terms, a ``[..., BT, K]`` to
+    accumulate by :func:`chunk_local_cumsum_bwd`) or, for the scalar gate, the per-step gradient
+    itself (:func:`crossing_sums`, added after it). The diagonal of ``Aqk`` carries no decay and its
+    two contributions to ``dGn`` cancel exactly, so ``dGn`` is formed from the strictly lower part
+    alone (keeping large cancelling terms out of a small float32 result)."""
     strict = dAqk.tril(-1)
     dq_off = decay.left(strict, k)
     dk_off = decay.right(strict, q)
     diag = dAqk.diagonal(dim1=-2, dim2=-1).unsqueeze(-1)
-    return dq_off + diag * k, dk_off + diag * q, _sum_to_gate(q * dq_off - k * dk_off, decay.G)
+    if decay.scalar:
+        dG = crossing_sums(strict * decay.D * (q @ k.transpose(-1, -2)))
+    else:
+        dG = q * dq_off - k * dk_off
+    return dq_off + diag * k, dk_off + diag * q, dG
 
 
 def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
     """Gradients through ``w = Akk (beta k e(G))`` and ``u = Akk (beta v)``, then through
-    ``Akk = (I + L)^-1`` and ``L = beta_i k_i . k_j e(G_i - G_j)``: ``dk``, ``dv``, ``dbeta``, ``dGn``."""
+    ``Akk = (I + L)^-1`` and ``L = beta_i k_i . k_j e(G_i - G_j)``: ``dk``, ``dv``, ``dbeta``, ``dGn``
+    (row terms) and, for the scalar gate, the per-step gradient of the pairs of ``L`` (KDA: None,
+    its pairs are in ``dGn``)."""
     G = decay.G
     b = beta.unsqueeze(-1)
     eG = decay.e_row
@@ -96,8 +126,9 @@ def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
     dk = b * eG * dkb + dk_left + dk_right
     dv = b * dvb
     dbeta = (v * dvb).sum(-1) + (k * eG * dkb).sum(-1) + (dL * P).sum(-1)
-    dGn = _sum_to_gate(kb * dkb + k * dk_left - k * dk_right, G)
-    return dk, dv, dbeta, dGn
+    if decay.scalar:  # row terms of e(G); the pairs of L as crossing sums (see intra_qk_bwd)
+        return dk, dv, dbeta, _sum_to_gate(kb * dkb, G), crossing_sums(dP * P)
+    return dk, dv, dbeta, kb * dkb + k * dk_left - k * dk_right, None
 
 
 def chunk_local_cumsum_bwd(dGn: torch.Tensor, dtail: torch.Tensor, dlast: torch.Tensor) -> torch.Tensor:
@@ -107,5 +138,4 @@ def chunk_local_cumsum_bwd(dGn: torch.Tensor, dtail: torch.Tensor, dlast: torch.
     tail terms are summed directly rather than as a chunk total minus a suffix: for strongly
     decaying gates the true gradient is tiny and that difference of large sums would cancel."""
     suffix = dGn.flip(-2).cumsum(-2).flip(-2)
-    prefix = dtail.cumsum(-2) - dtail
-    return suffix + prefix + dlast.unsqueeze(-2)
+    return suffix + _exclusive_cumsum(dtail, -2) + dlast.unsqueeze(-2)

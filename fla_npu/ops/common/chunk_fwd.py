@@ -24,6 +24,19 @@ from .validate import check_cu_seqlens
 
 RCP_LN2 = 1.4426950408889634  # log2(e): gate cumsums are kept in log2 units, as the kernels use exp2
 
+# Floor of the per-step log decay (natural log), applied to the activated gate before the chunk-local
+# cumsum. exp(GATE_FLOOR) is exactly 0 in float32 and float64, so the clamp changes no number of the
+# recurrence, while a gate of -inf (a full state reset) would turn the cumsum of the rest of its chunk
+# into -inf and every difference G[i] - G[j] behind it into -inf - (-inf) = NaN. It is the value FLA's
+# own tests mask gates with. Gradients: a clamped step's gate gets 0, as exp(g) * (...) is 0 there.
+GATE_FLOOR = -1000.0
+
+
+def clamp_gate(g: torch.Tensor) -> torch.Tensor:
+    """The activated per-step log decay ``g`` with every value below :data:`GATE_FLOOR` (-inf
+    included) raised to it; NaN stays NaN."""
+    return g.clamp_min(GATE_FLOOR)
+
 
 def chunk_local_cumsum(g: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """Stage 1: cumulative log-decay within each chunk, in log2 units (``g`` ``[NC, HV, BT, Kg]``),
@@ -40,6 +53,8 @@ def chunk_local_cumsum_tokens(y, chunk_size, scale, cu_seqlens, chunk_indices, o
     plan = ChunkPlan.build(y.shape[0], y.shape[1], chunk_size, cpu, y.device)
     if chunk_indices is not None and chunk_indices.shape[0] != plan.num_chunks:
         raise ValueError(f"{fn}: `chunk_indices` has {chunk_indices.shape[0]} rows, the sequences have {plan.num_chunks} chunks.")
+    if y.numel() == 0:  # B, T or H is 0: nothing to accumulate
+        return y.to(output_dtype)
     per_key = y.dim() == 4
     G = plan.from_chunks(plan.to_chunks(y if per_key else y.unsqueeze(-1)).cumsum(-2))
     G = G if per_key else G.squeeze(-1)

@@ -68,18 +68,64 @@ def check_neg_eigval(allow_neg_eigval: bool, use_beta_sigmoid_in_kernel: bool) -
         raise ValueError("`allow_neg_eigval=True` requires `use_beta_sigmoid_in_kernel=True`.")
 
 
-def check_tensors(fn: str, device: torch.device, *, floating: bool = True, **tensors) -> None:
-    """Every given tensor is a tensor on ``device`` and, if ``floating``, of a supported float dtype
-    (index tensors pass ``floating=False``; their dtypes and values are checked where they are used)."""
+def check_tensors(fn: str, device: torch.device, *, floating: bool = True, first: str = "q", **tensors) -> None:
+    """Every given tensor is a tensor on ``device`` (the device of the argument ``first``) and, if
+    ``floating``, of a supported float dtype (index tensors pass ``floating=False``; their dtypes
+    and values are checked where they are used)."""
     for name, t in tensors.items():
         if t is None:
             continue
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{fn}: `{name}` must be a torch.Tensor, got {type(t).__name__}.")
         if t.device != device:
-            raise ValueError(f"{fn}: `{name}` is on {t.device} but `q` is on {device}; all tensors must share one device.")
+            raise ValueError(f"{fn}: `{name}` is on {t.device} but `{first}` is on {device}; all tensors must share one device.")
         if floating and t.dtype not in FLOAT_DTYPES:
             raise ValueError(f"{fn}: `{name}` has dtype {t.dtype}; supported: float16, bfloat16, float32, float64.")
+
+
+def shown(value) -> str:
+    """``value`` as an error message shows it: an int as FLA prints it, anything else with its type
+    (a string ``'64'`` must not read as the number 64)."""
+    return str(value) if type(value) is int else f"{value!r} (a {type(value).__name__}, not an int)"
+
+
+def check_chunk_size(chunk_size, allowed: tuple, message: str) -> None:
+    """``chunk_size`` is an int (not a bool, float or string) in ``allowed``; otherwise FLA's
+    ``ValueError`` ``message`` with the value (and its type when it is not an int) appended."""
+    if type(chunk_size) is not int or chunk_size not in allowed:
+        raise ValueError(f"{message}, got {shown(chunk_size)}.")
+
+
+def check_dims(fn: str, **dims: int) -> None:
+    """Head counts and head dimensions (``H``, ``HV``, ``K``, ``V``, ...) are at least 1: an op has
+    no meaning with zero heads or zero-width heads (FLA fails there with a division by zero). Zero
+    batch rows or tokens are fine: the output is empty and the state passes through."""
+    zero = [f"{name}=0" for name, n in dims.items() if n == 0]
+    if zero:
+        raise ValueError(f"{fn}: {', '.join(zero)}: every head count and head dimension must be at least 1 "
+                         f"(B=0 or T=0 are allowed: an empty output).")
+
+
+def check_gate(fn: str, g, A_log, dt_bias, per_key: bool, dyg=None, backward: bool = False) -> None:
+    """The gate functions' arguments: tensors on ``g``'s device, float dtypes, ``g`` ``[..., H, K]``
+    (``per_key``, KDA) or ``[..., HV]`` (GDN), ``A_log`` one value per head, ``dt_bias`` one per
+    gate column (``H*K`` / ``HV``), and for a ``backward`` a ``dyg`` shaped like ``g``."""
+    if not isinstance(g, torch.Tensor):
+        raise ValueError(f"{fn}: `g` must be a torch.Tensor, got {type(g).__name__}.")
+    check_tensors(fn, g.device, first="g", g=g, A_log=A_log, dt_bias=dt_bias, dyg=dyg)
+    layout = "[..., H, K]" if per_key else "[..., HV]"
+    if g.dim() < (2 if per_key else 1):
+        raise ValueError(f"{fn}: `g` must be {layout}, got shape {list(g.shape)}.")
+    heads = g.shape[-2] if per_key else g.shape[-1]
+    width = heads * g.shape[-1] if per_key else heads
+    if A_log is not None and A_log.numel() != heads:
+        raise ValueError(f"{fn}: `A_log` must have one value per head ({heads}), got shape {list(A_log.shape)}.")
+    if dt_bias is not None and dt_bias.numel() != width:
+        raise ValueError(f"{fn}: `dt_bias` must have {'H*K' if per_key else 'HV'}={width} values, "
+                         f"got shape {list(dt_bias.shape)}.")
+    if backward and (dyg is None or dyg.shape != g.shape):
+        got = "None" if dyg is None else f"shape {list(dyg.shape)}"
+        raise ValueError(f"{fn}: `dyg` must have the shape of `g` {list(g.shape)}, got {got}.")
 
 
 def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -> None:
@@ -110,6 +156,16 @@ def check_cu_seqlens(fn: str, cu_seqlens, T: int, device: torch.device, cu_seqle
     if int(cpu[-1]) != T:
         raise ValueError(f"{fn}: `cu_seqlens` must end at the number of tokens T={T}, got {int(cpu[-1])}.")
     return cpu
+
+
+def check_log_decay(fn: str, g: torch.Tensor) -> None:
+    """A log decay ``g`` (the gate after activation) of ``+inf`` would multiply the state by
+    ``exp(+inf)``: the float64 gold's output is then inf/NaN from that step on. Refuse it, naming
+    the fix; ``-inf`` (a full state reset) is valid. One reduction over ``g``."""
+    if bool(torch.isposinf(g).any()):
+        raise ValueError(f"{fn}: `g` contains +inf; `g` is the log decay (<= 0 in practice): a step of +inf "
+                         f"would make the state infinite. Use -inf for a full state reset, or pass the raw "
+                         f"gate with `use_gate_in_kernel=True`.")
 
 
 def check_state(fn: str, name: str, s, N: int, HV: int, K: int, V: int, state_v_first: bool) -> None:

@@ -70,6 +70,7 @@ def chunk_gated_delta_rule(
             f"but got q.shape[2]={q.shape[2]} and k.shape[2]={k.shape[2]}"
         )
     H, HV = q.shape[2], v.shape[2]
+    V.check_dims(fn, H=H, HV=HV, K=q.shape[-1], V=v.shape[-1])
     if HV % H != 0:
         raise ValueError(
             f"For GVA, num_v_heads (HV={HV}) must be evenly divisible by "
@@ -78,8 +79,7 @@ def chunk_gated_delta_rule(
     if "head_first" in kwargs:
         raise DeprecationWarning("head_first has been removed. Inputs must be in `[B, T, H, ...]` format.")
     chunk_size = kwargs.get("chunk_size", 64)
-    if chunk_size not in (16, 32, 64):
-        raise ValueError(f"`chunk_size` must be 16, 32, or 64 for Gated Delta Rule, got {chunk_size}.")
+    V.check_chunk_size(chunk_size, (16, 32, 64), "`chunk_size` must be 16, 32, or 64 for Gated Delta Rule")
     V.reject_cp(fn, cp_context)
     V.check_varlen(q, initial_state, cu_seqlens)
     use_gate_in_kernel = kwargs.get("use_gate_in_kernel", False)
@@ -106,6 +106,8 @@ def chunk_gated_delta_rule(
     for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
         if t is not None and t.numel() != HV:
             raise ValueError(f"{fn}: `{name}` must have HV={HV} elements, got shape {list(t.shape)}.")
+    if not use_gate_in_kernel:
+        V.check_log_decay(fn, g)
     cu_cpu = V.check_cu_seqlens(fn, cu_seqlens, T, q.device, cu_seqlens_cpu)
     N = B if cu_seqlens is None else len(cu_seqlens) - 1
     V.check_state(fn, "initial_state", initial_state, N, HV, K, v.shape[-1], state_v_first)

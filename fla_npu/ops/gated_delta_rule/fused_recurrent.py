@@ -54,6 +54,7 @@ def fused_recurrent_gated_delta_rule(
         V.check_ndim(fn, name, t, (4,), "BSND")
     B, T, H, K = q.shape
     HV = v.shape[2]
+    V.check_dims(fn, H=H, HV=HV, K=K, V=v.shape[-1])
     if k.shape != q.shape or v.shape[:2] != (B, T) or HV % H:
         raise ValueError(f"{fn}: need q, k [B, T, H, K] and v [B, T, HV, V] with HV % H == 0; "
                          f"got q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from ..common import validate as V
 from ..common.activations import compute_dtype, gate_bwd, gate_fwd
 from ..common.chunk_fwd import chunk_local_cumsum_tokens
 from ...runtime.routing import use_sim
@@ -20,6 +21,7 @@ def gdn_gate_fwd(g: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | N
     """Forward of the GDN gate, computed in float32 (float64 for float64 ``g``)."""
     if A_log is None:
         raise ValueError("`A_log` must be provided for the GDN gate.")
+    V.check_gate("gdn_gate_fwd", g, A_log, dt_bias, per_key=False)
     ct = compute_dtype(g)
     A, b = _params(g, A_log, dt_bias, ct)
     y = gate_fwd(g.to(ct), A, b, None)
@@ -29,6 +31,9 @@ def gdn_gate_fwd(g: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | N
 def gdn_gate_bwd(g: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | None = None,
                  dyg: torch.Tensor | None = None):
     """Backward of the GDN gate: ``(dg, dA_log, ddt_bias)`` shaped like their operands."""
+    if A_log is None:
+        raise ValueError("`A_log` must be provided for the GDN gate.")
+    V.check_gate("gdn_gate_bwd", g, A_log, dt_bias, per_key=False, dyg=dyg, backward=True)
     ct = compute_dtype(g, dyg)
     A, b = _params(g, A_log, dt_bias, ct)
     dg, dA, db = gate_bwd(g.to(ct), A, b, None, dyg.to(ct))

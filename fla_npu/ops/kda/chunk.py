@@ -94,8 +94,7 @@ def chunk_kda(
         V.warn_once(f"{fn}: `A_log`/`dt_bias` are ignored because `use_gate_in_kernel=False` (as in FLA).")
 
     chunk_size = kwargs.get("chunk_size", 64)
-    if chunk_size not in (32, 64):
-        raise ValueError(f"`chunk_size` must be either 32 or 64 for KDA, got {chunk_size}.")
+    V.check_chunk_size(chunk_size, (32, 64), "`chunk_size` must be either 32 or 64 for KDA")
     if safe_gate and use_gate_in_kernel:
         if lower_bound is None:
             raise ValueError("`lower_bound` must be specified when `safe_gate=True` and `use_gate_in_kernel=True`.")
@@ -107,6 +106,7 @@ def chunk_kda(
         V.check_ndim(fn, name, t, (4,), layout)
     V.check_ndim(fn, "beta", beta, (3,), layout)
     B, T, H, K, HV = *q.shape, v.shape[2]
+    V.check_dims(fn, H=H, HV=HV, K=K, V=v.shape[-1])
     assert q.shape == k.shape, f"q and k must have the same shape, got q={q.shape} vs k={k.shape}"
     assert K <= 256, f"Currently we only support key headdim <=256 for KDA, got {K}."
     assert HV % H == 0, (
@@ -124,6 +124,8 @@ def chunk_kda(
         raise ValueError(f"{fn}: `A_log` must have HV={HV} elements, got shape {list(A_log.shape)}.")
     if dt_bias is not None and dt_bias.numel() != HV * K:
         raise ValueError(f"{fn}: `dt_bias` must have HV*K={HV * K} elements, got shape {list(dt_bias.shape)}.")
+    if not use_gate_in_kernel:
+        V.check_log_decay(fn, g)
     cu_cpu = V.check_cu_seqlens(fn, cu_seqlens, T, q.device, cu_seqlens_cpu)
     N = B if cu_seqlens is None else len(cu_seqlens) - 1
     V.check_state(fn, "initial_state", initial_state, N, HV, K, v.shape[-1], state_v_first)

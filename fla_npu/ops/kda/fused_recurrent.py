@@ -76,6 +76,7 @@ def _fused_recurrent_kda(fn, q, k, v, g, beta, *, A_log, dt_bias, initial_state,
     V.check_tensors(fn, q.device, floating=False, ssm_state_indices=ssm_state_indices, num_accepted_tokens=num_accepted_tokens)
     B, T, H, K = q.shape
     HV = v.shape[2]
+    V.check_dims(fn, H=H, HV=HV, K=K, V=v.shape[-1])
     if k.shape != q.shape or v.shape[:2] != (B, T) or HV % H:
         raise ValueError(f"{fn}: need q, k [B, T, H, K] and v [B, T, HV, V] with HV % H == 0; "
                          f"got q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from ..common import validate as V
 from ..common.activations import compute_dtype, gate_bwd, gate_fwd
 from ..common.chunk_fwd import chunk_local_cumsum_tokens
 from ...runtime.routing import use_sim
@@ -26,6 +27,7 @@ def _check(A_log, lower_bound):
 def kda_gate_fwd(g: torch.Tensor, A_log: torch.Tensor | None = None, dt_bias: torch.Tensor | None = None,
                  lower_bound: float | None = None, output_dtype: torch.dtype | None = torch.float32) -> torch.Tensor:
     """Forward of the KDA gate; computed in float32 (float64 for float64 ``g``)."""
+    V.check_gate("kda_gate_fwd", g, A_log, dt_bias, per_key=True)
     _check(A_log, lower_bound)
     ct = compute_dtype(g)
     A, b = _params(g, A_log, dt_bias, ct)
@@ -37,6 +39,8 @@ def kda_gate_bwd(g: torch.Tensor, A_log: torch.Tensor | None = None, dt_bias: to
                  dyg: torch.Tensor | None = None, lower_bound: float | None = None):
     """Backward of the KDA gate: ``(dg, dA_log, ddt_bias)``; ``dg`` in the compute dtype, ``dA_log``
     shaped like ``A_log`` and ``ddt_bias`` like ``dt_bias`` (``None`` where the operand is ``None``)."""
+    V.check_gate("kda_gate_bwd", g, A_log, dt_bias, per_key=True, dyg=dyg, backward=True)
+    _check(A_log, lower_bound)
     ct = compute_dtype(g, dyg)
     A, b = _params(g, A_log, dt_bias, ct)
     dg, dA, db = gate_bwd(g.to(ct), A, b, lower_bound, dyg.to(ct))

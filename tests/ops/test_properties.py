@@ -1,0 +1,85 @@
+"""Property-based tests: random valid calls of chunk_kda, chunk_gated_delta_rule,
+fused_recurrent_kda and fused_recurrent_gated_delta_rule (shapes, dtypes, every switch, varlen
+layouts with empty, one-token and tail sequences, GVA, gates down to the lower bound and -inf,
+initial states; property_cases.py) against the float64 gold: no NaN/Inf where the gold is finite,
+every output, state and gradient within the dtype's tolerance.
+
+The default run draws :data:`DEFAULT_EXAMPLES` cases per op, derandomized (the same cases every
+run); ``pytest -m slow tests/ops/test_properties.py`` draws :data:`SLOW_EXAMPLES` per op (see the
+README). A failing draw is kept in :data:`REGRESSIONS`, run every time.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from helpers import Switches, one_thread
+from property_cases import Case, cases, check_case
+
+_ = one_thread
+DEFAULT_EXAMPLES = {"chunk": 100, "recurrent": 60}
+SLOW_EXAMPLES = 10_000
+OPS = [pytest.param(op, kind, id=f"{kind}_{op}") for kind in ("chunk", "recurrent") for op in ("kda", "gdn")]
+_SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+def _sw(**kw) -> Switches:
+    return Switches(**kw)
+
+
+# Draws that failed once, kept as they were printed (the fix is named above each).
+REGRESSIONS = [
+    # the test's own gold: a dense T = 0 batch without initial state has no graph to differentiate
+    Case(op="kda", kind="chunk", dtype="fp64", lengths=(0,), varlen=False, H=1, groups=1, K=8, V=8,
+         sw=_sw(chunk_size=32), gate_range="mild", p_reset=0.0, initial_state=False, seed=0),
+    # the test's tolerance: states are float32 (FLA's contract) whatever the inputs' dtype
+    Case(op="kda", kind="chunk", dtype="fp64", lengths=(1,), varlen=False, H=1, groups=1, K=8, V=8,
+         sw=_sw(chunk_size=32), gate_range="mild", p_reset=0.0, initial_state=False, seed=0),
+    # GDN dA_log / dg in float32 with strong gates, 1.0x to 8.5x the tolerance: the intra-chunk pair
+    # terms of the gate gradient cancelled (fixed: crossing sums, chunk_bwd.crossing_sums)
+    Case(op="gdn", kind="chunk", dtype="fp32", lengths=(48,), varlen=False, H=1, groups=2, K=32, V=16,
+         sw=_sw(gate="softplus", scale=0.3, chunk_size=32), gate_range="strong", p_reset=0.0,
+         initial_state=False, seed=1),
+    Case(op="gdn", kind="chunk", dtype="fp32", lengths=(31, 63, 31, 45), varlen=True, H=1, groups=1, K=32, V=8,
+         sw=_sw(gate="softplus", use_dt_bias=False, state_v_first=True, chunk_size=16), gate_range="strong",
+         p_reset=0.0, initial_state=False, seed=1),
+    Case(op="gdn", kind="chunk", dtype="fp16", lengths=(29, 29), varlen=True, H=1, groups=1, K=16, V=8,
+         sw=_sw(gate="softplus", use_dt_bias=False, chunk_size=32), gate_range="strong", p_reset=0.0,
+         initial_state=True, seed=1882917),
+    Case(op="gdn", kind="chunk", dtype="fp32", lengths=(15,), varlen=False, H=1, groups=1, K=8, V=16,
+         sw=_sw(chunk_size=64), gate_range="strong", p_reset=0.0, initial_state=False, seed=1),
+    # KDA dA_log in float32, strong softplus gates with negative eigenvalues: 1.15x the tolerance.
+    # KDA's intra-chunk pair terms are still row and column terms per key (crossing sums per key
+    # need [BT, BT, K] per chunk); strict, so that it fails once fixed and moves up to the others.
+    pytest.param(Case(op="kda", kind="chunk", dtype="fp32", lengths=(31, 31), varlen=False, H=2, groups=2, K=8, V=8,
+                      sw=_sw(gate="softplus", use_dt_bias=False, beta_sigmoid=True, neg_eigval=True, chunk_size=32),
+                      gate_range="strong", p_reset=0.0, initial_state=False, seed=721),
+                 marks=pytest.mark.xfail(strict=True, reason="KDA per-key gate gradient: cancellation in the "
+                                                             "intra-chunk pair terms (float32 dA_log 1.15x)")),
+]
+
+
+def _run(op: str, kind: str, examples: int) -> None:
+    @settings(max_examples=examples, **_SETTINGS)
+    @given(case=cases(op, kind))
+    def prop(case):
+        check_case(case)
+
+    prop()
+
+
+@pytest.mark.parametrize("op,kind", OPS)
+def test_random_valid_calls_match_the_gold(op, kind):
+    _run(op, kind, DEFAULT_EXAMPLES[kind])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,kind", OPS)
+def test_random_valid_calls_match_the_gold_10000(op, kind):
+    _run(op, kind, SLOW_EXAMPLES)
+
+
+@pytest.mark.parametrize("case", REGRESSIONS)
+def test_regressions(case):
+    assert check_case(case)
