@@ -367,6 +367,8 @@ struct FixpipeParamsV220 {
 };
 
 namespace sim {
+// Elements per unit of an NZ output's dstStride (2-byte outputs): a 32-byte row on 2201, an element on 3510.
+inline constexpr uint64_t kNzDstStrideElems = kSocFacts.arch == 3510 ? 1 : 16;
 inline const char* QuantName(QuantMode_t q) {
     static const char* qn[] = {"NoQuant", "F322F16", "F322BF16", "DEQF16", "VDEQF16", "QF322B8_PRE", "VQF322B8_PRE", "REQ8", "VREQ8"};
     return q <= VREQ8 ? qn[q] : "?";
@@ -390,9 +392,9 @@ inline const U* FixpipeSource(const LocalTensor<U>& src, const FixpipeParamsV220
         Fail("Fixpipe fractal parameters", Fmt("srcStride %u rows < mSize %u: the 16-column blocks of the NZ source overlap", p.srcStride, p.mSize));
     if (format == CO2Layout::ROW_MAJOR && p.dstStride < p.nSize)
         Fail("Fixpipe", Fmt("dstStride %u < nSize %u: destination rows overlap", p.dstStride, p.nSize));
-    if (format == CO2Layout::NZ && p.dstStride < p.mSize)
-        Fail("Fixpipe", Fmt("NZ output: dstStride %u (32-byte rows between 16-column blocks) < mSize %u: the blocks overlap", p.dstStride,
-                            p.mSize));
+    if (format == CO2Layout::NZ && uint64_t(p.dstStride) * kNzDstStrideElems < uint64_t(p.mSize) * 16)
+        Fail("Fixpipe", Fmt("NZ output: dstStride %u (%s between 16-column blocks) is less than the mSize %u rows of a block: "
+                            "the blocks overlap", p.dstStride, kNzDstStrideElems == 1 ? "elements on a5" : "32-byte rows", p.mSize));
     if (format == CO2Layout::COLUMN_MAJOR) Fail("Fixpipe", "COLUMN_MAJOR output is not simulated");
     const uint64_t blocks = (uint64_t(p.nSize) + 15) / 16, pitch = uint64_t(p.srcStride) * 16;
     const U* s = src.SimData((blocks - 1) * pitch + uint64_t(p.mSize) * 16, "src");
@@ -400,10 +402,12 @@ inline const U* FixpipeSource(const LocalTensor<U>& src, const FixpipeParamsV220
     return s;
 }
 // Destination element offset of (r, c). ROW_MAJOR (NZ -> ND): r * dstStride + c. NZ (the L0C
-// fractal order kept; 2-byte outputs, whose C0 is the fractal's 16 columns): (c / 16) * dstStride * 16
-// + r * 16 + c % 16, dstStride = 32-byte rows between consecutive 16-column blocks.
+// fractal order kept; 2-byte outputs, whose C0 is the fractal's 16 columns): (c / 16) * dstStride * u
+// + r * 16 + c % 16, where dstStride counts 32-byte rows (u = 16) on 2201 and elements (u = 1) on
+// 3510 (Fixpipe（L0C到L1数据搬运）.md, NZ2NZ.md; that a FixpipeParamsV220 on 3510 is read in elements
+// is the library's conversion, not stated by the pages: an assumption).
 inline uint64_t FixpipeDstOff(CO2Layout f, const FixpipeParamsV220& p, uint64_t r, uint64_t c) {
-    return f == CO2Layout::NZ ? (c / 16) * uint64_t(p.dstStride) * 16 + r * 16 + c % 16 : r * p.dstStride + c;
+    return f == CO2Layout::NZ ? (c / 16) * uint64_t(p.dstStride) * kNzDstStrideElems + r * 16 + c % 16 : r * p.dstStride + c;
 }
 inline uint64_t FixpipeDstSpan(CO2Layout f, const FixpipeParamsV220& p) {
     if (f == CO2Layout::NZ) return FixpipeDstOff(f, p, p.mSize - 1u, (p.nSize - 1u) / 16 * 16) + 16;
@@ -455,7 +459,8 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     if (!s) return;
     T* d = dst.SimData(FixpipeDstSpan(config.format, p), "dst");
     if (config.format == CO2Layout::NZ) {
-        for (uint64_t b = 0; b < (uint64_t(p.nSize) + 15) / 16; ++b) dst.SimTouch(b * p.dstStride * 16, uint64_t(p.mSize) * 16, true);
+        for (uint64_t b = 0; b < (uint64_t(p.nSize) + 15) / 16; ++b)
+            dst.SimTouch(b * p.dstStride * kNzDstStrideElems, uint64_t(p.mSize) * 16, true);
     } else {
         for (uint64_t r = 0; r < p.mSize; ++r) dst.SimTouch(r * p.dstStride, p.nSize, true);
     }

@@ -171,6 +171,13 @@ def test_l0_fill_per_soc(sim_build):
     assert r.returncode == 1 and "InitConstValue on a5" in r.stderr and "writes L1 only" in r.stderr, r.stderr
 
 
+def test_fixpipe_nz_stride_units_per_soc(sim_build):
+    # An NZ output's dstStride counts 32-byte rows on 2201 and elements on 3510 (Fixpipe（L0C到L1数据搬运）.md).
+    assert _run(sim_build, "a2", "fixpipe_nz_stride_units").returncode == 0
+    r = _run(sim_build, "a5", "fixpipe_nz_stride_units")
+    assert r.returncode == 1 and "elements on a5" in r.stderr and "the blocks overlap" in r.stderr, r.stderr
+
+
 def test_vector_pipe_order_per_soc(sim_build):
     # 2201 needs PipeBarrier<PIPE_V> between dependent vector instructions; 3510 orders them in hardware.
     r = _run(sim_build, "a2", "vector_order_missing")
@@ -188,7 +195,7 @@ def test_bf16_vector_arithmetic_runs_on_a5(sim_build):
 
 def test_case_lists_are_complete(sim_build):
     listed = set(_run(sim_build, "a2", "--list").stdout.split())
-    covered = set(PASSING) | {f[0] for f in FAILING} | {"big_ub", "vector_order_missing", "fill_l0a"}
+    covered = set(PASSING) | {f[0] for f in FAILING} | {"big_ub", "vector_order_missing", "fill_l0a", "fixpipe_nz_stride_units"}
     assert listed == covered
 
 

@@ -1759,7 +1759,9 @@ extern "C" __global__ __aicore__ void cube_fixpipe_l1(GM_ADDR a, GM_ADDR b1t, GM
     Mmad(lc, a2, b2, MmadParams(kFxM, kFxN, kFxK, 0, false, true));
     SetFlag<HardEvent::M_FIX>(0);
     WaitFlag<HardEvent::M_FIX>(0);
-    FixpipeParamsV220 fh(kFxN, kFxM, kFxM, kFxM, false);  // NZ: dstStride = rows between 16-column blocks
+    // NZ: dstStride = the distance between 16-column blocks: in 32-byte rows on 2201, in elements on 3510.
+    const uint32_t nzStride = __NPU_ARCH__ == 3510 && bug != 2 ? kFxM * 16 : kFxM;
+    FixpipeParamsV220 fh(kFxN, kFxM, kFxM, nzStride, false);
     fh.quantPre = F322F16;
     Fixpipe<half, float, CFG_NZ>(c1, lc, fh);
     Fixpipe<half, float, CFG_NZ>(gC1, lc, fh);
@@ -1828,6 +1830,8 @@ static int run_fixpipe_l1(int bug) {
 }
 static int case_cube_fixpipe_l1() { return run_fixpipe_l1(0); }
 static int case_cube_missing_fix_mte1() { return run_fixpipe_l1(1); }
+// An NZ Fixpipe with 2201's dstStride (32-byte rows) on 3510, where it counts elements: the blocks overlap.
+static int case_fixpipe_nz_stride_units() { return run_fixpipe_l1(2); }
 
 // An operator-package entry (sim_tiling.h): the tiling read from GM with REGISTER_TILING_DEFAULT +
 // GET_TILING_DATA (and a prefix of it with GET_TILING_DATA_WITH_STRUCT), the user workspace after the
@@ -1960,6 +1964,7 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"select_mode_mismatch", case_select_mode_mismatch},
         {"cube_fixpipe_l1", case_cube_fixpipe_l1},
         {"cube_missing_fix_mte1", case_cube_missing_fix_mte1},
+        {"fixpipe_nz_stride_units", case_fixpipe_nz_stride_units},
         {"cube_missing_m_barrier", case_cube_missing_m_barrier},
         {"cube_gemv_mode", case_cube_gemv_mode},
         {"opp_entry", case_opp_entry},
