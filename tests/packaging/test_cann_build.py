@@ -29,13 +29,8 @@ pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("m
                                 reason="cmake and make are needed")
 
 
-def load_build_wheel():
-    loader = importlib.machinery.SourceFileLoader("fla_npu_build_wheel_cann", str(ROOT / "build_wheel"))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
+sys.path.insert(0, str(ROOT / "ci"))
+from cibw_before_build import load_build_wheel  # noqa: E402  (build_wheel has no .py suffix: loaded by path)
 
 bw = load_build_wheel()
 
