@@ -40,5 +40,5 @@ step "checking the Python sources: ruff check"
 "$venv/bin/ruff" check --quiet .
 # The native tests (csrc/: simulation cases, tiling and operator-package tests) are configured and built
 # once in the session (tests/conftest.py, fixture native_build); slow tests are skipped (-m slow runs them).
-step "running the test suite: pytest -q tests${*:+ $*} (4 to 7 min on 2 cores)"
+step "running the test suite: pytest -q tests${*:+ $*} (5 to 9 min on 2 cores)"
 "$venv/bin/pytest" -q tests "$@"
