@@ -14,8 +14,7 @@ import os
 import sys
 import time
 
-from . import __version__
-from . import verify_choices as choices
+from . import __version__, verify_choices as choices
 
 # torch (and so fla_npu.verify) is imported by the commands that need it, never to parse arguments:
 # `fla-npu --help` and argument errors answer at once.
@@ -114,9 +113,7 @@ def collect_info() -> dict:
     import torch
 
     from . import runtime
-    from .runtime import bootstrap as B
-    from .runtime import cann as C
-    from .runtime import flavour as F
+    from .runtime import bootstrap as B, cann as C, flavour as F
 
     bi = F.build_info()
     out = {"version": __version__, "torch": torch.__version__, "distribution": bi.get("distribution"),

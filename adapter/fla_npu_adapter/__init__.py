@@ -45,8 +45,9 @@ def is_enabled() -> bool:
 
 def status() -> dict:
     """Switch state, discovered implementations and the FLA functions the backend is registered for."""
-    from . import _discovery
     import sys
+
+    from . import _discovery
     backend = sys.modules.get(__name__ + "._backend")
     claims = backend.claims() if backend is not None else _discovery.read_claims()
     return {

@@ -167,7 +167,7 @@ def autoload() -> dict:
     import fla.ops.kda  # noqa: F401
     import fla.ops.gated_delta_rule  # noqa: F401
     result = {"adapter_imported_by_torch": before, "registries": _registries()}
-    import fla_npu_adapter  # an explicit import registers in any case
+    import fla_npu_adapter  # noqa: F401  (an explicit import registers in any case)
     result["after_import"] = _registries()
     result["logs"] = records.lines
     return result

@@ -1,5 +1,5 @@
 """Shared pieces of the simulated-kernel tests (tests/kernels/test_*_sim.py): the C++ unit tests of
-an op's host tiling, compiled on the spot; the spy that routes the public ops to the simulated
+an op's host tiling, run from the session's one native build; the spy that routes the public ops to the simulated
 kernels and records the launches of one kernel; the checks shared by the chunk kernels' tests.
 
 (Not named ``helpers``: the tests import tests/ops/helpers.py under that name.)
@@ -8,12 +8,10 @@ kernels and records the launches of one kernel; the checks shared by the chunk k
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
 import fla_npu
@@ -22,21 +20,12 @@ from fla_npu.runtime import routing
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-CXX = shutil.which("c++") or shutil.which("g++")
 
-needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
-
-
-def run_tiling_unit_test(tmp_path: Path, op_dir: str, name: str) -> None:
-    """Compile csrc/<op_dir>/tests/<name>_tiling_test.cpp with csrc/<op_dir>/<name>_tiling.cpp (plain
-    C++17, warnings as errors) and run it: it must exit 0 (every check passed)."""
-    src = ROOT / "csrc" / op_dir
-    exe = tmp_path / f"{name}_tiling_test"
-    subprocess.run([CXX, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{src}",
-                    str(src / "tests" / f"{name}_tiling_test.cpp"), str(src / f"{name}_tiling.cpp"),
-                    "-o", str(exe)], check=True, capture_output=True, text=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+def run_tiling_unit_test(native_build: Path, name: str) -> None:
+    """Run <name>_tiling_test: csrc/<op>/tests/<name>_tiling_test.cpp with csrc/<op>/<name>_tiling.cpp
+    (plain C++17, warnings as errors), built by the session's ``native_build`` fixture (tests/conftest.py).
+    It must exit 0 (every check passed)."""
+    r = subprocess.run([str(native_build / f"{name}_tiling_test")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
 
 

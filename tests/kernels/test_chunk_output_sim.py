@@ -28,8 +28,7 @@ from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
-from sim_helpers import (check_float32_keeps_reference, needs_cxx, record_launches,  # noqa: E402
-                         run_tiling_unit_test, verify_sim_first_rows)  # noqa: E402
+from sim_helpers import check_float32_keeps_reference, record_launches, run_tiling_unit_test, verify_sim_first_rows  # noqa: E402
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -151,10 +150,9 @@ def test_refusals():
     assert kout.unsupported(BF16, 64, 100, 128) and kout.unsupported(BF16, 64, 128, 128) is None
 
 
-@needs_cxx
-def test_tiling_unit_tests(tmp_path):
-    """The C++ unit tests of the host tiling (csrc/chunk_output/tests/), compiled on the spot."""
-    run_tiling_unit_test(tmp_path, "chunk_output", "chunk_output")
+def test_tiling_unit_tests(native_build):
+    """The C++ unit tests of the host tiling (csrc/chunk_output/tests/), from the session's native build."""
+    run_tiling_unit_test(native_build, "chunk_output")
 
 
 # ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 5 on this kernel -----------------------

@@ -21,7 +21,7 @@ from fla_npu.ops.gated_delta_rule.gate import gdn_gate_fwd
 from fla_npu.ops.kda.gate import kda_gate_fwd
 from fla_npu.runtime import _native, gate as kgate, routing
 
-from sim_helpers import needs_cxx, run_tiling_unit_test
+from sim_helpers import run_tiling_unit_test
 
 RCP_LN2 = 1.0 / math.log(2.0)
 EPS32 = 2.0 ** -24
@@ -243,7 +243,6 @@ def test_chunk_list_matches_the_reference_layout():
         assert counts == list(plan.chunk_counts)
 
 
-@needs_cxx
-def test_tiling_unit_tests(tmp_path):
-    """The C++ unit tests of the host tiling (csrc/gate/tests/), compiled on the spot (plain C++)."""
-    run_tiling_unit_test(tmp_path, "gate", "gate_cumsum")
+def test_tiling_unit_tests(native_build):
+    """The C++ unit tests of the host tiling (csrc/gate/tests/), from the session's native build (plain C++)."""
+    run_tiling_unit_test(native_build, "gate_cumsum")

@@ -1,7 +1,8 @@
 """The operator package (csrc/opp/) on the host simulation, against the sim library's direct entry points.
 
 CI has no CANN, so the package itself is never built here; what can run, runs: per op, a native test
-(csrc/<op>/tests/<op>_opp_test.cpp, built by CMake from csrc/opp/tests/) compiles the OPP kernel entry
+(csrc/<op>/tests/<op>_opp_test.cpp, built by CMake from csrc/opp/tests/ in the session's one build, the
+``native_build`` fixture of tests/conftest.py) compiles the OPP kernel entry
 once per dtype (DTYPE_<INPUT> as the OPP build defines it) and the op_host file against a stand-in of
 CANN's op_host API, runs the registered tiling function, puts its tiling bytes in a GM buffer and
 launches the entry with them, the block count and the workspace it asked for. Every output must be
@@ -54,15 +55,9 @@ SOCS = ["a2", "a5"]
 
 
 @pytest.fixture(scope="module", params=SOCS)
-def opp_build(request, tmp_path_factory) -> tuple[str, Path]:
+def opp_build(request, native_build) -> tuple[str, Path]:
     soc = request.param
-    build = tmp_path_factory.mktemp(f"opp-build-{soc}")
-    subprocess.run(["cmake", "-S", str(CSRC), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DFLA_NPU_TARGET=sim",
-                    f"-DFLA_NPU_SIM_SOC={soc}", "-DFLA_NPU_BUILD_TESTS=ON"], check=True, capture_output=True, text=True)
-    r = subprocess.run(["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", *CASES],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    return soc, build / "opp" / "tests"
+    return soc, native_build / "opp" / "tests" / soc
 
 
 def _run(exe: Path, *args: str) -> subprocess.CompletedProcess:

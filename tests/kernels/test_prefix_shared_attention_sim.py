@@ -21,10 +21,9 @@ import torch
 
 import fla_npu
 from fla_npu.ops.prefix_shared_attention import naive_prefix_shared_attention
-from fla_npu.runtime import _native, routing
-from fla_npu.runtime import prefix_shared_attention as kpsa
+from fla_npu.runtime import _native, prefix_shared_attention as kpsa, routing
 
-from sim_helpers import needs_cxx, run_tiling_unit_test
+from sim_helpers import run_tiling_unit_test
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 UNIT_ROUND = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}  # unit roundoff of the input type
@@ -323,7 +322,6 @@ def test_empty_batch(sim):
     assert out.shape == (0, 2, 3, 128) and out.dtype == torch.float16
 
 
-@needs_cxx
-def test_tiling_unit_tests(tmp_path):
-    """The C++ unit tests of the host tiling (csrc/prefix_shared_attention/tests/), compiled on the spot."""
-    run_tiling_unit_test(tmp_path, "prefix_shared_attention", "prefix_shared_attention")
+def test_tiling_unit_tests(native_build):
+    """The C++ unit tests of the host tiling (csrc/prefix_shared_attention/tests/), from the session's native build."""
+    run_tiling_unit_test(native_build, "prefix_shared_attention")

@@ -24,15 +24,12 @@ import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native
-from fla_npu.runtime import chunk_output as kout
-from fla_npu.runtime import wy_fast as kwy
+from fla_npu.runtime import _native, chunk_output as kout, wy_fast as kwy
 from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
-from sim_helpers import (check_float32_keeps_reference, needs_cxx, record_launches,  # noqa: E402
-                         run_tiling_unit_test, verify_sim_first_rows)  # noqa: E402
+from sim_helpers import check_float32_keeps_reference, record_launches, run_tiling_unit_test, verify_sim_first_rows  # noqa: E402
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -164,10 +161,9 @@ def test_refusals():
     assert kwy.unsupported(BF16, 64, 100, 128) and kwy.unsupported(BF16, 64, 128, 128) is None
 
 
-@needs_cxx
-def test_tiling_unit_tests(tmp_path):
-    """The C++ unit tests of the host tiling (csrc/wy_fast/tests/), compiled on the spot."""
-    run_tiling_unit_test(tmp_path, "wy_fast", "wy_fast")
+def test_tiling_unit_tests(native_build):
+    """The C++ unit tests of the host tiling (csrc/wy_fast/tests/), from the session's native build."""
+    run_tiling_unit_test(native_build, "wy_fast")
 
 
 # ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 3 on this kernel -----------------------

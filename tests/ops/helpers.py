@@ -373,7 +373,7 @@ def check_varlen_equals_separate_calls(fn, op: str, seed: int):
     sw = Switches(qk_l2norm=True)
     x = round_inputs(make_inputs(op, 1, sum(lengths), 2, 2, 32, 32, sw, N=3), torch.float32)
     full = run_chunk(fn, op, x, sw, None, None, cs)
-    for n, (b, s, e) in enumerate(seq_bounds(1, sum(lengths), cs)):
+    for n, (_b, s, e) in enumerate(seq_bounds(1, sum(lengths), cs)):
         xs = {k: (v[:, s:e] if k in ("q", "k", "v", "g", "beta") else v[n:n + 1] if k == "h0" else v)
               for k, v in x.items()}
         one = run_chunk(fn, op, xs, sw, None, None)

@@ -19,8 +19,20 @@ from hypothesis import strategies as st
 
 import fla_npu
 from fla_npu.testing import check_close
-from helpers import (GRAD_NAMES, Switches, cu, gold_forward, gold_forward_backward, make_cotangents, make_inputs,
-                     round_inputs, run_chunk, state_in, state_out)
+
+from helpers import (
+    GRAD_NAMES,
+    Switches,
+    cu,
+    gold_forward,
+    gold_forward_backward,
+    make_cotangents,
+    make_inputs,
+    round_inputs,
+    run_chunk,
+    state_in,
+    state_out,
+)
 
 DTYPES = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 FUNCTIONS = {("kda", "chunk"): fla_npu.chunk_kda, ("gdn", "chunk"): fla_npu.chunk_gated_delta_rule,

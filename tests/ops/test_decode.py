@@ -7,11 +7,28 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fla_npu import (chunk_gated_delta_rule, chunk_kda, fused_recurrent_gated_delta_rule, fused_recurrent_gdn,
-                     fused_recurrent_kda, fused_recurrent_kda_fwd)
+from fla_npu import (
+    chunk_gated_delta_rule,
+    chunk_kda,
+    fused_recurrent_gated_delta_rule,
+    fused_recurrent_gdn,
+    fused_recurrent_kda,
+    fused_recurrent_kda_fwd,
+)
 from fla_npu.testing import check_close
-from helpers import (Switches, cu, gold_forward, gold_token_states, make_inputs, one_thread, round_inputs,
-                     seq_bounds, state_in, state_out)
+
+from helpers import (
+    Switches,
+    cu,
+    gold_forward,
+    gold_token_states,
+    make_inputs,
+    one_thread,
+    round_inputs,
+    seq_bounds,
+    state_in,
+    state_out,
+)
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 _ = one_thread  # autouse fixture: run this module single-threaded (see helpers.one_thread)

@@ -13,6 +13,7 @@ import torch
 
 import fla_npu
 from fla_npu.runtime import library_available
+
 from helpers import cu, one_thread
 
 _ = one_thread

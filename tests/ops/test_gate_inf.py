@@ -16,8 +16,20 @@ import torch
 
 from fla_npu import chunk_gated_delta_rule, chunk_kda
 from fla_npu.runtime import library_available
-from helpers import (Switches, assert_matches, check_chunk_op, cu, gold_forward, gold_forward_backward,
-                     make_cotangents, make_inputs, one_thread, round_inputs, run_chunk)
+
+from helpers import (
+    Switches,
+    assert_matches,
+    check_chunk_op,
+    cu,
+    gold_forward,
+    gold_forward_backward,
+    make_cotangents,
+    make_inputs,
+    one_thread,
+    round_inputs,
+    run_chunk,
+)
 
 _ = one_thread
 OPS = [pytest.param("kda", chunk_kda, id="kda"), pytest.param("gdn", chunk_gated_delta_rule, id="gdn")]

@@ -11,9 +11,22 @@ import torch
 
 from fla_npu import chunk_gated_delta_rule, chunk_gdn
 from fla_npu.testing import check_close
-from helpers import (check_cu_seqlens_cpu_same_result, check_varlen_equals_separate_calls,
-                     Switches, check_chunk_op, cu, gold_forward, gold_forward_backward, make_cotangents,
-                     make_inputs, one_thread, round_inputs, run_chunk, assert_matches)
+
+from helpers import (
+    Switches,
+    assert_matches,
+    check_chunk_op,
+    check_cu_seqlens_cpu_same_result,
+    check_varlen_equals_separate_calls,
+    cu,
+    gold_forward,
+    gold_forward_backward,
+    make_cotangents,
+    make_inputs,
+    one_thread,
+    round_inputs,
+    run_chunk,
+)
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 _ = one_thread  # autouse fixture: run this module single-threaded (see helpers.one_thread)

@@ -10,11 +10,26 @@ import pytest
 import torch
 
 from fla_npu import chunk_kda
-from fla_npu.verify import load_production_shapes
 from fla_npu.testing import check_close
-from helpers import (check_cu_seqlens_cpu_same_result, check_varlen_equals_separate_calls,
-                     Switches, assert_matches, check_chunk_op, cu, gold_forward, gold_forward_backward,
-                     gold_state_after, make_cotangents, make_inputs, one_thread, round_inputs, run_chunk, seq_bounds)
+from fla_npu.verify import load_production_shapes
+
+from helpers import (
+    Switches,
+    assert_matches,
+    check_chunk_op,
+    check_cu_seqlens_cpu_same_result,
+    check_varlen_equals_separate_calls,
+    cu,
+    gold_forward,
+    gold_forward_backward,
+    gold_state_after,
+    make_cotangents,
+    make_inputs,
+    one_thread,
+    round_inputs,
+    run_chunk,
+    seq_bounds,
+)
 
 # The six switches of the production configuration, from the package's copy of the production
 # shapes ("kda_switches_production").
@@ -241,7 +256,7 @@ def test_chunk_return_intermediate_states(lengths, state_v_first, dtype):
     assert h.shape == shape and h.dtype == k.dtype
     hk = h.transpose(-1, -2) if state_v_first else h
     flat = 0
-    for n, (b, s, e) in enumerate(bounds):
+    for n, (b, s, _e) in enumerate(bounds):
         for c in range(counts[n]):
             got = hk[0, flat] if cs is not None else hk[b, c]
             ref = gold_state_after("kda", x, sw, n, b, s, c * BT)

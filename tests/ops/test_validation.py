@@ -24,8 +24,7 @@ import torch.nn.functional as F
 
 import fla_npu
 from fla_npu.ops.gated_delta_rule.naive import naive_recurrent_gated_delta_rule as gold_gdn
-from fla_npu.ops.kda.naive import naive_kda_lowerbound_gate as gold_kda_lb_gate
-from fla_npu.ops.kda.naive import naive_recurrent_kda as gold_kda
+from fla_npu.ops.kda.naive import naive_kda_lowerbound_gate as gold_kda_lb_gate, naive_recurrent_kda as gold_kda
 from fla_npu.testing import check_close
 
 KDA_OPS = ("chunk_kda", "fused_recurrent_kda")

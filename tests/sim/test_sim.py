@@ -1,4 +1,5 @@
-"""Host simulation of Ascend C (csrc/sim/): build the test kernels once, run every case.
+"""Host simulation of Ascend C (csrc/sim/): run every case of the test kernels (built once per session
+by the ``native_build`` fixture, tests/conftest.py).
 
 Each case of csrc/sim/tests/sim_cases.cpp runs in its own process: a correct kernel must exit 0;
 a deliberately broken one must fail its launch (exit 1) with a message naming the kernel, the core
@@ -7,7 +8,6 @@ source against the simulation headers.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -23,14 +23,8 @@ pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not
 
 
 @pytest.fixture(scope="session")
-def sim_build(tmp_path_factory) -> Path:
-    build = tmp_path_factory.mktemp("sim-build")
-    jobs = str(os.cpu_count() or 2)
-    subprocess.run(["cmake", "-S", str(CSRC), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                    "-DFLA_NPU_TARGET=sim"], check=True, capture_output=True, text=True)
-    r = subprocess.run(["cmake", "--build", str(build), "-j", jobs], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    return build
+def sim_build(native_build) -> Path:
+    return native_build
 
 
 def _run(build: Path, soc: str, case: str) -> subprocess.CompletedProcess:

@@ -16,13 +16,12 @@ from typing import Callable
 
 import torch
 
-from . import chunk_bwd as bwd
-from . import chunk_fwd as fwd
+from ...runtime import chunk_output as kout, wy_fast as kwy
+from ...runtime.routing import ENV, cpu_impl, log_once, use_sim
+from . import chunk_bwd as bwd, chunk_fwd as fwd
 from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
 from .decay import ChunkDecay
-from ...runtime import chunk_output as kout, wy_fast as kwy
-from ...runtime.routing import ENV, cpu_impl, log_once, use_sim
 
 
 @dataclass(frozen=True)
@@ -212,7 +211,8 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         sim_out = compute_dtype(q, k, v) != torch.float64 and _use_sim_stage(cfg, "stage 5: output", kout, q, v)
         # ... and stage 3 (w, u, kg: forward only; the backward always recomputes them, and the
         # states built on them, with the reference from the kept Akk: see _backward_slice).
-        wy_dtype = q.dtype if compute_dtype(q, k, v) != torch.float64 and _use_sim_stage(cfg, "stage 3: WY factors", kwy, q, v) else None
+        wy_sim = compute_dtype(q, k, v) != torch.float64 and _use_sim_stage(cfg, "stage 3: WY factors", kwy, q, v)
+        wy_dtype = q.dtype if wy_sim else None
         slices = _head_slices(q.shape[2], v.shape[2])
         o, final, h, kept = [], [], [], []
         for sl in slices:

@@ -48,7 +48,7 @@ def naive_recurrent_batch(q, k, v, beta, scale, g=None, gk=None, gv=None, initia
     o = torch.zeros(*v.shape[:3], v.shape[-1], dtype=v.dtype, device=v.device)
     finals = []
     for i, (b, s, e) in enumerate(bounds):
-        def sl(x):
+        def sl(x, b=b, s=s, e=e):  # bound now: called only within this iteration
             return None if x is None else x[b, s:e]
         h0 = None if initial_state is None else initial_state[i]
         o[b, s:e], S = naive_recurrent_delta_rule(sl(q), sl(k), sl(v), sl(beta), scale, sl(g), sl(gk), sl(gv), h0)

@@ -130,7 +130,8 @@ def check_gate(fn: str, g, A_log, dt_bias, per_key: bool, dyg=None, backward: bo
 
 def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -> None:
     if t is not None and t.dim() not in ndims:
-        raise ValueError(f"{fn}: `{name}` must have {' or '.join(map(str, ndims))} dimensions ({layout}), got shape {list(t.shape)}.")
+        raise ValueError(f"{fn}: `{name}` must have {' or '.join(map(str, ndims))} dimensions ({layout}), "
+                         f"got shape {list(t.shape)}.")
 
 
 def check_cu_seqlens(fn: str, cu_seqlens, T: int, device: torch.device, cu_seqlens_cpu=None) -> torch.Tensor | None:

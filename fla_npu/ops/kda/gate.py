@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.routing import use_sim
 from ..common import validate as V
 from ..common.activations import compute_dtype, gate_bwd, gate_fwd
 from ..common.chunk_fwd import chunk_local_cumsum_tokens
-from ...runtime.routing import use_sim
 
 
 def _params(g, A_log, dt_bias, dtype):
