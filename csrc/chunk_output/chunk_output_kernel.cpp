@@ -1,6 +1,6 @@
 // Kernel entries of the chunk output kernel (chunk_output_kernel.h), launched directly by
-// chunk_output_host.cpp. The operator package has its own entry around the same kernel body
-// (csrc/opp/op_kernel/fla_npu_chunk_output.cpp).
+// the entry points generated from chunk_output.op.py. The operator package has its own entry around
+// the same kernel body (csrc/opp/op_kernel/fla_npu_chunk_output.cpp).
 #include "chunk_output_kernel.h"
 
 // Kernel entries, one per Cube input type.

@@ -10,7 +10,7 @@
 // includes a CANN header or links a CANN library: the few types, constants and functions used are
 // declared below by this project from CANN's public API documentation, and the functions are
 // resolved with dlsym when flaNpuSetOperatorPackage() loads the package. Each op's aclnn signature
-// is written next to its validation, in the op's *_host.cpp.
+// is generated from its descriptor with its entry points (tools/gen_op_entry.py).
 #ifndef FLA_NPU_ACLNN_BRIDGE_H
 #define FLA_NPU_ACLNN_BRIDGE_H
 
@@ -62,7 +62,7 @@ using GetDeviceInfoFn = int (*)(uint32_t, int32_t, int64_t*);
 // ---- ops and calls ------------------------------------------------------------------------------------
 
 // One op of the operator package, named by its aclnn pair's base name ("aclnnFlaNpuGateChunkCumsum").
-// Define one per op with static storage duration, in the op's *_host.cpp: it registers itself, and
+// Define one per op with static storage duration, in the op's generated <stage>_entry.cpp: it registers itself, and
 // flaNpuSetOperatorPackage resolves the pair of every registered op (a missing one is an error).
 class Op {
   public:

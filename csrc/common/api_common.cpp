@@ -6,6 +6,9 @@
 #include <string>
 
 #include "soc_facts.h"
+#if defined(FLA_NPU_TARGET_SIM)
+#include "kernel_operator.h"  // the simulation's: the simulated SoC's Cube (sim::kCube)
+#endif
 
 #ifndef FLA_NPU_SOC
 #error "FLA_NPU_SOC must be defined by the build (\"a2\", \"a3\" or \"a5\")"
@@ -32,6 +35,10 @@ int SetAclnnError(const char* function, int32_t aclnn_status, const std::string&
     g_aclnn_status = aclnn_status;
     g_aclnn_function = function;
     return FLA_NPU_ERR_ACLNN;
+}
+
+int InvalidArgument(const char* op, const std::string& message) {
+    return SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(op) + ": " + message);
 }
 
 int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
@@ -109,6 +116,12 @@ int64_t Numel(const FlaNpuTensor* t) {
 const char* TargetSoc() { return FLA_NPU_SOC; }
 uint32_t TargetUbBytes() { return soc::Find(FLA_NPU_SOC)->ubBytes; }
 uint32_t TargetL0cBytes() { return soc::Find(FLA_NPU_SOC)->l0cBytes; }
+
+#if defined(FLA_NPU_TARGET_SIM)
+bool TargetCubeTakesFp32() { return AscendC::sim::kCube.fp32Inputs; }
+#else
+bool TargetCubeTakesFp32() { return true; }  // a2/a3 (2201) and a5 (3510) Cubes take float x float
+#endif
 
 uint32_t MixedLaunchAiCoreNum() {
     const int32_t aiv = flaNpuVectorCoreNum();

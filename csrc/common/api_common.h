@@ -28,6 +28,9 @@ void ClearError();
 // what flaNpuGetLastAclnnStatus reports; returns FLA_NPU_ERR_ACLNN.
 int SetAclnnError(const char* function, int32_t aclnn_status, const std::string& message);
 
+// SetError(FLA_NPU_ERR_INVALID_ARGUMENT, "<op>: <message>"): an entry point refusing its arguments.
+int InvalidArgument(const char* op, const std::string& message);
+
 // Argument checks; each returns false after SetError(FLA_NPU_ERR_INVALID_ARGUMENT, "<op>: ...").
 bool CheckPresent(const char* op, const char* name, const FlaNpuTensor* t);
 bool CheckContiguous(const char* op, const char* name, const FlaNpuTensor* t);
@@ -71,6 +74,8 @@ uint32_t TargetUbBytes();
 const char* TargetSoc();
 // L0C bytes per AI core of the flavour's SoC (the mixed Cube ops' tilings need it).
 uint32_t TargetL0cBytes();
+// Whether the flavour's Cube takes float x float (IEEE fp32) inputs.
+bool TargetCubeTakesFp32();
 // AI cores a mixed (AIC + 2 AIV) launch may use: one per two vector cores, at least one.
 uint32_t MixedLaunchAiCoreNum();
 

@@ -1,4 +1,4 @@
-// The sim flavour's side of the C entry points (*_host.cpp, sim section): a kernel launch on the
+// The sim flavour's side of the C entry points (generated <stage>_entry.cpp, sim section): a kernel launch on the
 // host simulation with its exceptions turned into the C API's errors, and the GM address of a
 // descriptor. Included by the sim sections only (kernel_operator.h is the simulation's).
 #ifndef FLA_NPU_SIM_LAUNCH_GUARD_H

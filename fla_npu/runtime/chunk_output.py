@@ -13,11 +13,6 @@ MAX_HEAD_DIM = 256
 
 _last_launched = False
 
-_TILING_FIELDS = ("NC", "HV", "BT", "K", "V", "Kg", "elem_bytes", "num_units", "block_dim", "units_per_core", "units_rem",
-                  "rows_per_aiv", "s_rows_per_aiv", "s_piece_rows", "vec_elems", "v_tile", "ws_slot_elems",
-                  "ws_bytes_per_core", "ub_bytes_used", "l1_bytes_used", "l0a_bytes_used", "l0b_bytes_used",
-                  "l0c_bytes_used")
-
 
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
     """Why the kernel cannot take a call with these facts (``None`` if it can): the limits the C
@@ -45,7 +40,7 @@ def chunk_output(q: torch.Tensor, e_row: torch.Tensor, S: torch.Tensor, Aqk: tor
 
 def last_tiling() -> dict:
     """The tiling of the last ``chunk_output`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuChunkOutputLastTiling", _TILING_FIELDS)
+    return N.read_last_tiling("flaNpuChunkOutput")
 
 
 def last_launch() -> N.SimLaunch | None:

@@ -50,15 +50,9 @@ def gate_chunk_cumsum(g: torch.Tensor, chunk_size: int, activation: str = "none"
     return out
 
 
-_TILING_FIELDS = ("B", "T", "H", "D", "W", "chunk_size", "num_chunks", "chunks_per_seq", "varlen", "gate_form",
-                  "has_a_log", "has_dt_bias", "in_elem_bytes", "tile_w", "max_pitch", "heads_per_tile",
-                  "tiles_per_head", "num_col_tiles", "num_units", "block_dim", "units_per_core", "units_rem",
-                  "num_tmp_bufs", "ub_bytes_used", "coef_scale", "out_scale")
-
-
 def last_tiling() -> dict:
     """The tiling of the last ``gate_chunk_cumsum`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuGateChunkCumsumLastTiling", _TILING_FIELDS, ("coef_scale", "out_scale"))
+    return N.read_last_tiling("flaNpuGateChunkCumsum")
 
 
 def last_launch() -> N.SimLaunch | None:

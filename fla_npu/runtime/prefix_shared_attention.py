@@ -11,12 +11,6 @@ KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 
 _last_launched = False
 
-_TILING_FIELDS = ("bs", "G", "len_q", "len_kv", "D", "rows", "m_tiles", "kv_tiles", "kv_tiles_per_split", "kv_splits",
-                  "unit_splits", "num_units", "block_dim", "units_per_core", "units_rem", "combine_groups",
-                  "combine_per_aiv", "combine_rem", "elem_bytes", "ws_bytes_per_core", "ws_s_off", "ws_p_off", "ws_o_off",
-                  "partial_slots", "partial_slot_bytes", "ub_bytes_used", "l1_bytes_used", "l0a_bytes_used",
-                  "l0b_bytes_used", "l0c_bytes_used", "scale")
-
 
 def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
     """Run the kernel on validated inputs: ``q`` ``[bs, G, len_q, D]``, ``k``/``v`` ``[bs, len_kv, D]``
@@ -36,7 +30,7 @@ def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s
 
 def last_tiling() -> dict:
     """The tiling of the last ``prefix_shared_attention`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuPrefixSharedAttentionLastTiling", _TILING_FIELDS, ("scale",))
+    return N.read_last_tiling("flaNpuPrefixSharedAttention")
 
 
 def last_launch() -> N.SimLaunch | None:

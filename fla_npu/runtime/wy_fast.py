@@ -13,10 +13,6 @@ MAX_HEAD_DIM = 256
 
 _last_launched = False
 
-_TILING_FIELDS = ("NC", "HV", "BT", "K", "V", "Kg", "elem_bytes", "num_units", "block_dim", "units_per_core", "units_rem",
-                  "rows_per_aiv", "vec_elems", "n_tile", "ws_slot_elems", "ws_bytes_per_core", "ub_bytes_used",
-                  "l1_bytes_used", "l0a_bytes_used", "l0b_bytes_used", "l0c_bytes_used")
-
 
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
     """Why the kernel cannot take a call with these facts (``None`` if it can): the limits the C
@@ -47,7 +43,7 @@ def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Ten
 
 def last_tiling() -> dict:
     """The tiling of the last ``wy_fast`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuWyFastLastTiling", _TILING_FIELDS)
+    return N.read_last_tiling("flaNpuWyFast")
 
 
 def last_launch() -> N.SimLaunch | None:

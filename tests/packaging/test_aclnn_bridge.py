@@ -341,7 +341,7 @@ def test_gate_arguments_forwarded_exactly(bridge, fake):
     assert fake.created == fake.destroyed == 4  # every aclTensor destroyed after the launch
 
     # The tiling is computed as in the sim flavour, with the device's core count.
-    tiling = kgate._TILING_FIELDS
+    tiling = N.tiling_fields("flaNpuGateChunkCumsum")
     words = last_tiling(bridge, "flaNpuGateChunkCumsumLastTiling")
     assert words[tiling.index("block_dim")] <= 6 and words[tiling.index("has_a_log")] == 1
 
