@@ -101,6 +101,7 @@ def load(path: Path) -> Op:
     if not d["kernels"] or any(t not in DTYPES for t in d["kernels"]):
         raise DescriptorError(f"{path}: kernels must map some of {DTYPES} to entries")
     header, struct = d["tiling"]
+    fields = tiling_fields(path.parent / header, struct.rsplit("::", 1)[-1])
     return Op(name=d["name"], op_dir=path.parent, stage=path.name.removesuffix(".op.py"), args=tuple(map(tuple, d["args"])),
-              tiling_header=header, tiling_struct=struct, tiling_fields=tiling_fields(path.parent / header, struct.rsplit("::", 1)[-1]),
+              tiling_header=header, tiling_struct=struct, tiling_fields=fields,
               kernels=tuple(d["kernels"].items()), kernel_type=d["kernel_type"], workspace=bool(d["workspace"]))
