@@ -262,9 +262,13 @@ def current_stream(device: torch.device):
     return None
 
 
+_launched: dict[str, bool] = {}  # entry -> whether its last call launched a kernel (its tiling had blocks)
+
+
 def run_two_phase(lib: ctypes.CDLL, entry: str, args: tuple, device: torch.device) -> None:
     """Call an op's C entry pair alike for every op: ``<entry>GetWorkspaceSize(*args, &size, &executor)``,
-    then ``<entry>(workspace, size, executor, stream)`` with a workspace from torch's allocator."""
+    then ``<entry>(workspace, size, executor, stream)`` with a workspace from torch's allocator; records
+    whether a kernel was launched (see :func:`last_launch`)."""
     ws_size = ctypes.c_uint64(0)
     executor = ctypes.c_void_p(None)
     check(getattr(lib, entry + "GetWorkspaceSize")(*args, ctypes.byref(ws_size), ctypes.byref(executor)),
@@ -272,6 +276,18 @@ def run_two_phase(lib: ctypes.CDLL, entry: str, args: tuple, device: torch.devic
     workspace = allocate_workspace(ws_size.value, device)
     ws_ptr = None if workspace is None else workspace.data_ptr()
     check(getattr(lib, entry)(ws_ptr, ws_size.value, executor, current_stream(device)), entry)
+    _launched[entry] = read_last_tiling(entry)["block_dim"] > 0
+
+
+def forget_launch(entry: str) -> None:
+    """Record that the last call of op ``entry`` launched nothing (a call answered without the kernel)."""
+    _launched[entry] = False
+
+
+def last_launch(entry: str) -> SimLaunch | None:
+    """Simulation counters of op ``entry``'s last launch (``None`` if its last call launched nothing:
+    no work, or no call yet)."""
+    return last_sim_launch() if _launched.get(entry) else None
 
 
 def chunk_layout_unsupported(dtype: torch.dtype, BT: int, K: int, V: int, kernel_dtypes: tuple, chunk_sizes: tuple,

@@ -11,7 +11,7 @@ KERNEL_DTYPES = (torch.float16, torch.bfloat16)  # the Cube input type: q, Aqk, 
 CHUNK_SIZES = (16, 32, 64)
 MAX_HEAD_DIM = 256
 
-_last_launched = False
+ENTRY = "flaNpuChunkOutput"
 
 
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
@@ -26,23 +26,21 @@ def chunk_output(q: torch.Tensor, e_row: torch.Tensor, S: torch.Tensor, Aqk: tor
     ``[NC, HV, BT, BT]``, ``v_new`` ``[NC, HV, BT, V]`` (``q``'s dtype, float16 or bfloat16) -> ``o``
     ``[NC, HV, BT, V]`` float32. ``q * e_row`` is formed in float32 and rounded to ``q``'s dtype, ``S``
     is rounded to it; the Cube accumulates in float32."""
-    global _last_launched
     lib = N.load_library()
     if not hasattr(lib, "flaNpuChunkOutputGetWorkspaceSize"):
         raise N.NativeLibraryError(f"{N.library_path()} has no chunk output kernel: rebuild fla-npu")
     q, e_row, S, Aqk, v_new = (t.contiguous() for t in (q, e_row, S, Aqk, v_new))
     out = torch.empty(v_new.shape, dtype=torch.float32, device=q.device)
     descs = [N.tensor_desc(t) for t in (q, e_row, S, Aqk, v_new, out)]
-    N.run_two_phase(lib, "flaNpuChunkOutput", tuple(N.ref(d) for d in descs), q.device)
-    _last_launched = last_tiling()["block_dim"] > 0
+    N.run_two_phase(lib, ENTRY, tuple(N.ref(d) for d in descs), q.device)
     return out
 
 
 def last_tiling() -> dict:
     """The tiling of the last ``chunk_output`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuChunkOutput")
+    return N.read_last_tiling(ENTRY)
 
 
 def last_launch() -> N.SimLaunch | None:
     """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
-    return N.last_sim_launch() if _last_launched else None
+    return N.last_launch(ENTRY)

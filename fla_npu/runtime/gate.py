@@ -9,7 +9,7 @@ from . import _native as N
 
 ACTIVATIONS = {"none": 0, "softplus": 1, "sigmoid": 2}
 
-_last_launched = False
+ENTRY = "flaNpuGateChunkCumsum"
 
 
 def chunk_list(cu_seqlens_cpu: torch.Tensor, chunk_size: int) -> torch.Tensor:
@@ -31,7 +31,6 @@ def gate_chunk_cumsum(g: torch.Tensor, chunk_size: int, activation: str = "none"
     ``"softplus"`` (``-exp(A_log) * softplus(g + dt_bias)``) or ``"sigmoid"`` (``lower_bound *
     sigmoid(exp(A_log) * (g + dt_bias))``). ``cu_seqlens_cpu``: validated varlen offsets (``B == 1``).
     A_log and dt_bias are passed to the kernel as float32."""
-    global _last_launched
     lib = N.load_library()
     form = ACTIVATIONS[activation]
     x = g.contiguous()
@@ -43,22 +42,21 @@ def gate_chunk_cumsum(g: torch.Tensor, chunk_size: int, activation: str = "none"
         chunks = chunk_list(cu_seqlens_cpu, chunk_size).to(g.device)
     out = torch.empty(x.shape, dtype=torch.float32, device=g.device)
     descs = [N.tensor_desc(t) for t in (x, A, b, cu, chunks, out)]
-    N.run_two_phase(lib, "flaNpuGateChunkCumsum", (
+    N.run_two_phase(lib, ENTRY, (
         N.ref(descs[0]), N.ref(descs[1]), N.ref(descs[2]), N.ref(descs[3]), N.ref(descs[4]), int(chunk_size), form,
         float(0.0 if lower_bound is None else lower_bound), float(1.0 if scale is None else scale), N.ref(descs[5])), g.device)
-    _last_launched = last_tiling()["block_dim"] > 0
     return out
 
 
 def last_tiling() -> dict:
     """The tiling of the last ``gate_chunk_cumsum`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuGateChunkCumsum")
+    return N.read_last_tiling(ENTRY)
 
 
 def last_launch() -> N.SimLaunch | None:
     """Simulation counters of the last ``gate_chunk_cumsum`` launch (``None`` if it had no token to
     process, so nothing was launched)."""
-    return N.last_sim_launch() if _last_launched else None
+    return N.last_launch(ENTRY)
 
 
 def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activation: str, A_log, dt_bias, lower_bound,
@@ -76,8 +74,7 @@ def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activati
         if chunk_indices.shape[0] != nc:
             raise ValueError(f"{fn}: `chunk_indices` has {chunk_indices.shape[0]} rows, the sequences have {nc} chunks.")
     if g.numel() == 0:  # B, T or H is 0: nothing to launch
-        global _last_launched
-        _last_launched = False
+        N.forget_launch(ENTRY)
         return torch.zeros(g.shape, dtype=output_dtype, device=g.device)
     out = gate_chunk_cumsum(g, chunk_size, activation, A_log, dt_bias, lower_bound, scale, cpu)
     return out.to(output_dtype)

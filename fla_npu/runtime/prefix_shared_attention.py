@@ -9,30 +9,28 @@ from . import _native as N
 
 KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 
-_last_launched = False
+ENTRY = "flaNpuPrefixSharedAttention"
 
 
 def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
     """Run the kernel on validated inputs: ``q`` ``[bs, G, len_q, D]``, ``k``/``v`` ``[bs, len_kv, D]``
     (fp16 or bf16, one dtype, D 64 or 128) -> ``out`` of ``q``'s shape and dtype."""
-    global _last_launched
     lib = N.load_library()
     if not hasattr(lib, "flaNpuPrefixSharedAttentionGetWorkspaceSize"):
         raise N.NativeLibraryError(f"{N.library_path()} has no prefix-shared attention kernel: rebuild fla-npu")
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     descs = [N.tensor_desc(t) for t in (q, k, v, out)]
-    N.run_two_phase(lib, "flaNpuPrefixSharedAttention",
+    N.run_two_phase(lib, ENTRY,
                     (N.ref(descs[0]), N.ref(descs[1]), N.ref(descs[2]), float(scale), N.ref(descs[3])), q.device)
-    _last_launched = last_tiling()["block_dim"] > 0
     return out
 
 
 def last_tiling() -> dict:
     """The tiling of the last ``prefix_shared_attention`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuPrefixSharedAttention")
+    return N.read_last_tiling(ENTRY)
 
 
 def last_launch() -> N.SimLaunch | None:
     """Simulation counters of the last launch (``None`` if nothing was launched: ``bs == 0``)."""
-    return N.last_sim_launch() if _last_launched else None
+    return N.last_launch(ENTRY)

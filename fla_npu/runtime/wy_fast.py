@@ -11,7 +11,7 @@ KERNEL_DTYPES = (torch.float16, torch.bfloat16)  # the Cube input type: k, v, Ak
 CHUNK_SIZES = (16, 32, 64)
 MAX_HEAD_DIM = 256
 
-_last_launched = False
+ENTRY = "flaNpuWyFast"
 
 
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
@@ -27,7 +27,6 @@ def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Ten
     (one dtype, float16 or bfloat16), ``beta`` ``[NC, HV, BT]``, ``e_row`` / ``e_tail`` ``[NC, HV, BT,
     K or 1]`` (float32) -> ``(w, u, kg)`` float32. The scaled ``k`` and ``v`` are formed in float32 and
     rounded once to ``k``'s dtype for the Cube, which accumulates in float32."""
-    global _last_launched
     lib = N.load_library()
     if not hasattr(lib, "flaNpuWyFastGetWorkspaceSize"):
         raise N.NativeLibraryError(f"{N.library_path()} has no WY kernel: rebuild fla-npu")
@@ -36,16 +35,15 @@ def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Ten
     u = torch.empty(v.shape, dtype=torch.float32, device=k.device)
     kg = torch.empty(k.shape, dtype=torch.float32, device=k.device)
     descs = [N.tensor_desc(t) for t in (k, v, beta, Akk, e_row, e_tail, w, u, kg)]
-    N.run_two_phase(lib, "flaNpuWyFast", tuple(N.ref(d) for d in descs), k.device)
-    _last_launched = last_tiling()["block_dim"] > 0
+    N.run_two_phase(lib, ENTRY, tuple(N.ref(d) for d in descs), k.device)
     return w, u, kg
 
 
 def last_tiling() -> dict:
     """The tiling of the last ``wy_fast`` call on this thread, as a dict."""
-    return N.read_last_tiling("flaNpuWyFast")
+    return N.read_last_tiling(ENTRY)
 
 
 def last_launch() -> N.SimLaunch | None:
     """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
-    return N.last_sim_launch() if _last_launched else None
+    return N.last_launch(ENTRY)
