@@ -248,11 +248,16 @@ class _Verifier:
         built = ", ".join(str(t) for t, _ in entries)
         return None, f"the fla_npu implementation of {self.key} is built for {built}, this device is {device.type}:{soc}"
 
-    def __call__(self, *args, **kwargs) -> tuple[bool, str | None]:
+    def reason(self, *args, **kwargs) -> str | None:
+        """Why fla_npu cannot take this call (``None`` if it can); an :class:`Invalid` reason for input
+        FLA itself refuses. Never raises: a check that raised is worded by :meth:`failed`."""
         try:
-            reason = self.verify(*args, **kwargs)
+            return self.verify(*args, **kwargs)
         except Exception as error:  # a verifier never raises: FLA's default path decides
-            reason = self.failed(args, kwargs, error)
+            return self.failed(args, kwargs, error)
+
+    def __call__(self, *args, **kwargs) -> tuple[bool, str | None]:
+        reason = self.reason(*args, **kwargs)
         if reason is None or (type(reason) is Invalid and self.routable(args, kwargs)):
             return True, None  # invalid: fla_npu's validation raises FLA's own error for it
         reason = str(reason)

@@ -131,20 +131,13 @@ REJECTIONS = [
 ]
 
 
-def reason_of(verifier, args, kwargs):
-    try:
-        return verifier.verify(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 - the verifier's own handling
-        return verifier.failed(args, kwargs, error)
-
-
 @pytest.mark.parametrize("key,build,reason", INVALID, ids=[f"{r[0].rpartition('.')[2]}-{r[2][:40]}" for r in INVALID])
 def test_invalid_calls_are_handed_to_fla_npu_validation(key, build, reason):
     """fla_npu's gate validation then raises (checked in test_invalid_calls.py)."""
     args, kwargs = build(*(kda_tensors() if key in KDA else gdn_tensors()))
     verifier = make(key)
     assert verifier(*args, **kwargs) == (True, None)
-    assert reason_of(verifier, args, kwargs) == reason
+    assert verifier.reason(*args, **kwargs) == reason
 
 
 @pytest.mark.parametrize("key,build,reason", REJECTIONS, ids=[f"{r[0].rpartition('.')[2]}-{r[2][:40]}" for r in REJECTIONS])
@@ -160,7 +153,7 @@ def test_unsupported_extra_keyword():
 
     g, A, b, _ = kda_tensors()
     verifier = make("kda.kda_gate_fwd", fn=kda_gate_fwd)
-    assert reason_of(verifier, (g, A, b), {"foo": 1, "bar": 2}) == "unsupported keyword argument(s): bar, foo"
+    assert verifier.reason(g, A, b, foo=1, bar=2) == "unsupported keyword argument(s): bar, foo"
     assert verifier(g, A, b, foo=1, bar=2) == (True, None)  # fla_npu's own signature refuses them
 
 
@@ -203,9 +196,9 @@ def test_other_served_device_with_real_tensors():
     g, A, b, dy = (t.to("meta") for t in cpu)
     wrapper = make("kda.fused_kda_gate", devices="cpu,meta")
     assert wrapper(g, A, b) == (True, None)
-    assert reason_of(wrapper, (g, cpu[1], b), {}) == "`A_log` is on cpu, `g` on meta"
+    assert wrapper.reason(g, cpu[1], b) == "`A_log` is on cpu, `g` on meta"
     assert wrapper(g, cpu[1], b) == (True, None)  # invalid: fla_npu's validation raises
-    assert reason_of(make("kda.kda_gate_bwd", devices="meta"), (g, A, b, cpu[3]), {}) == "`dyg` is on cpu, `g` on meta"
+    assert make("kda.kda_gate_bwd", devices="meta").reason(g, A, b, cpu[3]) == "`dyg` is on cpu, `g` on meta"
     assert wrapper(g, A, b.requires_grad_()) == (False, "fla_npu on meta is forward-only and gradients are required")
     assert make("kda.kda_gate_fwd", devices="meta")(g, A, b) == (True, None)
 
