@@ -163,7 +163,6 @@ private:
         inF_.FreeTensor(e);
         LocalTensor<T> y = outT_.template AllocTensor<T>();
         Cast(y, w, RoundMode::CAST_RINT, n);
-        OrderV();
         outT_.EnQue(y);
         y = outT_.template DeQue<T>();
         DataCopy(gWs_[dst + uint64_t(r0) * K], y, n);
@@ -182,7 +181,6 @@ private:
             f = inF_.template DeQue<float>();
             LocalTensor<T> y = outT_.template AllocTensor<T>();
             Cast(y, f, RoundMode::CAST_RINT, n);
-            OrderV();
             inF_.FreeTensor(f);
             outT_.EnQue(y);
             y = outT_.template DeQue<T>();

@@ -9,7 +9,8 @@
 
 namespace fla_npu {
 
-// Call between a vector instruction and a later one that reads its result.
+// Call between a vector instruction and a later one that reads its result. Not needed before a queue
+// hand-off (EnQue/DeQue order V against MTE3) nor between instructions on different 32-byte blocks.
 __aicore__ inline void OrderV() {
 #if __NPU_ARCH__ != 3510
     AscendC::PipeBarrier<PIPE_V>();

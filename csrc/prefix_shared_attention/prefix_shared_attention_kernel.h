@@ -309,8 +309,8 @@ private:
                 const uint32_t from = nLen > c0 ? nLen - c0 : 0;  // first padded lane of this half
                 uint64_t bits[2] = {from == 0 ? ~0ull : ~((1ull << from) - 1), 0};
                 Max(s[c0], ninf, ninf, bits, static_cast<uint8_t>(R_), fill);
-                OrderV();
             }
+            OrderV();
         }
         Max(h, s, s[kFloatLanes], kFloatLanes, static_cast<uint8_t>(R_), halves);
         OrderV();
@@ -320,12 +320,10 @@ private:
         OrderV();
         Sub(alpha, mOld, mNew, R);
         OrderV();
-        Exp(alpha, alpha, R);
-        OrderV();
+        Exp(alpha, alpha, R);  // read by Mul(l, l, alpha) below, after later barriers
         Brcb(bc, mNew, brcbRep, BrcbRepeatParams(1, 8));
         OrderV();
-        Sub(s, s, bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
-        OrderV();
+        Sub(s, s, bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);  // the other half: other blocks
         Sub(s[kFloatLanes], s[kFloatLanes], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
         OrderV();
         Exp(s, s, R * static_cast<int32_t>(N));
@@ -342,7 +340,6 @@ private:
 
         LocalTensor<T> p = pQ_.template AllocTensor<T>();
         Cast(p, s, RoundMode::CAST_RINT, R_ * N);
-        OrderV();
         pQ_.EnQue(p);
         sQ_.FreeTensor(s);
         p = pQ_.template DeQue<T>();
@@ -376,9 +373,7 @@ private:
     // A split starts from m = -inf, l = 0, O = 0.
     __aicore__ inline void ResetSplit() {
         Duplicate(acc_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
-        OrderV();
         Duplicate(m_[cur_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
-        OrderV();
         Duplicate(l_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
         OrderV();
     }
@@ -386,9 +381,7 @@ private:
     // The merged result starts from M = -inf, L = 0, O = 0.
     __aicore__ inline void ResetRun() {
         Duplicate(oRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
-        OrderV();
         Duplicate(mRun_[run_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
-        OrderV();
         Duplicate(lRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
         OrderV();
     }
@@ -489,7 +482,6 @@ private:
         OrderV();
         LocalTensor<T> y = outQ_.template AllocTensor<T>();
         Cast(y, o, RoundMode::CAST_RINT, R_ * D_);
-        OrderV();
         outQ_.EnQue(y);
         y = outQ_.template DeQue<T>();
         DataCopy(gOut_[(uint64_t(b) * t_.rows + row) * D_], y, R_ * D_);

@@ -202,10 +202,9 @@ template <class T> inline void LoadData(const LocalTensor<T>& dst, const LocalTe
     dst.SimAlign(kCube.l0abAlign, "dst");
     src.SimAlign(kBlock, "src");
     if (p.addrMode != 0) Fail("LoadData", "addrMode != 0 (decreasing addresses) is not simulated");
-#if FLA_SIM_SOC == FLA_SIM_SOC_A5
     // LoadData_2D.md: on 950 dstGap of LoadData2DParams has no effect (the fractals land contiguously).
-    if (p.dstGap != 0) Fail("LoadData dstGap on a5", Fmt("dstGap %u: on a5 (3510) LoadData2DParams ignores dstGap", p.dstGap));
-#endif
+    if (kSocFacts.arch == 3510 && p.dstGap != 0)
+        Fail("LoadData dstGap on a5", Fmt("dstGap %u: on a5 (3510) LoadData2DParams ignores dstGap", p.dstGap));
     if (p.ifTranspose && sizeof(T) != 2)
         Fail("LoadData transpose", Fmt("ifTranspose with %zu-byte elements: LoadData2DParams transposes 16 x 16 fractals of 2-byte "
                                        "types only (load B^T from GM instead, or LoadDataWithTranspose — not simulated)", sizeof(T)));

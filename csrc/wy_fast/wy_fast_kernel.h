@@ -175,7 +175,6 @@ private:
     __aicore__ inline void ToSlot(const LocalTensor<float>& f, uint64_t dst, uint32_t n) {
         LocalTensor<T> y = outT_.template AllocTensor<T>();
         Cast(y, f, RoundMode::CAST_RINT, n);
-        OrderV();
         outT_.EnQue(y);
         y = outT_.template DeQue<T>();
         DataCopy(gWs_[dst], y, n);
