@@ -73,13 +73,13 @@ def main() -> None:
         found, version = bw.find_cann_or_stop(soc, home)  # exits with what to do if not usable
         env = bw.npu_env(found)
         install_cann_python_packages(bw)
-        bw.check_cann_python(env)  # the compiler's python3 (this interpreter) has them now
+        python = bw.check_cann_python(env)  # the compiler's python3 (this interpreter) has them now
         method = os.environ.get("FLA_NPU_OPP_INSTALL", "") or "tree"
         print(f"ci/cibw_before_build.py: {soc}: CANN {version} at {found}; operator package install: {method}", flush=True)
         tmp = Path(tempfile.mkdtemp(prefix="fla-npu-opp-"))
         log = tmp / "opp-build.log"
         log.write_text("")
-        install = bw.build_opp(soc, found, tmp, env, log, install=method)
+        install = bw.build_opp(soc, found, tmp, env, python, log, install=method)
         if install is None:
             fail("no operator package project (csrc/opp/CMakeLists.txt): an NPU wheel's kernels are in it")
         manifest = bw.stage_opp(Path(install), Path(stage), soc, install_method=method)

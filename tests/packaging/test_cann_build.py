@@ -136,7 +136,7 @@ def test_operator_package_build_against_fake_cann(cann, stubs, tmp_path, method)
     env = bw.npu_env(str(cann), base_env(PYTHONPATH=str(stubs), OPS_PROJECT_NAME="x", OPS_ACLNN_GEN="0"))
     log = tmp_path / "log"
     log.write_text("")
-    install = bw.build_opp("a2", str(cann), tmp_path, env, log, install=method)
+    install = bw.build_opp("a2", str(cann), tmp_path, env, bw.check_cann_python(env), log, install=method)
     manifest = bw.stage_opp(install, tmp_path / "stage", "a2", install_method=method)
     assert manifest["install_method"] == method and [v["name"] for v in manifest["vendors"]] == ["fla_npu"]
     assert (install / ("packages/vendors" if method == "tree" else "vendors") / "fla_npu").is_dir()
@@ -158,10 +158,10 @@ def test_installer_that_loads_host_libraries_fails_without_driver_the_tree_insta
         log = tmp / "log"
         log.write_text("")
         if ok:
-            assert bw.build_opp("a2", str(cann), tmp, env, log, install=method).is_dir()
+            assert bw.build_opp("a2", str(cann), tmp, env, bw.check_cann_python(env), log, install=method).is_dir()
         else:
             with pytest.raises(SystemExit, match="validate_so_dlopen"):
-                bw.build_opp("a2", str(cann), tmp, env, log, install=method)
+                bw.build_opp("a2", str(cann), tmp, env, bw.check_cann_python(env), log, install=method)
 
 
 # ---- item 5: the smoke build -------------------------------------------------------------------------
