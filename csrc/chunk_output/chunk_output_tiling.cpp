@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "../common/chunk_tiling.h"
+#include "../common/shape_args.h"
 
 namespace fla_npu {
 namespace chunk_output {
@@ -97,6 +98,18 @@ const char* ChunkOutputArgs::CheckSizes() const { return chunk_tiling::CheckSize
 ChunkOutputProblem ChunkOutputArgs::Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
                                             uint32_t l0c_bytes) const {
     return chunk_tiling::MakeProblem<ChunkOutputProblem>(q_, V_, Kg_, elem_bytes, cube_fp32, core_num, ub_bytes, l0c_bytes);
+}
+
+const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputTiling* tiling) {
+    const ShapeArg &q = a[0], &e_row = a[1], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
+    ChunkOutputArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetRanks(q.ndim, e_row.ndim, s.ndim, aqk.ndim, v_new.ndim, out.ndim))) return bad;
+    if ((bad = checked.SetShapes(q.d, e_row.d, s.d, aqk.d, v_new.d, out.d))) return bad;
+    if ((bad = checked.CheckSizes())) return bad;
+    // The registration takes float16 / bfloat16 only (2-byte Cube inputs); a2/a3/a5 Cubes take fp32 too.
+    const char* err = "";
+    return ComputeTiling(checked.Problem(2, true, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0 ? err : nullptr;
 }
 
 }  // namespace chunk_output

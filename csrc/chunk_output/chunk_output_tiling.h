@@ -40,6 +40,10 @@
 #include "../common/soc_facts.h"
 
 namespace fla_npu {
+
+struct ShapeArg;  // common/shape_args.h
+struct DeviceFacts;
+
 namespace chunk_output {
 
 constexpr uint32_t kMaxHeadDim = 256;
@@ -98,6 +102,11 @@ class ChunkOutputArgs {
     int64_t q_[4] = {0, 0, 0, 0};
     int64_t V_ = 0, Kg_ = 0;
 };
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): the checks above on the call's shapes, in the C entry point's order, then
+// ComputeTiling. nullptr, or the message of the first defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputTiling* tiling);
 
 // First unit and unit count of AI core `block`.
 FLA_NPU_AICORE inline void CoreUnits(const ChunkOutputTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {

@@ -2,6 +2,7 @@
 #include "gate_cumsum_tiling.h"
 
 #include <cstring>
+#include "../common/shape_args.h"
 
 namespace fla_npu {
 namespace gate {
@@ -179,6 +180,29 @@ GateCumsumProblem GateCumsumArgs::Problem(int64_t chunk_size, uint32_t in_elem_b
     p.core_num = core_num;
     p.ub_bytes = ub_bytes;
     return p;
+}
+
+const char* TilingFromShapes(const ShapeArg* a, int64_t chunk_size, int64_t gate_form, float lower_bound, float scale,
+                             const DeviceFacts& dev, GateCumsumTiling* tiling) {
+    const ShapeArg &g = a[0], &a_log = a[1], &dt_bias = a[2], &cu = a[3], &chunks = a[4], &out = a[5];
+    if (g.dtype < 0) return "`g` has no tensor description";
+    GateCumsumArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetG(g.ndim, g.d))) return bad;
+    if ((bad = checked.CheckOut(out.ndim, out.d))) return bad;
+    if ((bad = checked.SetGateForm(gate_form, a_log.present()))) return bad;
+    if (a_log.present() && checked.UsesALog() && (bad = checked.SetALog(a_log.numel))) return bad;
+    if (dt_bias.present() && (bad = checked.SetDtBias(dt_bias.numel))) return bad;
+    if ((bad = GateCumsumArgs::CheckVarlenPair(cu.present(), chunks.present()))) return bad;
+    if (cu.present()) {
+        if ((bad = checked.SetVarlenShapes(cu.ndim, cu.d, chunks.ndim, chunks.d))) return bad;
+        if ((bad = checked.SetVarlenBatch())) return bad;
+    }
+    const uint32_t in_elem_bytes = g.dtype == FLA_NPU_FLOAT32 ? 4u : 2u;
+    const char* err = "";
+    return ComputeTiling(checked.Problem(chunk_size, in_elem_bytes, lower_bound, scale, dev.aiv_cores, dev.ub_bytes), tiling, &err) != 0
+               ? err
+               : nullptr;
 }
 
 }  // namespace gate

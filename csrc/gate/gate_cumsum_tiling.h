@@ -27,6 +27,10 @@
 #include "../common/soc_facts.h"
 
 namespace fla_npu {
+
+struct ShapeArg;  // common/shape_args.h
+struct DeviceFacts;
+
 namespace gate {
 
 enum GateForm : uint32_t { kGateNone = 0, kGateSoftplus = 1, kGateSigmoid = 2 };
@@ -113,6 +117,12 @@ class GateCumsumArgs {
     int64_t g_shape_[4] = {0, 0, 0, 0};
     int64_t num_chunks_ = 0;
 };
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): the checks above on the call's shapes, in the C entry point's order, then
+// ComputeTiling. nullptr, or the message of the first defect.
+const char* TilingFromShapes(const ShapeArg* t, int64_t chunk_size, int64_t gate_form, float lower_bound, float scale,
+                             const DeviceFacts& dev, GateCumsumTiling* tiling);
 
 // Column range [c0, c0 + w) of column tile `tile`.
 FLA_NPU_AICORE inline void TileColumns(const GateCumsumTiling& t, uint32_t tile, uint32_t* c0, uint32_t* w) {

@@ -2,6 +2,7 @@
 #include "prefix_shared_attention_tiling.h"
 
 #include <cstring>
+#include "../common/shape_args.h"
 
 namespace fla_npu {
 namespace psa {
@@ -137,6 +138,17 @@ PsaProblem PsaArgs::Problem(float scale, uint32_t core_num, uint32_t ub_bytes, u
     p.ub_bytes = ub_bytes;
     p.l0c_bytes = l0c_bytes;
     return p;
+}
+
+const char* TilingFromShapes(const ShapeArg* a, float scale, const DeviceFacts& dev, PsaTiling* tiling) {
+    const ShapeArg &q = a[0], &k = a[1], &v = a[2], &out = a[3];
+    PsaArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetRanks(q.ndim, k.ndim, v.ndim))) return bad;
+    if ((bad = checked.SetShapes(q.d, k.d, v.d, out.ndim, out.d))) return bad;
+    if ((bad = checked.CheckSizes())) return bad;
+    const char* err = "";
+    return ComputeTiling(checked.Problem(scale, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0 ? err : nullptr;
 }
 
 }  // namespace psa

@@ -43,6 +43,10 @@
 #include "../common/soc_facts.h"
 
 namespace fla_npu {
+
+struct ShapeArg;  // common/shape_args.h
+struct DeviceFacts;
+
 namespace psa {
 
 constexpr uint32_t kBlockM = 128;       // stacked query rows per unit (Cube M)
@@ -125,6 +129,15 @@ class PsaArgs {
     int64_t q_[4] = {0, 0, 0, 0};
     int64_t len_kv_ = 0;
 };
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): the checks above on the call's shapes, in the C entry point's order, then
+// ComputeTiling. nullptr, or the message of the first defect.
+const char* TilingFromShapes(const ShapeArg* t, float scale, const DeviceFacts& dev, PsaTiling* tiling);
+
+// Whether a launch runs the kernel's second phase (the K/V split merge) behind SyncAll: then all its
+// blocks must be resident at once (the operator package schedules it in batch mode).
+inline bool RunsSyncAll(const PsaTiling& t) { return t.unit_splits != 1; }
 
 // First unit and unit count of AI core `block`.
 FLA_NPU_AICORE inline void CoreUnits(const PsaTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {

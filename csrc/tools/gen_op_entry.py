@@ -26,7 +26,8 @@ def _namespace(op: Op) -> str:
     return op.tiling_struct.rsplit("::", 1)[0]
 
 
-def _params(op: Op) -> str:
+def params(op: Op) -> str:
+    """The entry point's parameters (without the workspace-size and executor pointers)."""
     return ", ".join(f"const FlaNpuTensor* {n}" if k in TENSOR_KINDS else f"{_C_ATTR[k]} {n}" for n, k in op.args)
 
 
@@ -60,7 +61,7 @@ struct EntryCall {{
 
 // The op's checks and tiling ({op.stage}_host.cpp, hand-written): FLA_NPU_OK with call->tiling
 // set (and a tensor the kernel does not read cleared in call->t), or an error with its message set.
-int ValidateAndTile({_params(op)}, EntryCall* call);
+int ValidateAndTile({params(op)}, EntryCall* call);
 
 }}  // namespace {_namespace(op)}
 
@@ -182,7 +183,7 @@ thread_local {op.tiling_struct} g_last_tiling{{}};
 
 extern "C" {{
 
-int {op.entry}GetWorkspaceSize({_params(op)}, uint64_t* workspace_size, FlaNpuExecutor** executor) {{
+int {op.entry}GetWorkspaceSize({params(op)}, uint64_t* workspace_size, FlaNpuExecutor** executor) {{
     if (!fla_npu::BeginGetWorkspaceSize(kOp, workspace_size, executor)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     Call call{{}};
     const FlaNpuTensor* const given[] = {{{tensors}}};

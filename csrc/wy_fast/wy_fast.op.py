@@ -3,9 +3,33 @@ read at build time by csrc/tools/ (format: csrc/tools/op_descriptor.py)."""
 
 OP = {
     "name": "WyFast",
-    "args": [("k", "in"), ("v", "in"), ("beta", "in"), ("akk", "in"), ("e_row", "in"), ("e_tail", "in"), ("w", "out"),
-             ("u", "out"), ("kg", "out")],
+    "doc": """WY factors (stage 3 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
+
+  k      [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below)
+  v      [NC, HV, BT, V]   k's dtype
+  beta   [NC, HV, BT]      float32
+  akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
+  e_row  [NC, HV, BT, Kg]  float32, 2^G; Kg = K (KDA) or 1 (GDN, one factor per row)
+  e_tail [NC, HV, BT, Kg]  float32, 2^(G_last - G)
+  w      [NC, HV, BT, K]   float32:  w  = akk @ T(beta * k * e_row)   (fp32 accumulation)
+  u      [NC, HV, BT, V]   float32:  u  = akk @ T(beta * v)
+  kg     [NC, HV, BT, K]   float32:  kg = k * e_tail
+T(x): x formed in float32 and rounded once to k's dtype. All contiguous; BT 16, 32 or 64; K and V
+multiples of 16 in [16, 256]; NC or HV may be 0 (nothing runs). Every row of every chunk is
+computed, padding rows of tail chunks included (from whatever the inputs hold there). Float32
+inputs are refused with a message: the scaled k and v reach the Cube through a transposing load
+that exists for 2-byte types only.
+
+Workspace: per launched AI core, two slots of BT * (K + V) elements of k's dtype, through which
+the vector cores hand T(beta k e_row) and T(beta v) to the Cube. NPU flavours forward to
+aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, eRow, eTail, w, u, kg) and ask for the
+operator package's workspace; nothing is called when there is no chunk.""",
+    "args": [("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("akk", "in", "T"),
+             ("e_row", "in", "float32"), ("e_tail", "in", "float32"), ("w", "out", "float32", "k"),
+             ("u", "out", "float32", "v"), ("kg", "out", "float32", "k")],
+    "dtypes": {"T": ["float16", "bfloat16"]},
     "tiling": ("wy_fast_tiling.h", "fla_npu::wy_fast::WyFastTiling"),
+    "body": ("wy_fast_kernel.h", "fla_npu::wy_fast::RunWyFast"),
     "kernels": {"float16": "fla_wy_fast_f16", "bfloat16": "fla_wy_fast_bf16"},
     "kernel_type": "mix",
     "workspace": True,

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "../common/chunk_tiling.h"
+#include "../common/shape_args.h"
 
 namespace fla_npu {
 namespace wy_fast {
@@ -105,6 +106,19 @@ const char* WyFastArgs::CheckSizes() const { return chunk_tiling::CheckSizes(k_,
 WyFastProblem WyFastArgs::Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
                                   uint32_t l0c_bytes) const {
     return chunk_tiling::MakeProblem<WyFastProblem>(k_, V_, Kg_, elem_bytes, cube_fp32, core_num, ub_bytes, l0c_bytes);
+}
+
+const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastTiling* tiling) {
+    // k, v, beta, akk, e_row, e_tail, w, u, kg
+    WyFastArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetRanks(a[0].ndim, a[1].ndim, a[2].ndim, a[3].ndim, a[4].ndim, a[5].ndim, a[6].ndim, a[7].ndim, a[8].ndim)))
+        return bad;
+    if ((bad = checked.SetShapes(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d, a[6].d, a[7].d, a[8].d))) return bad;
+    if ((bad = checked.CheckSizes())) return bad;
+    // The registration takes float16 / bfloat16 only (2-byte Cube inputs); a2/a3/a5 Cubes take fp32 too.
+    const char* err = "";
+    return ComputeTiling(checked.Problem(2, true, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0 ? err : nullptr;
 }
 
 }  // namespace wy_fast

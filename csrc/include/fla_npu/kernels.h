@@ -33,39 +33,11 @@
 
 #include <stdint.h>
 
+#include "fla_npu/kernel_types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FLA_NPU_MAX_DIMS 8
-
-typedef enum FlaNpuDtype {
-    FLA_NPU_FLOAT32 = 0,
-    FLA_NPU_FLOAT16 = 1,
-    FLA_NPU_BFLOAT16 = 2,
-    FLA_NPU_INT32 = 3,
-    FLA_NPU_INT64 = 4,
-} FlaNpuDtype;
-
-typedef struct FlaNpuTensor {
-    void* data;                         /* device address (host address under the simulation) */
-    int32_t dtype;                      /* FlaNpuDtype */
-    int32_t ndim;
-    int64_t shape[FLA_NPU_MAX_DIMS];
-    int64_t strides[FLA_NPU_MAX_DIMS];  /* in elements */
-} FlaNpuTensor;
-
-typedef enum FlaNpuStatus {
-    FLA_NPU_OK = 0,
-    FLA_NPU_ERR_INVALID_ARGUMENT = 1,   /* rejected by GetWorkspaceSize; nothing ran */
-    FLA_NPU_ERR_KERNEL = 2,             /* the kernel failed (simulation: a simulated-device fault) */
-    FLA_NPU_ERR_RUNTIME = 3,            /* the device runtime refused the launch; NPU flavours: no operator
-                                           package loaded, or aclCreateTensor failed */
-    FLA_NPU_ERR_ACLNN = 4,              /* NPU flavours: an aclnn function of the operator package returned a
-                                           non-zero aclnnStatus (flaNpuGetLastAclnnStatus) */
-} FlaNpuStatus;
-
-typedef struct FlaNpuExecutor FlaNpuExecutor;
 
 /* Message of the last failed call on this thread ("" after a success). */
 const char* flaNpuGetLastErrorMessage(void);
@@ -91,114 +63,9 @@ int flaNpuSetOperatorPackage(const char* libcust_opapi_path);
  * `function` is not NULL it receives the name of the aclnn function that failed ("" otherwise). */
 int32_t flaNpuGetLastAclnnStatus(const char** function);
 
-/* ---- gate activation + chunk-local cumsum (stage 1 of chunked KDA / Gated DeltaNet) ------------
- *
- *   g         [B, T, H, D] (KDA, D = K) or [B, T, H] (GDN, D = 1); fp32, fp16 or bf16; contiguous.
- *   a_log     [H] fp32 contiguous, or NULL (required by gate_form 1; optional for 2; unused by 0).
- *   dt_bias   [H * D] fp32 contiguous (any shape with H * D elements), or NULL.
- *   cu_seqlens  NULL for dense input; varlen: [N + 1] int32, with B == 1 ...
- *   chunk_indices  ... and [NC, 2] int32 rows (sequence, chunk of the sequence), one per chunk of
- *             every sequence (FLA's chunk_indices); sequences of length 0 have none.
- *   chunk_size  power of two <= 128.
- *   gate_form 0: y = g + dt_bias; 1: y = -exp(A_log) * softplus(g + dt_bias);
- *             2: y = lower_bound * sigmoid(exp(A_log) * (g + dt_bias))  (no exp(A_log) when a_log is NULL).
- *   scale     the chunk-local cumsum of y is multiplied by it (1/ln 2: log2 units).
- *   out       fp32, shape and element count of g, contiguous; every token row is written.
- *
- * Workspace: none (0 bytes) in the sim flavour; NPU flavours: what the operator package asks for.
- * NPU flavours forward to aclnnFlaNpuGateChunkCumsum[GetWorkspaceSize](g, aLogOptional,
- * dtBiasOptional, cuSeqlensOptional, chunkIndicesOptional, chunkSize, gateForm, lowerBound, scale,
- * out): an optional input the kernel does not use (a_log with gate_form 0) is passed as NULL; nothing
- * is called when there is no token.
- */
-int flaNpuGateChunkCumsumGetWorkspaceSize(const FlaNpuTensor* g, const FlaNpuTensor* a_log, const FlaNpuTensor* dt_bias,
-                                          const FlaNpuTensor* cu_seqlens, const FlaNpuTensor* chunk_indices,
-                                          int32_t chunk_size, int32_t gate_form, float lower_bound, float scale,
-                                          const FlaNpuTensor* out, uint64_t* workspace_size, FlaNpuExecutor** executor);
-int flaNpuGateChunkCumsum(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
-
-/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
- * fla_npu::gate::GateCumsumTiling (for tests and diagnostics); returns the word count. */
-int32_t flaNpuGateChunkCumsumLastTiling(uint32_t* words, int32_t capacity);
-
-/* ---- prefix-shared attention forward (mixed Cube + vector) --------------------------------------
- *
- *   q     [bs, G, len_q, D], k and v [bs, len_kv, D]; float16 or bfloat16 (one dtype); contiguous;
- *         D = 64 or 128; G, len_q, len_kv >= 1 (bs may be 0: nothing runs).
- *   scale the scores q k^T are multiplied by it (the caller passes D**-0.5 for the default).
- *   out   [bs, G, len_q, D], dtype of q, contiguous:  out[b, g] = softmax(q[b, g] k[b]^T * scale) v[b].
- *
- * Workspace: per launched AI core, two fp32 score tiles, one probability tile and one fp32 output
- * tile (128 rows each); the executor asks for it. NPU flavours forward to
- * aclnnFlaNpuPrefixSharedAttention[GetWorkspaceSize](q, k, v, scale, out) and ask for the operator
- * package's workspace; nothing is called when bs == 0.
- */
-int flaNpuPrefixSharedAttentionGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, float scale,
-                                                const FlaNpuTensor* out, uint64_t* workspace_size, FlaNpuExecutor** executor);
-int flaNpuPrefixSharedAttention(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
-
-/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
- * fla_npu::psa::PsaTiling (for tests and diagnostics); returns the word count. */
-int32_t flaNpuPrefixSharedAttentionLastTiling(uint32_t* words, int32_t capacity);
-
-/* ---- chunk output (stage 5 of chunked KDA / Gated DeltaNet; mixed Cube + vector) ----------------
- *
- *   q      [NC, HV, BT, K]   Cube input type: float16 or bfloat16 (float32 is refused: see below)
- *   e_row  [NC, HV, BT, Kg]  float32; Kg = K (KDA) or 1 (GDN, one factor per row)
- *   s      [NC, HV, K, V]    float32, the chunk-start states (cast to q's dtype for the Cube)
- *   aqk    [NC, HV, BT, BT]  q's dtype, lower triangular (read as given)
- *   v_new  [NC, HV, BT, V]   q's dtype
- *   out    [NC, HV, BT, V]   float32:  out = T(q * e_row) @ T(s) + aqk @ v_new  (fp32 accumulation)
- * All contiguous; BT 16, 32 or 64; K and V multiples of 16 in [16, 256]; NC or HV may be 0 (nothing
- * runs). Every row of every chunk is computed, padding rows of tail chunks included (from whatever
- * the inputs hold there). Float32 inputs are refused with a message: s and v_new reach the Cube
- * through a transposing load that exists for 2-byte types only.
- *
- * Workspace: per launched AI core, two slots of (BT * K + K * V) elements of q's dtype, through which
- * the vector cores hand q * e_row and the cast s to the Cube. NPU flavours forward to
- * aclnnFlaNpuChunkOutput[GetWorkspaceSize](q, eRow, s, aqk, vNew, out) and ask for the operator
- * package's workspace; nothing is called when there is no chunk.
- */
-int flaNpuChunkOutputGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* e_row, const FlaNpuTensor* s,
-                                      const FlaNpuTensor* aqk, const FlaNpuTensor* v_new, const FlaNpuTensor* out,
-                                      uint64_t* workspace_size, FlaNpuExecutor** executor);
-int flaNpuChunkOutput(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
-
-/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
- * fla_npu::chunk_output::ChunkOutputTiling (for tests and diagnostics); returns the word count. */
-int32_t flaNpuChunkOutputLastTiling(uint32_t* words, int32_t capacity);
-
-/* ---- WY factors (stage 3 of chunked KDA / Gated DeltaNet; mixed Cube + vector) ------------------
- *
- *   k      [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below)
- *   v      [NC, HV, BT, V]   k's dtype
- *   beta   [NC, HV, BT]      float32
- *   akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
- *   e_row  [NC, HV, BT, Kg]  float32, 2^G; Kg = K (KDA) or 1 (GDN, one factor per row)
- *   e_tail [NC, HV, BT, Kg]  float32, 2^(G_last - G)
- *   w      [NC, HV, BT, K]   float32:  w  = akk @ T(beta * k * e_row)   (fp32 accumulation)
- *   u      [NC, HV, BT, V]   float32:  u  = akk @ T(beta * v)
- *   kg     [NC, HV, BT, K]   float32:  kg = k * e_tail
- * T(x): x formed in float32 and rounded once to k's dtype. All contiguous; BT 16, 32 or 64; K and V
- * multiples of 16 in [16, 256]; NC or HV may be 0 (nothing runs). Every row of every chunk is
- * computed, padding rows of tail chunks included (from whatever the inputs hold there). Float32
- * inputs are refused with a message: the scaled k and v reach the Cube through a transposing load
- * that exists for 2-byte types only.
- *
- * Workspace: per launched AI core, two slots of BT * (K + V) elements of k's dtype, through which
- * the vector cores hand T(beta k e_row) and T(beta v) to the Cube. NPU flavours forward to
- * aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, eRow, eTail, w, u, kg) and ask for the
- * operator package's workspace; nothing is called when there is no chunk.
- */
-int flaNpuWyFastGetWorkspaceSize(const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* beta, const FlaNpuTensor* akk,
-                                 const FlaNpuTensor* e_row, const FlaNpuTensor* e_tail, const FlaNpuTensor* w,
-                                 const FlaNpuTensor* u, const FlaNpuTensor* kg, uint64_t* workspace_size,
-                                 FlaNpuExecutor** executor);
-int flaNpuWyFast(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
-
-/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
- * fla_npu::wy_fast::WyFastTiling (for tests and diagnostics); returns the word count. */
-int32_t flaNpuWyFastLastTiling(uint32_t* words, int32_t capacity);
+/* The ops' entry points, generated from their descriptors (csrc/<op>/<stage>.op.py, with each op's
+ * description) by csrc/tools/gen_op_table.py into the build directory. */
+#include "fla_npu/kernel_entries.h"
 
 #ifdef __cplusplus
 }

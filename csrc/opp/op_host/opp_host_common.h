@@ -1,10 +1,12 @@
-// Shared pieces of the op_host files: the device facts the plain-C++ tilings take, read from CANN's
-// platform info; shapes out of a TilingContext; the tiling struct copied into the tiling buffer.
+// What the op_host files (generated from the op descriptors by csrc/tools/gen_opp.py) share: the
+// call's tensors and the device facts the op's tiling hook takes (common/shape_args.h), read from a
+// TilingContext and CANN's platform info; the tiling struct copied into the tiling buffer; the launch
+// facts (block dim, schedule mode, workspace).
 //
 // CANN host API used here (names and signatures from CANN's public documentation and public op
 // sources; see ../README.md): gert::TilingContext (GetInputShape, GetOptionalInputShape,
-// GetOutputShape, GetInputDesc, GetAttrs, GetPlatformInfo, SetBlockDim, GetRawTilingData,
-// GetWorkspaceSizes), gert::StorageShape::GetStorageShape, gert::Shape (GetDimNum, GetDim,
+// GetOutputShape, GetInputDesc, GetOptionalInputDesc, GetOutputDesc, GetAttrs, GetPlatformInfo, SetBlockDim,
+// SetScheduleMode, GetRawTilingData, GetWorkspaceSizes), gert::StorageShape::GetStorageShape, gert::Shape (GetDimNum, GetDim,
 // GetShapeSize), platform_ascendc::PlatformAscendC (GetCoreNumAiv, GetCoreNumAic, GetCoreMemSize,
 // GetLibApiWorkSpaceSize).
 #ifndef FLA_NPU_OPP_HOST_COMMON_H
@@ -18,6 +20,7 @@
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
+#include "../../common/shape_args.h"
 #include "../../common/soc_facts.h"
 
 #ifndef FLA_NPU_OPP_SOC
@@ -36,21 +39,44 @@ inline ge::graphStatus Fail(const char* op, const char* message) {
     return ge::GRAPH_FAILED;
 }
 
-// A shape as the plain-C++ checks take it; ndim -1: an absent optional tensor.
-struct Dims {
-    int32_t ndim = -1;
-    int64_t d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t numel = 0;
-};
-
-inline Dims DimsOf(const gert::StorageShape* s) {
-    Dims out;
+// A tensor of the call as the op's tiling hook takes it: absent (null shape), or its shape and the
+// dtype of its description (-1 without one).
+inline ShapeArg ArgOf(const gert::StorageShape* s, const gert::CompileTimeTensorDesc* desc) {
+    ShapeArg out;
     if (s == nullptr) return out;
     const gert::Shape& shape = s->GetStorageShape();
     out.ndim = static_cast<int32_t>(shape.GetDimNum());
-    for (int32_t i = 0; i < out.ndim && i < 8; ++i) out.d[i] = shape.GetDim(i);
+    for (int32_t i = 0; i < out.ndim && i < FLA_NPU_MAX_DIMS; ++i) out.d[i] = shape.GetDim(i);
     out.numel = shape.GetShapeSize();
+    if (desc != nullptr) {
+        switch (desc->GetDataType()) {
+            case ge::DT_FLOAT: out.dtype = FLA_NPU_FLOAT32; break;
+            case ge::DT_FLOAT16: out.dtype = FLA_NPU_FLOAT16; break;
+            case ge::DT_BF16: out.dtype = FLA_NPU_BFLOAT16; break;
+            case ge::DT_INT32: out.dtype = FLA_NPU_INT32; break;
+            case ge::DT_INT64: out.dtype = FLA_NPU_INT64; break;
+            default: break;
+        }
+    }
     return out;
+}
+
+// The call's tensors in the registration's order into t[0 .. n_inputs + n_outputs): the inputs, then
+// the outputs. An optional input (optional[i]) is read by its registration index
+// (GetOptionalInputShape/Desc), a required one by its index among the inputs the call has
+// (GetInputShape/Desc count only present inputs; public op sources rely on this, not documented).
+inline void ReadTensors(gert::TilingContext* context, const bool* optional, int n_inputs, int n_outputs, ShapeArg* t) {
+    size_t present = 0;
+    for (int i = 0; i < n_inputs; ++i) {
+        if (optional[i]) {
+            t[i] = ArgOf(context->GetOptionalInputShape(i), context->GetOptionalInputDesc(i));
+            if (t[i].present()) ++present;
+        } else {
+            t[i] = ArgOf(context->GetInputShape(present), context->GetInputDesc(present));
+            ++present;
+        }
+    }
+    for (int i = 0; i < n_outputs; ++i) t[n_inputs + i] = ArgOf(context->GetOutputShape(i), context->GetOutputDesc(i));
 }
 
 // Usable UB per vector core: the SoC facts' usable size (the toolchain's reserves taken off), or
@@ -84,6 +110,40 @@ ge::graphStatus SaveTiling(gert::TilingContext* context, const char* op, const T
 // Cores to launch: the tiling's count, at least 1 (a launch has 1..65535 blocks; with no work
 // every core's unit range is empty).
 inline uint32_t BlockDim(uint32_t tiling_block_dim) { return tiling_block_dim > 0 ? tiling_block_dim : 1u; }
+
+// The device facts the tiling hooks take.
+inline DeviceFacts FactsOf(const platform_ascendc::PlatformAscendC& platform) {
+    DeviceFacts dev;
+    dev.aiv_cores = platform.GetCoreNumAiv();
+    dev.ai_cores = platform.GetCoreNumAic();
+    dev.ub_bytes = UbBytes(platform);
+    dev.l0c_bytes = L0cBytes(platform);
+    return dev;
+}
+
+// TilingContext::SetScheduleMode: 1 is batch mode (all blocks of the launch scheduled together).
+constexpr uint32_t kBatchMode = 1;
+
+// After the op's tiling hook: the tiling into the tiling buffer; the block dim (vector cores of a
+// vector kernel, AI cores of a mixed one: each one AIC + two AIVs); batch mode when `batch_mode`
+// (a kernel waiting on the hardware SyncAll needs all its blocks resident at once, or two such
+// launches on two streams can each hold part of the cores and wait for the rest forever: API page
+// SyncAll, constraints; TilingContext::SetScheduleMode); the workspace: none (no workspace and no
+// Ascend C library API that needs one), or the system workspace followed by the kernel's
+// `user_workspace_bytes`, which the kernel finds with GetUserWorkspace.
+template <class Tiling>
+ge::graphStatus FinishTiling(gert::TilingContext* context, const char* op, const Tiling& t, bool batch_mode, bool workspace,
+                             uint64_t user_workspace_bytes, const platform_ascendc::PlatformAscendC& platform) {
+    const ge::graphStatus saved = SaveTiling(context, op, t);
+    if (saved != ge::GRAPH_SUCCESS) return saved;
+    context->SetBlockDim(BlockDim(t.block_dim));
+    if (batch_mode && context->SetScheduleMode(kBatchMode) != ge::GRAPH_SUCCESS)
+        return Fail(op, "SetScheduleMode(1) (batch mode, needed by the kernel's SyncAll) failed");
+    size_t* sizes = context->GetWorkspaceSizes(1);
+    if (sizes == nullptr) return Fail(op, "no workspace size slot");
+    sizes[0] = workspace ? static_cast<size_t>(platform.GetLibApiWorkSpaceSize()) + static_cast<size_t>(user_workspace_bytes) : 0;
+    return ge::GRAPH_SUCCESS;
+}
 
 }  // namespace opp
 }  // namespace fla_npu

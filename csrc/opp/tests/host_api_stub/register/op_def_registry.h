@@ -45,6 +45,10 @@ class Shape {
     explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
     size_t GetDimNum() const { return dims_.size(); }
     int64_t GetDim(size_t i) const { return i < dims_.size() ? dims_[i] : 0; }
+    void SetDimNum(size_t n) { dims_.resize(n); }
+    void SetDim(size_t i, int64_t d) {
+        if (i < dims_.size()) dims_[i] = d;
+    }
     int64_t GetShapeSize() const {
         int64_t n = 1;
         for (int64_t d : dims_) n *= d;
@@ -148,8 +152,14 @@ class TilingContext {
     const StorageShape* GetOptionalInputShape(size_t ir_index) const {
         return ir_index < inputs.size() && inputs[ir_index].present ? &inputs[ir_index].shape : nullptr;
     }
+    const CompileTimeTensorDesc* GetOptionalInputDesc(size_t ir_index) const {
+        return ir_index < inputs.size() && inputs[ir_index].present ? &inputs[ir_index].desc : nullptr;
+    }
     const StorageShape* GetOutputShape(size_t index) const {
         return index < outputs.size() && outputs[index].present ? &outputs[index].shape : nullptr;
+    }
+    const CompileTimeTensorDesc* GetOutputDesc(size_t index) const {
+        return index < outputs.size() && outputs[index].present ? &outputs[index].desc : nullptr;
     }
     const RuntimeAttrs* GetAttrs() const { return &attrs; }
     fe::PlatFormInfos* GetPlatformInfo() const { return platform; }
