@@ -1,6 +1,6 @@
 // Kernel entries of the chunk output kernel (chunk_output_kernel.h), launched directly by
 // the entry points generated from chunk_output.op.py. The operator package has its own entry around
-// the same kernel body (csrc/opp/op_kernel/fla_npu_chunk_output.cpp).
+// the same kernel body (fla_npu_chunk_output, generated from the descriptor by csrc/tools/gen_opp.py).
 #include "chunk_output_kernel.h"
 
 // Kernel entries, one per Cube input type.

@@ -84,7 +84,7 @@ inline uint64_t UserWorkspaceBytes(const ChunkOutputTiling& t) { return uint64_t
 
 // The argument checks that depend only on shapes, shared by the op's two front ends: the C entry
 // point (chunk_output_host.cpp, which also checks dtypes and strides) and the operator package's
-// tiling (csrc/opp/op_host/). Each step returns nullptr or a message (static, without the op's
+// tiling (TilingFromShapes below). Each step returns nullptr or a message (static, without the op's
 // name); call them in the order declared so that both front ends report the first defect alike.
 class ChunkOutputArgs {
   public:

@@ -1,6 +1,6 @@
 // Kernel entries of the gate + chunk-local cumsum kernel (gate_cumsum_kernel.h), launched directly by
 // the entry points generated from gate_cumsum.op.py. The operator package has its own entry around
-// the same kernel body (csrc/opp/op_kernel/fla_npu_gate_chunk_cumsum.cpp).
+// the same kernel body (fla_npu_gate_chunk_cumsum, generated from the descriptor by csrc/tools/gen_opp.py).
 #include "gate_cumsum_kernel.h"
 
 // Kernel entries, one per input dtype. Pointers that the tiling does not use may be null.

@@ -90,7 +90,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
 
 // The argument checks that depend only on shapes and attributes, and the problem they yield, shared
 // by the op's two front ends: the C entry point (gate_cumsum_host.cpp, which also checks its tensor
-// descriptors' dtypes and strides) and the operator package's tiling (csrc/opp/op_host/, where CANN
+// descriptors' dtypes and strides) and the operator package's tiling (TilingFromShapes below, where CANN
 // checks dtypes and layout against the op's registration). Each step returns nullptr or a message
 // (static, without the op's name). Call the steps in the order declared: the C entry point runs its
 // descriptor checks between them, and both front ends then report the first defect alike.

@@ -1,6 +1,6 @@
 // Kernel entries of the prefix-shared attention forward kernel (prefix_shared_attention_kernel.h),
 // launched directly by the entry points generated from prefix_shared_attention.op.py. The operator
-// package has its own entry around the same kernel body (csrc/opp/op_kernel/fla_npu_prefix_shared_attention.cpp).
+// package has its own entry around the same kernel body (fla_npu_prefix_shared_attention, generated from the descriptor by csrc/tools/gen_opp.py).
 #include "prefix_shared_attention_kernel.h"
 
 // Kernel entries, one per input dtype.

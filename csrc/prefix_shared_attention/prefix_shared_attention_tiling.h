@@ -112,7 +112,7 @@ inline uint64_t UserWorkspaceBytes(const PsaTiling& t) { return PartialBase(t) +
 
 // The argument checks that depend only on shapes, and the problem they yield, shared by the op's
 // two front ends: the C entry point (prefix_shared_attention_host.cpp, which also checks its tensor
-// descriptors' dtypes and strides) and the operator package's tiling (csrc/opp/op_host/, where CANN
+// descriptors' dtypes and strides) and the operator package's tiling (TilingFromShapes below, where CANN
 // checks dtypes and layout against the op's registration). Each step returns nullptr or a message
 // (static, without the op's name); call them in the order declared, the C entry point running its
 // descriptor checks between them, so that both front ends report the first defect alike.

@@ -1,6 +1,6 @@
 // Kernel entries of the WY kernel (wy_fast_kernel.h), launched directly by the entry points generated
 // from wy_fast.op.py. The operator package has its own entry around the same kernel body
-// (csrc/opp/op_kernel/fla_npu_wy_fast.cpp).
+// (fla_npu_wy_fast, generated from the descriptor by csrc/tools/gen_opp.py).
 #include "wy_fast_kernel.h"
 
 // Kernel entries, one per Cube input type.

@@ -1,10 +1,11 @@
 """The operator package (csrc/opp/) on the host simulation, against the sim library's direct entry points.
 
 CI has no CANN, so the package itself is never built here; what can run, runs: per op, a native test
-(csrc/<op>/tests/<op>_opp_test.cpp, built by CMake from csrc/opp/tests/ in the session's one build, the
-``native_build`` fixture of tests/conftest.py) compiles the OPP kernel entry
-once per dtype (DTYPE_<INPUT> as the OPP build defines it) and the op_host file against a stand-in of
-CANN's op_host API, runs the registered tiling function, puts its tiling bytes in a GM buffer and
+(the generic csrc/opp/tests/opp_test_generic.h on the op's calls, csrc/<op>/tests/<stage>_opp_test.cpp,
+built by CMake from csrc/opp/tests/ in the session's one build, the ``native_build`` fixture of
+tests/conftest.py) compiles the OPP kernel entry generated from the op's descriptor once per dtype
+combination (DTYPE_<TENSOR> as the OPP build defines it) and the generated op_host file against a
+stand-in of CANN's op_host API, runs the registered tiling function, puts its tiling bytes in a GM buffer and
 launches the entry with them, the block count and the workspace it asked for. Every output must be
 bit-identical to the direct entry point's (flaNpuGateChunkCumsum / flaNpuPrefixSharedAttention /
 flaNpuChunkOutput / flaNpuWyFast), the
@@ -93,13 +94,14 @@ def test_opp_project_without_cann_fails_clearly(tmp_path):
     assert "CANN's ASC package was not found" in r.stderr and "./build_wheel --soc sim" in r.stderr, r.stderr
 
 
-def test_every_kernel_entry_initialises_the_core_state_first():
-    """Each OPP kernel entry declares its kernel type and then calls AscendC::InitSocState() before
-    anything else (the core's global state as the kernel expects it, whatever ran before on it)."""
+def test_every_kernel_entry_initialises_the_core_state_first(native_build):
+    """Each OPP kernel entry (generated from the op's descriptor) declares its kernel type and then
+    calls AscendC::InitSocState() before anything else (the core's global state as the kernel expects
+    it, whatever ran before on it)."""
     import re
 
-    entries = sorted((CSRC / "opp" / "op_kernel").glob("fla_npu_*.cpp"))
-    assert len(entries) == 4
+    entries = sorted((native_build / "generated" / "opp" / "op_kernel").glob("fla_npu_*.cpp"))
+    assert len(entries) == len(list(CSRC.glob("*/*.op.py")))
     for f in entries:
         body = f.read_text().split("__aicore__ void ", 1)[1].split("{", 1)[1]
         statements = [s.strip() for s in body.split(";") if s.strip()]
