@@ -1,4 +1,4 @@
-// Host tiling of the chunk output kernel (chunk_output_kernel.cpp), stage 5 of chunked KDA and
+// Host tiling of the chunk output kernel (chunk_output_kernel.h), stage 5 of chunked KDA and
 // Gated DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host
 // (tests/chunk_output_tiling_test.cpp).
 //

@@ -1,4 +1,4 @@
-// Host tiling of the gate + chunk-local cumsum kernel (gate_cumsum_kernel.cpp). Plain C++: no
+// Host tiling of the gate + chunk-local cumsum kernel (gate_cumsum_kernel.h). Plain C++: no
 // Ascend C, no CANN, no simulation; unit-tested on the host (tests/gate_cumsum_tiling_test.cpp).
 //
 // The op: g is [B, T, H, D] (KDA: D = K; GDN: g [B, T, HV] is taken as D = 1), rows of W = H * D

@@ -1,4 +1,4 @@
-// Host tiling of the prefix-shared attention forward kernel (prefix_shared_attention_kernel.cpp).
+// Host tiling of the prefix-shared attention forward kernel (prefix_shared_attention_kernel.h).
 // Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host
 // (tests/prefix_shared_attention_tiling_test.cpp).
 //

@@ -1,7 +1,9 @@
 """Writes an op's C entry points from its descriptor (format: op_descriptor.py): ``<stage>_entry.h``
-(the validated call and the op's hand-written check, declared) and ``<stage>_entry.cpp`` (the
+(the validated call and the op's hand-written check, declared), ``<stage>_entry.cpp`` (the
 two-phase ``flaNpu<Op>GetWorkspaceSize`` / ``flaNpu<Op>``, ``flaNpu<Op>LastTiling``, and the
-flavour's executor: the kernel on the host simulation, or the operator package's aclnn pair).
+flavour's executor: the kernel on the host simulation, or the operator package's aclnn pair) and
+``<stage>_kernel.cpp`` (the direct kernel entries the sim flavour launches, one per dtype
+combination, around the kernel body).
 
     python3 gen_op_entry.py OUT_DIR csrc/<op>/<stage>.op.py
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from op_descriptor import TENSOR_KINDS, Op, load
+from op_descriptor import ASCENDC_TYPES, TENSOR_KINDS, Op, load
 
 _C_ATTR = {"int32": "int32_t", "float": "float"}
 _ACLNN_ATTR = {"int32": "int64_t", "float": "aclnn::FloatAttr"}
@@ -69,41 +71,54 @@ int ValidateAndTile({params(op)}, EntryCall* call);
 """
 
 
+def _selectors(op: Op) -> tuple:
+    """The tensors whose dtypes select the direct kernel: the first, and each further type variable's."""
+    first = op.tensor_args[0]
+    index = {t.name: i for i, t in enumerate(op.tensor_args)}
+    others = [op.macro_tensor(var) for var, _ in op.dtype_vars if var != first.dtype]
+    return tuple((index[t.name], t.dtype) for t in [first] + others)
+
+
 def _sim(op: Op) -> str:
     n = len(op.tensors)
     gm = ", ".join(["GM_ADDR"] * (n + op.workspace))
     tiling = op.tiling_struct
-    decls = "".join(f'extern "C" void {entry}({gm}, {tiling});\n' for _, entry in op.kernels)
+    kernels = op.direct_kernels()
+    decls = "".join(f'extern "C" void {entry}({gm}, {tiling});\n' for _, entry in kernels)
     addrs = ", ".join(f"c.a[{i}]" for i in range(n)) + (", static_cast<GM_ADDR>(ws)" if op.workspace else "")
+    selectors = _selectors(op)
     launches = []
-    for i, (dtype, entry) in enumerate(op.kernels):
+    for i, (combo, entry) in enumerate(kernels):
         launch = (f'AscendC::sim::Launch("{entry}", {_KERNEL_TYPE[op.kernel_type]}, c.tiling.block_dim, {entry}, '
                   f"{addrs}, c.tiling);")
-        if len(op.kernels) == 1:
+        if len(kernels) == 1:
             launches.append(f"            {launch}")
             continue
-        last = i == len(op.kernels) - 1  # the last kernel takes any other dtype
-        cond = "else" if last else f"{'else if' if i else 'if'} (c.dtype == {_DTYPE_ENUM[dtype]})"
+        last = i == len(kernels) - 1  # the last kernel takes any other dtype
+        test = " && ".join(f"c.dtype[{k}] == {_DTYPE_ENUM[combo.get(var, var)]}" for k, (_, var) in enumerate(selectors))
+        cond = "else" if last else f"{'else if' if i else 'if'} ({test})"
         launches.append(f"            {cond}\n                {launch}")
     ws_bytes = f"{_namespace(op)}::UserWorkspaceBytes(call.tiling)" if op.workspace else "0"
     launch_body = "\n".join(launches)
+    picks = "".join(f"    c.dtype[{k}] = call.t[{i}] != nullptr ? call.t[{i}]->dtype : -1;\n"
+                    for k, (i, _) in enumerate(selectors))
     return f"""// ---- sim flavour: the kernel on the host simulation ------------------------------------------------
 
-// Kernel entries ({op.op_dir.name}/{op.stage}_kernel.cpp).
+// Kernel entries (generated/{op.stage}_kernel.cpp).
 {decls}
 namespace {{
 
-// What a launch needs, copied at the first phase: the kernel's dtype, GM addresses and tiling.
+// What a launch needs, copied at the first phase: the dtypes that select the kernel, the GM
+// addresses and the tiling.
 struct LaunchArgs {{
-    int32_t dtype;
+    int32_t dtype[{len(selectors)}];
     GM_ADDR a[{n}];
     {tiling} tiling;
 }};
 
 int MakeExecutor(const Call& call, FlaNpuExecutor** executor) {{
     LaunchArgs c{{}};
-    c.dtype = call.t[0]->dtype;
-    for (int i = 0; i < {n}; ++i) c.a[i] = fla_npu::SimAddr(call.t[i]);
+{picks}    for (int i = 0; i < {n}; ++i) c.a[i] = fla_npu::SimAddr(call.t[i]);
     c.tiling = call.tiling;
     // Synchronous; no stream. Nothing to do (no work unit) launches nothing.
     *executor = fla_npu::NewExecutor(kOp, {ws_bytes}, [c](void*{" ws" if op.workspace else ""}, uint64_t, void*) {{
@@ -117,6 +132,29 @@ int MakeExecutor(const Call& call, FlaNpuExecutor** executor) {{
 
 }}  // namespace
 """
+
+
+def kernels(op: Op) -> str:
+    """``<stage>_kernel.cpp``: the direct kernel entries, one per dtype combination, each the kernel
+    body instantiated for it (the operator package has its own entry around the same body)."""
+    names = [t.name for t in op.tensor_args] + (["workspace"] if op.workspace else [])
+    params = ", ".join(f"GM_ADDR {n}" for n in names)
+    entries = []
+    for combo, entry in op.direct_kernels():
+        targs = ", ".join(ASCENDC_TYPES[combo[var]] for var, _ in op.dtype_vars)
+        entries.append(f"""extern "C" __global__ __aicore__ void {entry}({params}, {op.tiling_struct} tiling) {{
+    KERNEL_TASK_TYPE_DEFAULT({_KERNEL_TYPE[op.kernel_type]});
+    {op.body}<{targs}>({", ".join(names)}, tiling);
+}}
+""")
+    body = str((op.op_dir / op.body_header).resolve())
+    return f"""// Generated by csrc/tools/gen_op_entry.py from {op.op_dir.name}/{op.stage}.op.py: do not edit.
+// Direct kernel entries of {op.entry} (launched by the sim flavour's entry points, {op.stage}_entry.cpp):
+// the kernel body ({op.op_dir.name}/{op.body_header}) per dtype combination. Pointers the tiling does
+// not use may be null.
+#include "{body}"
+
+{chr(10).join(entries)}"""
 
 
 def _npu(op: Op) -> str:
@@ -215,6 +253,7 @@ def main(argv: list) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     _write(out_dir / f"{op.stage}_entry.h", header(op))
     _write(out_dir / f"{op.stage}_entry.cpp", source(op))
+    _write(out_dir / f"{op.stage}_kernel.cpp", kernels(op))
     return 0
 
 

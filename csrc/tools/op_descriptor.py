@@ -37,9 +37,11 @@ kernel"):
 ``body``         ``(header, function)``: the kernel body (beside the descriptor), a template over the
                  type variables in ``dtypes`` order, called with the tensors' GM addresses in ``args``
                  order, then (with ``workspace``) the user workspace, then the tiling struct
-``kernels``      ``{dtype: kernel entry}`` of the direct entries (``<stage>_kernel.cpp``) for the dtype
-                 of the first tensor (``float32``, ``float16``, ``bfloat16``); the last one is taken
-                 for any other dtype
+``kernels``      ``{dtype: kernel entry}``: the names of the direct kernel entries (generated, launched
+                 by the sim flavour's entry points) by the dtype of the first tensor (``float32``,
+                 ``float16``, ``bfloat16``; one per dtype the combinations give it); a name gets
+                 ``_<f32|f16|bf16>`` per further type variable (its dtype in the combination). A call
+                 of dtypes outside the combinations launches the last one (its checks refuse it first)
 ``kernel_type``  ``"mix"`` (AIC + 2 AIV) or ``"vector"`` (AIV only)
 ``workspace``    whether the kernel takes a GM workspace (``UserWorkspaceBytes(tiling)`` bytes)
 ``batch_mode``   optional: a function ``bool(const <Struct>&)`` of the tiling header saying when the
@@ -64,6 +66,8 @@ ATTR_KINDS = ("int32", "float")
 KERNEL_TYPES = ("mix", "vector")
 DTYPES = ("float32", "float16", "bfloat16")  # of the first tensor: keys of `kernels`
 TENSOR_DTYPES = DTYPES + ("int32",)
+SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32"}  # in entry names
+ASCENDC_TYPES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16_t", "int32": "int32_t"}
 # The operator package's compute units (AddConfig) by SoC.
 SOC_UNITS = {"a2": "ascend910b", "a3": "ascend910_93", "a5": "ascend950"}
 # C types of tiling fields -> their kind in the runtime's table (every field is one 32-bit word)
@@ -164,6 +168,17 @@ class Op:
     def dtype_of(self, tensor: Tensor, combo: dict) -> str:
         """The dtype of ``tensor`` in one combination."""
         return combo.get(tensor.dtype, tensor.dtype)
+
+    def direct_kernels(self) -> tuple:
+        """The direct kernel entries: ``((combination, entry name), ...)`` in ``kernels`` order."""
+        first = self.tensor_args[0].dtype
+        out = []
+        for dtype, entry in self.kernels:
+            for combo in self.combinations():
+                if combo.get(first, first) == dtype:
+                    rest = "".join("_" + SHORT[combo[var]] for var, _ in self.dtype_vars if var != first)
+                    out.append((combo, entry + rest))
+        return tuple(out)
 
     def macro_tensor(self, var: str) -> Tensor:
         """The tensor whose ``DTYPE_<NAME>`` (defined by CANN's build per binary) gives type variable
@@ -290,4 +305,7 @@ def load(path: Path) -> Op:
     for var, _ in dtype_vars:
         if not any(t.dtype == var and not t.optional for t in tensor_args):
             raise DescriptorError(f"{path}: type variable {var} is used by no required tensor")
+    first = {op.dtype_of(tensor_args[0], c) for c in op.combinations()}
+    if set(d["kernels"]) != first:
+        raise DescriptorError(f"{path}: kernels must name one entry per dtype of `{tensor_args[0].name}`: {sorted(first)}")
     return op

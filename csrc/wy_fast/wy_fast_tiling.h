@@ -1,4 +1,4 @@
-// Host tiling of the WY kernel (wy_fast_kernel.cpp), stage 3 of chunked KDA and Gated DeltaNet.
+// Host tiling of the WY kernel (wy_fast_kernel.h), stage 3 of chunked KDA and Gated DeltaNet.
 // Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host (tests/wy_fast_tiling_test.cpp).
 //
 // The op, per chunk c and value head h (chunk layout, every (c, h) independent):

@@ -24,7 +24,7 @@ DESCRIPTORS = sorted(CSRC.glob("*/*.op.py"))
 
 
 def test_every_kernel_has_a_descriptor():
-    kernels = {p.name.removesuffix("_kernel.cpp") for p in CSRC.glob("*/*_kernel.cpp")}
+    kernels = {p.name.removesuffix("_kernel.h") for p in CSRC.glob("*/*_kernel.h")}
     assert {p.name.removesuffix(".op.py") for p in DESCRIPTORS} == kernels
 
 
@@ -116,6 +116,15 @@ def test_format_expresses_the_next_kernels(tmp_path):
     assert "aclnnFlaNpuChunkThingGetWorkspaceSize(const aclTensor *k, const aclTensor *gOptional," in host
     assert "fla_npu::thing::RunThing<DTYPE_K, DTYPE_A, DTYPE_H>(k, g, cu_seqlens, idx, a, h, " \
            "AscendC::GetUserWorkspace(workspace), t);" in kernel
+    # The direct kernels: one per combination, selected by the dtypes of k, a and h.
+    names = [name for _, name in op.direct_kernels()]
+    assert len(names) == 8 and names[0] == "fla_thing_f16_f32_f32" and "fla_thing_bf16_bf16_f32" in names
+    assert "fla_npu::thing::RunThing<bfloat16_t, bfloat16_t, float>(k, g, cu_seqlens, idx, a, h, workspace, tiling);" \
+        in gen_op_entry.kernels(op)
+    source = gen_op_entry.source(op)
+    assert "c.dtype[1] = call.t[4] != nullptr ? call.t[4]->dtype : -1;" in source
+    assert ("else if (c.dtype[0] == FLA_NPU_BFLOAT16 && c.dtype[1] == FLA_NPU_BFLOAT16 && c.dtype[2] == FLA_NPU_FLOAT32)\n"
+            '                AscendC::sim::Launch("fla_thing_bf16_bf16_f32"') in source
     cmake = gen_opp.test_cmake(op)
     assert "bf16_bf16_f32|DTYPE_K=bfloat16_t,DTYPE_G=float,DTYPE_CU_SEQLENS=int32_t,DTYPE_IDX=int32_t," \
            "DTYPE_A=bfloat16_t,DTYPE_H=float" in cmake
@@ -138,6 +147,8 @@ def test_generated_op_host_of_the_next_kernels_compiles(tmp_path):
     ('[("k", "in", "T"), ("o", "out", "float32", "x")]', "output `o`: shape 'x'"),
     ('[("k", "in", "T"), ("o", "out", "float64", "k")]', "tensor `o`: dtype 'float64'"),
     ('[("k", "in?", "T"), ("j", "in", "T"), ("o", "out", "float32", "j")]', "the first tensor `k` must be required"),
+    ('[("k", "in", "float32"), ("j", "in", "T"), ("a", "out", "A", "k"), ("h", "out", "H", "k")]',
+     "kernels must name one entry per dtype of `k`"),
 ])
 def test_malformed_tensors_are_refused(tmp_path, args, match):
     _next_kernel(tmp_path)
