@@ -50,6 +50,10 @@ kernel"):
 ``socs``         optional: the SoCs the operator package registers the op for (default
                  ``["a2", "a3", "a5"]``)
 
+A mixed op with an optional input, an int32 tensor, int32 and float attributes and two outputs whose
+dtype the caller picks (float32 or the input's 16-bit dtype): ``NEXT_KERNEL`` in
+tests/kernels/test_op_descriptors.py, whose generated operator package is compile-checked there.
+
 Stdlib only: run by CMake at configure time.
 """
 
