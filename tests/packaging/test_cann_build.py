@@ -23,7 +23,6 @@ import pytest
 from fake_cann import make_fake_cann, python_stubs, record
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL_OPS = ["FlaNpuGateChunkCumsum", "FlaNpuPrefixSharedAttention", "FlaNpuChunkOutput", "FlaNpuWyFast"]
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("make") is None,
                                 reason="cmake and make are needed")
@@ -33,6 +32,19 @@ sys.path.insert(0, str(ROOT / "ci"))
 from cibw_before_build import load_build_wheel  # noqa: E402  (build_wheel has no .py suffix: loaded by path)
 
 bw = load_build_wheel()
+ALL_OPS = list(bw.OPP_OPS)
+
+
+def test_operator_package_ops_are_the_descriptors():
+    """build_wheel's op types (the smoke build's choices) are those of the descriptor list, in its
+    order, the vector-only gate kernel first (the smoke build's default)."""
+    sys.path.insert(0, str(ROOT / "csrc" / "tools"))
+    from op_descriptor import load
+
+    listing = (ROOT / "csrc" / "cmake" / "op_descriptors.cmake").read_text()
+    paths = listing.split("set(FLA_NPU_OP_DESCRIPTORS", 1)[1].split(")", 1)[0].split()
+    assert ALL_OPS == [load(ROOT / "csrc" / p).op_type for p in paths]
+    assert ALL_OPS[0] == "FlaNpuGateChunkCumsum" and len(ALL_OPS) >= 4
 
 
 def base_env(**extra) -> dict:
