@@ -326,8 +326,7 @@ namespace opp_glue {{
 using Tiling = {op.tiling_struct};
 
 inline int GetWorkspaceSize(const FlaNpuTensor* const* t, const opp_test::AttrValue* a, uint64_t* ws, FlaNpuExecutor** ex) {{
-    (void)a;
-    return {op.entry}GetWorkspaceSize({", ".join(args)}, ws, ex);
+{"" if op.attrs else "    (void)a;  // no attribute" + chr(10)}    return {op.entry}GetWorkspaceSize({", ".join(args)}, ws, ex);
 }}
 
 inline void LaunchOpp(size_t combo, uint32_t block_dim, GM_ADDR const* a, GM_ADDR ws, GM_ADDR tiling) {{
