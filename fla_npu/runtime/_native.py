@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from . import profile
 from .aclnn import AclnnError, describe
 
 LIBRARY_NAME = "libfla_npu_kernels.so"
@@ -268,7 +269,7 @@ _launched: dict[str, bool] = {}  # entry -> whether its last call launched a ker
 def run_two_phase(lib: ctypes.CDLL, entry: str, args: tuple, device: torch.device) -> None:
     """Call an op's C entry pair alike for every op: ``<entry>GetWorkspaceSize(*args, &size, &executor)``,
     then ``<entry>(workspace, size, executor, stream)`` with a workspace from torch's allocator; records
-    whether a kernel was launched (see :func:`last_launch`)."""
+    whether a kernel was launched (see :func:`last_launch`) and, inside ``fla_npu.profile()``, the launch."""
     ws_size = ctypes.c_uint64(0)
     executor = ctypes.c_void_p(None)
     check(getattr(lib, entry + "GetWorkspaceSize")(*args, ctypes.byref(ws_size), ctypes.byref(executor)),
@@ -276,7 +277,10 @@ def run_two_phase(lib: ctypes.CDLL, entry: str, args: tuple, device: torch.devic
     workspace = allocate_workspace(ws_size.value, device)
     ws_ptr = None if workspace is None else workspace.data_ptr()
     check(getattr(lib, entry)(ws_ptr, ws_size.value, executor, current_stream(device)), entry)
-    _launched[entry] = read_last_tiling(entry)["block_dim"] > 0
+    block_dim = read_last_tiling(entry)["block_dim"]
+    _launched[entry] = block_dim > 0
+    if block_dim > 0 and profile.recording():
+        profile.record(entry, block_dim, device, last_sim_launch())
 
 
 def forget_launch(entry: str) -> None:
