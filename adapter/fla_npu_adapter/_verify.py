@@ -207,6 +207,16 @@ def current_soc(device) -> str | None:
         return None
 
 
+def soc_family(soc: str) -> str | None:
+    """The family (``a2``, ``a3``, ``a5``) of an NPU's SoC name, as kernel flavours declare it
+    (``npu:a2``): fla_npu's own mapping (``fla_npu.runtime.bootstrap.soc_family``)."""
+    try:
+        from fla_npu.runtime.bootstrap import soc_family as family
+    except ImportError:
+        return None
+    return family(soc)
+
+
 class _Verifier:
     """What every verifier shares: the claims installed for one FLA function, per device, and the
     placement of the call's tensors (the first one decides the device, the others must be on it)."""
@@ -243,7 +253,7 @@ class _Verifier:
                 return claim, None
             if soc is None:
                 soc = current_soc(device) or "unknown"
-            if target.soc.lower() == soc.lower():
+            if target.soc.lower() in (soc.lower(), soc_family(soc)):
                 return claim, None
         built = ", ".join(str(t) for t, _ in entries)
         return None, f"the fla_npu implementation of {self.key} is built for {built}, this device is {device.type}:{soc}"
@@ -352,6 +362,21 @@ class Verifier(_Verifier):
         if not backward and torch.is_grad_enabled() and (
                 getattr(q, "requires_grad", False) or any(getattr(t, "requires_grad", False) for t in others)):
             return f"fla_npu on {q.device.type} is forward-only and gradients are required"
+        if not backward and self.chunk_sizes is not None:
+            return self.kernel_limits(q, others, chunk_size)
+        return None
+
+    def kernel_limits(self, q, others, chunk_size) -> str | None:
+        """On a kernel device: why the chunk kernels cannot take the call (fla_npu's own list of the
+        stage kernels' limits), or None."""
+        try:
+            from fla_npu.runtime.chunk_pipeline import stage_reasons
+        except ImportError as error:
+            return f"fla_npu's kernel chain cannot be imported: {error}"
+        v = others[self.rules.tensors.index("v") - 1]
+        reasons = stage_reasons(q.dtype, chunk_size, q.shape[-1], v.shape[-1])
+        if reasons:
+            return f"the Ascend C kernels cannot take this call ({'; '.join(f'{s}: {w}' for s, w in reasons.items())})"
         return None
 
 

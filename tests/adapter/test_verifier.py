@@ -143,7 +143,36 @@ def test_wrong_soc_flavour(monkeypatch):
                "npu:Ascend910_9382")
 
 
+def test_a_flavour_claims_its_soc_family(monkeypatch):
+    """An NPU wheel claims ``npu:a2`` (build_wheel); every SoC of the family matches, no other does."""
+    from fla_npu.runtime import chunk_pipeline
+
+    monkeypatch.setattr(chunk_pipeline, "stage_reasons", lambda *facts: {})
+    q, beta = fake((1, 8, 2, 64)), fake((1, 8, 2))
+    verifier = make(devices="cpu,npu:a2")
+    for soc, ok in (("Ascend910B3", True), ("Ascend910B1", True), ("Ascend910_9382", False), ("Ascend950PR_9599", False)):
+        monkeypatch.setattr(_verify, "current_soc", lambda device, soc=soc: soc)
+        verifier.served.clear()
+        assert verifier(q, q, q, q, beta)[0] is ok, soc
+
+
+def test_kernel_device_refuses_what_the_kernels_cannot_take(monkeypatch):
+    """On an NPU the call must fit every stage kernel (fla_npu's chunk_pipeline.stage_reasons), else FLA's path."""
+    monkeypatch.setattr(_verify, "current_soc", lambda device: "Ascend910B3")
+    verifier = make(devices="cpu,npu:a2")
+    q32, beta = fake((1, 8, 2, 64), dtype=torch.float32), fake((1, 8, 2))
+    ok, reason = verifier(q32, q32, q32, q32, beta)
+    assert not ok and reason.startswith("the Ascend C kernels cannot take this call (stage 2: intra-chunk: ")
+    assert "float16 / bfloat16" in reason
+    q, v80 = fake((1, 8, 2, 64)), fake((1, 8, 2, 72))
+    ok, reason = verifier(q, q, v80, q, beta)
+    assert not ok and "V=72" in reason
+
+
 def test_forward_only_device(monkeypatch):
+    from fla_npu.runtime import chunk_pipeline
+
+    monkeypatch.setattr(chunk_pipeline, "stage_reasons", lambda *facts: {})  # the kernel limits: tested above
     monkeypatch.setattr(_verify, "current_soc", lambda device: "ascend910b2")
     verifier = make(devices="cpu,npu:Ascend910B2")
     q, beta = fake((1, 8, 2, 64), requires_grad=True), fake((1, 8, 2))
