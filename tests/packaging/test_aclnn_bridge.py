@@ -629,3 +629,35 @@ def test_runtime_gives_an_npu_flavour_its_embedded_operator_package(build, monke
                                                  r"561103 \(ACLNN_ERR_INNER_NULLPTR.*Called by "
                                                  r"flaNpuGateChunkCumsumGetWorkspaceSize"):
         kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2))
+
+
+# ---- the chunked forward's kernel chain, as an NPU flavour runs it --------------------------------
+
+@pytest.mark.parametrize("op", ["kda", "gdn"])
+def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fake, monkeypatch, op):
+    """The NPU route is the simulation's route with the bridge as the library: the chunk op calls the
+    aclnn pair of every stage kernel, in order, each launch on what the previous one wrote (the fake
+    computes nothing, so the numbers are not looked at)."""
+    import fla_npu
+    from fla_npu.runtime import chunk_pipeline
+
+    monkeypatch.setattr(N, "_lib", bridge)
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    fake.reset()
+    B, T, H, K, V = 1, 100, 2, 64, 64
+    q, k = torch.randn(B, T, H, K).bfloat16(), torch.randn(B, T, H, K).bfloat16()
+    v, beta = torch.randn(B, T, H, V).bfloat16(), torch.rand(B, T, H).bfloat16()
+    g = -torch.rand(B, T, H, *((K,) if op == "kda" else ())).bfloat16()
+    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+    with torch.no_grad():
+        fn(q, k, v, g, beta, output_final_state=True)
+    skipped = chunk_pipeline.stage_reasons(torch.bfloat16, 64, K, V)
+    entries = ["GateChunkCumsum"] + [name for stage, names in (
+        ("stage 2: intra-chunk", ("ChunkIntra", "SolveTril")), ("stage 3: WY factors", ("WyFast",)),
+        ("stage 4: state recurrence", ("ChunkState",)), ("stage 5: output", ("ChunkOutput",)))
+        if stage not in skipped for name in names]
+    calls = fake.calls()
+    assert [c.function.decode() for c in calls] == [
+        f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]
+    assert all(c.stream is None for c in calls[1::2])  # CPU tensors: no stream (an NPU call passes the current one)
+    assert fake.created == fake.destroyed
