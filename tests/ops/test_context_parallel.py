@@ -1,0 +1,221 @@
+"""Context parallelism (``cp_context``) over torch.distributed with gloo, in real processes.
+
+Every rank of a spawned group runs ``chunk_kda`` / ``chunk_gated_delta_rule`` on its slice of one
+packed batch and back-propagates its slice of a random ``do``; rank 0 gathers the slices and
+compares the output and every gradient (``A_log`` / ``dt_bias`` summed over ranks, as data-parallel
+training reduces them) with the single-process call on the whole batch, at the float32 tolerance.
+One spawn per group size runs all its cases (process start-up dominates the time).
+"""
+
+from __future__ import annotations
+
+import socket
+import warnings
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+import fla_npu
+from fla_npu.ops.common.context_parallel import build_cp_context
+from fla_npu.testing import check_close
+
+GRADS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    op: str                      # "kda" or "gdn"
+    lengths: tuple               # the packed sequences; their sum divides by the chain slots
+    H: int = 2
+    HV: int = 2
+    K: int = 32
+    V: int = 16
+    layout: str = "contiguous"
+    dtype: torch.dtype = torch.float32
+    kw: dict = field(default_factory=dict)   # op switches; "gate" in kw: raw gate with A_log/dt_bias
+
+
+def _inputs(case: Case, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    T, H, HV, K, V = sum(case.lengths), case.H, case.HV, case.K, case.V
+
+    def r(*shape):
+        return torch.randn(*shape, generator=gen)
+
+    kda = case.op == "kda"
+    gshape = (1, T, HV, K) if kda else (1, T, HV)
+    x = dict(q=r(1, T, H, K), k=r(1, T, H, K), v=r(1, T, HV, V), beta=torch.rand(1, T, HV, generator=gen) * 0.9 + 0.05)
+    # weak decay (about 1% per step): a state crossing a rank boundary still matters at the end of
+    # the next rank, so that every term of the exchange shows in the results
+    if case.kw.get("use_gate_in_kernel"):
+        x["g"] = r(*gshape)
+        bounded = "lower_bound" in case.kw                 # lower_bound * sigmoid(exp(A_log) * (g + dt_bias))
+        x["A_log"] = torch.rand(HV, generator=gen) - (0.5 if bounded else 4.0)
+        x["dt_bias"] = r(HV * K if kda else HV) * 0.5 - (8.0 if bounded else 1.0)
+    else:
+        x["g"] = F.logsigmoid(r(*gshape) + 4.0) * 0.5
+    if case.kw.get("use_beta_sigmoid_in_kernel"):
+        x["beta"] = r(1, T, HV)
+    if not case.kw.get("use_qk_l2norm_in_kernel"):
+        x["q"], x["k"] = F.normalize(x["q"], dim=-1), F.normalize(x["k"], dim=-1)
+    x = {n: t.to(case.dtype) if n in ("q", "k", "v") else t for n, t in x.items()}
+    return x, r(1, T, HV, V).to(case.dtype)
+
+
+def _call(case: Case, x: dict, **extra):
+    fn = fla_npu.chunk_kda if case.op == "kda" else fla_npu.chunk_gated_delta_rule
+    o, final = fn(**x, **case.kw, **extra)
+    assert final is None
+    return o
+
+
+def _gather(t: torch.Tensor, case: Case, world: int) -> torch.Tensor:
+    parts = [torch.empty_like(t) for _ in range(world)]
+    dist.all_gather(parts, t.contiguous())
+    if case.layout == "contiguous":
+        return torch.cat(parts, 1)
+    half = t.shape[1] // 2
+    return torch.cat([p[:, :half] for p in parts] + [p[:, half:] for p in reversed(parts)], 1)
+
+
+def _local_slice(t: torch.Tensor, case: Case, rank: int, world: int) -> torch.Tensor:
+    T = t.shape[1]
+    if case.layout == "contiguous":
+        n = T // world
+        return t[:, rank * n:(rank + 1) * n]
+    n = T // (2 * world)
+    back = 2 * world - 1 - rank
+    return torch.cat([t[:, rank * n:(rank + 1) * n], t[:, back * n:(back + 1) * n]], 1)
+
+
+def _run_case(case: Case, rank: int, world: int, group) -> None:
+    x, do = _inputs(case)
+    cu = torch.tensor([0, *torch.tensor(case.lengths).cumsum(0).tolist()], dtype=torch.long)
+    ctx = build_cp_context(cu, group=group, layout=case.layout)
+    local = {n: (_local_slice(t, case, rank, world) if n not in ("A_log", "dt_bias") else t).clone().requires_grad_()
+             for n, t in x.items()}
+    o = _call(case, local, cp_context=ctx)
+    o.backward(_local_slice(do, case, rank, world))
+    got = {"o": _gather(o.detach(), case, world)}
+    for n in GRADS:
+        if n in local:
+            grad = local[n].grad
+            if n in ("A_log", "dt_bias"):
+                dist.all_reduce(grad)
+                got["d" + n] = grad
+            else:
+                got["d" + n] = _gather(grad, case, world)
+    if rank != 0:
+        return
+    ref = {n: t.clone().requires_grad_() for n, t in x.items()}
+    o_ref = _call(case, ref, cu_seqlens=cu)
+    o_ref.backward(do)
+    want = {"o": o_ref.detach(), **{"d" + n: ref[n].grad for n in GRADS if n in ref}}
+    for name, value in want.items():
+        check_close(f"{case.name}: {name}", got[name], value, case.dtype)
+
+
+def _worker(rank: int, world: int, port: int, cases: list) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        failures = []
+        for case in cases:
+            try:
+                _run_case(case, rank, world, dist.group.WORLD)
+            except AssertionError as e:
+                failures.append(str(e))
+        assert not failures, "\n".join(failures)
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(world: int, cases: list) -> None:
+    """Run ``cases`` on a fresh gloo group of ``world`` processes; a failing assertion on any rank
+    fails the caller with its message."""
+    mp.spawn(_worker, args=(world, _free_port(), cases), nprocs=world, join=True)
+
+
+KDA_GATE = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True)
+GDN_GATE = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True)
+SAFE = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, safe_gate=True, lower_bound=-5.0)
+
+TWO_RANKS = [
+    # a sequence crossing the boundary between two others; K != V
+    Case("kda varlen crossing", "kda", (40, 50, 38), kw=dict(KDA_GATE, chunk_size=32)),
+    # boundary aligned with a sequence boundary: nothing crosses
+    Case("kda aligned", "kda", (64, 64), kw=dict(SAFE, chunk_size=32, use_beta_sigmoid_in_kernel=True)),
+    # one sequence over both ranks, GVA, the raw gate of GDN
+    Case("gdn one sequence GVA", "gdn", (96,), H=1, HV=2, kw=dict(GDN_GATE, chunk_size=16)),
+    Case("gdn varlen plain gate", "gdn", (20, 60, 16), kw=dict(chunk_size=16)),
+    Case("kda disable_recompute state_v_first", "kda", (70, 26), kw=dict(chunk_size=32, disable_recompute=True,
+                                                                          state_v_first=True)),
+    Case("kda zigzag", "kda", (100, 28), layout="zigzag", kw=dict(SAFE, chunk_size=32)),
+]
+
+FOUR_RANKS = [
+    # one sequence over every rank (the last rank holds only its tail), GVA
+    Case("kda one sequence over 4 ranks GVA", "kda", (128,), H=1, HV=2, kw=dict(SAFE, chunk_size=32)),
+    # a sequence from rank 0 to rank 3 between short ones; rank 3 starts with that sequence's tail
+    Case("gdn spanning varlen", "gdn", (10, 90, 20, 8), kw=dict(GDN_GATE, chunk_size=16)),
+    Case("gdn zigzag", "gdn", (50, 70, 8), layout="zigzag", kw=dict(chunk_size=16)),
+]
+
+
+@pytest.mark.parametrize("world, cases", [(2, TWO_RANKS), (4, FOUR_RANKS)], ids=["2 ranks", "4 ranks"])
+def test_cp_matches_single_process(world, cases):
+    spawn(world, cases)
+
+
+@pytest.mark.slow
+def test_cp_larger():
+    spawn(4, [Case("kda 4 ranks larger", "kda", (3000, 1096), H=2, HV=4, K=64, V=64, kw=dict(SAFE)),
+              Case("gdn 4 ranks larger bf16", "gdn", (4096,), H=2, HV=4, K=64, V=64, dtype=torch.bfloat16,
+                   kw=dict(GDN_GATE))])
+
+
+CONTEXT_FIELDS = {"contiguous": ("is_first_rank", "is_last_rank", "pre_num_ranks", "post_num_ranks"),
+                  "zigzag": ("part_len", "front_num_seqs", "is_first_by_part", "is_last_by_part")}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "zigzag"])
+@pytest.mark.parametrize("lengths,world", [((40, 50, 38), 2), ((128,), 4), ((10, 90, 20, 8), 4), ((64, 0, 64), 2),
+                                           ((1, 1, 5, 1), 4), ((3, 29), 8)])
+def test_context_fields_match_fla(lengths, world, layout):
+    """The partition of :func:`build_cp_context` is FLA's, field by field, on every rank."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # "Triton is not supported on current platform, roll back to CPU."
+        pytest.importorskip("fla")
+        from fla.ops.cp.context import get_cp_cu_seqlens
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.long)
+    for rank in range(world):
+        ours = build_cp_context(cu, layout=layout, rank=rank, world_size=world)
+        theirs = get_cp_cu_seqlens(cu, world_size=world, rank=rank, layout=layout)
+        assert ours.cu_seqlens_cpu.tolist() == theirs.cu_seqlens_cpu.tolist(), rank
+        assert ours.layout == theirs.layout
+        for name in CONTEXT_FIELDS[layout]:
+            assert getattr(ours, name) == getattr(theirs, name), (rank, name)
+
+
+@pytest.mark.parametrize("op", ["kda", "gdn"])
+def test_context_without_group_is_a_local_call(op):
+    """FLA's CP without a process group (``is_cp_enabled`` false): the context's ``cu_seqlens`` replace
+    the caller's and nothing is exchanged."""
+    case = Case("local", op, (20, 30, 14), kw=dict(chunk_size=32))
+    x, _ = _inputs(case)
+    cu = torch.tensor([0, 20, 50, 64])
+    ctx = build_cp_context(cu, layout="contiguous", rank=0, world_size=1)
+    ctx.group = None
+    o = _call(case, x, cp_context=ctx, cu_seqlens=torch.tensor([0, 64]))
+    torch.testing.assert_close(o, _call(case, x, cu_seqlens=cu), rtol=0, atol=0)
