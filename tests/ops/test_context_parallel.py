@@ -9,6 +9,7 @@ One spawn per group size runs all its cases (process start-up dominates the time
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import warnings
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ import fla_npu
 from fla_npu.ops.common.context_parallel import build_cp_context
 from fla_npu.testing import check_close
 
+HAVE_FLA = importlib.util.find_spec("fla") is not None
 GRADS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias")
 
 
@@ -37,7 +39,8 @@ class Case:
     V: int = 16
     layout: str = "contiguous"
     dtype: torch.dtype = torch.float32
-    kw: dict = field(default_factory=dict)   # op switches; "gate" in kw: raw gate with A_log/dt_bias
+    kw: dict = field(default_factory=dict)   # op switches
+    fla_context: bool = False                # FLA's own FLACPContext (when FLA is installed)
 
 
 def _inputs(case: Case, seed: int = 0):
@@ -69,9 +72,20 @@ def _inputs(case: Case, seed: int = 0):
 
 def _call(case: Case, x: dict, **extra):
     fn = fla_npu.chunk_kda if case.op == "kda" else fla_npu.chunk_gated_delta_rule
+    if case.kw.get("input_layout") == "BNSD":   # head-major in and out
+        x = {n: t.transpose(1, 2) if n in ("q", "k", "v", "g", "beta") else t for n, t in x.items()}
     o, final = fn(**x, **case.kw, **extra)
     assert final is None
-    return o
+    return o.transpose(1, 2) if case.kw.get("input_layout") == "BNSD" else o
+
+
+def _context(case: Case, cu: torch.Tensor, group):
+    if not case.fla_context:
+        return build_cp_context(cu, group=group, layout=case.layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # "Triton is not supported on current platform, roll back to CPU."
+        from fla.ops.cp import build_cp_context as fla_build_cp_context
+    return fla_build_cp_context(cu, group=group, layout=case.layout)
 
 
 def _gather(t: torch.Tensor, case: Case, world: int) -> torch.Tensor:
@@ -96,7 +110,7 @@ def _local_slice(t: torch.Tensor, case: Case, rank: int, world: int) -> torch.Te
 def _run_case(case: Case, rank: int, world: int, group) -> None:
     x, do = _inputs(case)
     cu = torch.tensor([0, *torch.tensor(case.lengths).cumsum(0).tolist()], dtype=torch.long)
-    ctx = build_cp_context(cu, group=group, layout=case.layout)
+    ctx = _context(case, cu, group)
     local = {n: (_local_slice(t, case, rank, world) if n not in ("A_log", "dt_bias") else t).clone().requires_grad_()
              for n, t in x.items()}
     o = _call(case, local, cp_context=ctx)
@@ -162,6 +176,9 @@ TWO_RANKS = [
     Case("kda disable_recompute state_v_first", "kda", (70, 26), kw=dict(chunk_size=32, disable_recompute=True,
                                                                           state_v_first=True)),
     Case("kda zigzag", "kda", (100, 28), layout="zigzag", kw=dict(SAFE, chunk_size=32)),
+    Case("kda bf16", "kda", (50, 78), dtype=torch.bfloat16, kw=dict(SAFE, chunk_size=32)),
+    *([Case("gdn FLA's context, head-major", "gdn", (40, 88), fla_context=True,
+            kw=dict(GDN_GATE, chunk_size=32, input_layout="BNSD"))] if HAVE_FLA else []),
 ]
 
 FOUR_RANKS = [
