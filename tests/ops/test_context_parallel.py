@@ -195,11 +195,33 @@ def test_cp_matches_single_process(world, cases):
     spawn(world, cases)
 
 
+# FLA's own CP test scenarios (tests/context_parallel/test_cp_kda.py / test_cp_gdn.py, which need
+# 2-8 GPUs) at a tenth of their length and head count: bf16, qk l2norm and FLA's gate switches.
+FLA_SCENARIOS = {
+    2: [("sequence cut", (300, 400, 324), {}), ("boundary aligned", (512, 512), {}),
+        ("many short sequences", (100, 150, 200, 250, 124, 100, 100), {}),
+        ("state_v_first", (300, 400, 324), dict(state_v_first=True)),
+        ("GQA sequence cut", (300, 400, 324), dict(H=1, HV=2))],
+    4: [("complex", (700, 324), {}), ("single sequence", (1024,), {})],
+}
+
+
+def _fla_scenarios(world: int) -> list:
+    cases = []
+    for name, lengths, extra in FLA_SCENARIOS[world]:
+        heads = {n: extra.get(n, 2) for n in ("H", "HV")}
+        kw = {n: x for n, x in extra.items() if n not in heads}
+        cases.append(Case(f"kda {name}", "kda", lengths, K=64, V=64, dtype=torch.bfloat16, **heads,
+                          kw=dict(SAFE, **kw)))
+        cases.append(Case(f"gdn {name}", "gdn", lengths, K=64, V=64, dtype=torch.bfloat16, **heads,
+                          kw=dict(GDN_GATE, **kw)))
+    return cases
+
+
 @pytest.mark.slow
-def test_cp_larger():
-    spawn(4, [Case("kda 4 ranks larger", "kda", (3000, 1096), H=2, HV=4, K=64, V=64, kw=dict(SAFE)),
-              Case("gdn 4 ranks larger bf16", "gdn", (4096,), H=2, HV=4, K=64, V=64, dtype=torch.bfloat16,
-                   kw=dict(GDN_GATE))])
+@pytest.mark.parametrize("world", [2, 4])
+def test_cp_fla_scenarios(world):
+    spawn(world, _fla_scenarios(world))
 
 
 CONTEXT_FIELDS = {"contiguous": ("is_first_rank", "is_last_rank", "pre_num_ranks", "post_num_ranks"),
