@@ -21,7 +21,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 import fla_npu
-from fla_npu.ops.common.context_parallel import build_cp_context
+from fla_npu.ops.common.context_parallel import LOCAL, build_cp_context, parts
 from fla_npu.testing import check_close
 
 HAVE_FLA = importlib.util.find_spec("fla") is not None
@@ -41,6 +41,7 @@ class Case:
     dtype: torch.dtype = torch.float32
     kw: dict = field(default_factory=dict)   # op switches
     fla_context: bool = False                # FLA's own FLACPContext (when FLA is installed)
+    grads: tuple = GRADS                     # the inputs that require grad (none: forward only)
 
 
 def _inputs(case: Case, seed: int = 0):
@@ -111,27 +112,55 @@ def _run_case(case: Case, rank: int, world: int, group) -> None:
     x, do = _inputs(case)
     cu = torch.tensor([0, *torch.tensor(case.lengths).cumsum(0).tolist()], dtype=torch.long)
     ctx = _context(case, cu, group)
-    local = {n: (_local_slice(t, case, rank, world) if n not in ("A_log", "dt_bias") else t).clone().requires_grad_()
-             for n, t in x.items()}
+    grads = [n for n in case.grads if n in x]
+    local = {n: (_local_slice(t, case, rank, world) if n not in ("A_log", "dt_bias") else t).clone()
+             .requires_grad_(n in grads) for n, t in x.items()}
+    sent = _count_sends()
     o = _call(case, local, cp_context=ctx)
-    o.backward(_local_slice(do, case, rank, world))
+    if grads:
+        o.backward(_local_slice(do, case, rank, world))
+    else:
+        assert o.grad_fn is None
+    # the only traffic: one float32 state per crossing forward, its gradient backward
+    state = case.HV * case.K * case.V * 4
+    expected = sum((p.send not in (None, LOCAL)) + (p.recv not in (None, LOCAL)) * bool(grads)
+                   for p in parts("test", ctx, ctx.cu_seqlens_cpu, local["q"].shape[1]))
+    assert sent == [state] * expected, f"{case.name}: rank {rank} sent {sent}, expected {expected} x {state} bytes"
+    dist.send = sent.original
     got = {"o": _gather(o.detach(), case, world)}
-    for n in GRADS:
-        if n in local:
-            grad = local[n].grad
-            if n in ("A_log", "dt_bias"):
-                dist.all_reduce(grad)
-                got["d" + n] = grad
-            else:
-                got["d" + n] = _gather(grad, case, world)
+    for n in grads:
+        grad = local[n].grad
+        if n in ("A_log", "dt_bias"):
+            dist.all_reduce(grad)
+            got["d" + n] = grad
+        else:
+            got["d" + n] = _gather(grad, case, world)
     if rank != 0:
         return
-    ref = {n: t.clone().requires_grad_() for n, t in x.items()}
+    ref = {n: t.clone().requires_grad_(n in grads) for n, t in x.items()}
     o_ref = _call(case, ref, cu_seqlens=cu)
-    o_ref.backward(do)
-    want = {"o": o_ref.detach(), **{"d" + n: ref[n].grad for n in GRADS if n in ref}}
+    if grads:
+        o_ref.backward(do)
+    want = {"o": o_ref.detach(), **{"d" + n: ref[n].grad for n in grads}}
     for name, value in want.items():
         check_close(f"{case.name}: {name}", got[name], value, case.dtype)
+
+
+class _Sends(list):
+    original = None
+
+
+def _count_sends() -> _Sends:
+    """Record the bytes of every ``dist.send`` of this process until ``dist.send`` is restored."""
+    sent = _Sends()
+    sent.original = dist.send
+
+    def send(tensor, *args, **kwargs):
+        sent.append(tensor.numel() * tensor.element_size())
+        return sent.original(tensor, *args, **kwargs)
+
+    dist.send = send
+    return sent
 
 
 def _worker(rank: int, world: int, port: int, cases: list) -> None:
@@ -177,6 +206,9 @@ TWO_RANKS = [
                                                                           state_v_first=True)),
     Case("kda zigzag", "kda", (100, 28), layout="zigzag", kw=dict(SAFE, chunk_size=32)),
     Case("kda bf16", "kda", (50, 78), dtype=torch.bfloat16, kw=dict(SAFE, chunk_size=32)),
+    # gradients for some inputs only (the final states then need none), and a forward-only call
+    Case("gdn grads of q only", "gdn", (30, 98), kw=dict(chunk_size=16), grads=("q",)),
+    Case("kda forward only", "kda", (30, 98), kw=dict(KDA_GATE, chunk_size=32), grads=()),
     *([Case("gdn FLA's context, head-major", "gdn", (40, 88), fla_context=True,
             kw=dict(GDN_GATE, chunk_size=32, input_layout="BNSD"))] if HAVE_FLA else []),
 ]

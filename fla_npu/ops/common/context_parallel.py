@@ -33,6 +33,7 @@ from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
+from torch.autograd.function import once_differentiable
 
 from .chunk import ChunkDeltaRuleFunction, DeltaRuleConfig
 from .chunk_plan import ChunkPlan
@@ -158,7 +159,7 @@ class _Local:
             h0[0, :, :, V:] = torch.eye(K, dtype=torch.float32, device=q.device)
         plan = ChunkPlan.build(1, b - a, cfg.chunk_size, torch.tensor(cu, dtype=torch.long), q.device)
         self.o, self.final = ChunkDeltaRuleFunction.apply(*sl, A_log, dt_bias, h0, cfg, plan)
-        self.a, self.b, self.V, self.aug = a, b, V, aug
+        self.a, self.b, self.aug = a, b, aug
         lengths = [e - s for s, e in zip(cu[:-1], cu[1:])]
         self.last = max((i for i, n in enumerate(lengths) if n > 0), default=len(lengths) - 1)
 
@@ -217,6 +218,7 @@ class _ContextParallel(torch.autograd.Function):
         return torch.cat([t.detach() for t in o], 1)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, do):
         spec = ctx.spec
         HV, K, V, ct, device = ctx.meta
@@ -242,8 +244,11 @@ class _ContextParallel(torch.autograd.Function):
                         dfinal[0, :, :, V:] = ds_out @ sv.s_in.transpose(-1, -2)
                 outs += [call.o, call.final]
                 cots += [d.to(call.o.dtype), dfinal]
+        keep = [n for n, t in enumerate(outs) if t.requires_grad]
+        outs, cots = [outs[n] for n in keep], [cots[n] for n in keep]
         wanted = [t for t in ctx.leaves if t is not None and t.requires_grad]
-        got = iter(torch.autograd.grad(outs, wanted, cots, allow_unused=True) if wanted else ())
+        got = iter(torch.autograd.grad(outs, wanted, cots, allow_unused=True) if wanted and outs else
+                   [None] * len(wanted))
         grads = [next(got) if t is not None and t.requires_grad else None for t in ctx.leaves]
         ctx.calls = ctx.leaves = None
         return (*grads, None)
