@@ -21,7 +21,8 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 import fla_npu
-from fla_npu.ops.common.context_parallel import LOCAL, build_cp_context, parts
+from fla_npu.ops.common.context_parallel import LOCAL, parts
+from fla_npu.ops.cp import build_cp_context
 from fla_npu.testing import check_close
 
 HAVE_FLA = importlib.util.find_spec("fla") is not None
@@ -277,6 +278,21 @@ def test_context_fields_match_fla(lengths, world, layout):
         assert ours.layout == theirs.layout
         for name in CONTEXT_FIELDS[layout]:
             assert getattr(ours, name) == getattr(theirs, name), (rank, name)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "zigzag"])
+@pytest.mark.parametrize("lengths,world", [((5, 2), 2), ((3,), 4), ((3,), 2)])
+def test_context_refusals_match_fla(lengths, world, layout):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pytest.importorskip("fla")
+        from fla.ops.cp.context import get_cp_cu_seqlens
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.long)
+    with pytest.raises(ValueError) as theirs:
+        get_cp_cu_seqlens(cu, world_size=world, rank=0, layout=layout)
+    with pytest.raises(ValueError) as ours:
+        build_cp_context(cu, layout=layout, rank=0, world_size=world)
+    assert str(ours.value) == str(theirs.value)
 
 
 @pytest.mark.parametrize("op", ["kda", "gdn"])

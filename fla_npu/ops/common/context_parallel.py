@@ -286,21 +286,25 @@ def _interval(cu: list, start: int, end: int, pos: int, part_len: int):
     return local, first_pos == pos, last_pos == pos, pos - first_pos, last_pos - pos
 
 
-def build_cp_context(cu_seqlens: torch.Tensor, group=None, layout: str = "contiguous",
-                     rank: int | None = None, world_size: int | None = None) -> CPContext:
+def build_cp_context(cu_seqlens: torch.Tensor, group=None, cu_seqlens_cpu: torch.Tensor | None = None,
+                     layout: str = "contiguous", *, rank: int | None = None,
+                     world_size: int | None = None) -> CPContext:
     """This rank's :class:`CPContext` for the global packed ``cu_seqlens`` (FLA's
     ``build_cp_context`` partition: ``T / world_size`` tokens per rank, or for ``"zigzag"`` chain
     slots ``r`` and ``2 * world_size - 1 - r`` of ``T / (2 * world_size)`` tokens each).
-    ``rank`` / ``world_size`` default to the group's."""
+    ``cu_seqlens_cpu``: a CPU copy (saves the device-to-host copy). ``rank`` / ``world_size``
+    default to the group's."""
     if layout not in ("contiguous", "zigzag"):
         raise ValueError(f"`layout` must be 'contiguous' or 'zigzag', got {layout!r}.")
     if world_size is None:
         world_size, rank = dist.get_world_size(group), dist.get_rank(group)
-    cu = [int(x) for x in cu_seqlens.cpu().tolist()]
+    cu = [int(x) for x in (cu_seqlens if cu_seqlens_cpu is None else cu_seqlens_cpu).cpu().tolist()]
     total, slots = cu[-1], world_size * (1 if layout == "contiguous" else 2)
-    if total < slots or total % slots:
-        raise ValueError(f"`total_tokens` ({total}) must be a positive multiple of the {slots} chain slots "
-                         f"for context parallelism.")
+    divisor = "`world_size`" if layout == "contiguous" else "`2 * world_size`"
+    if total < slots:   # FLA's messages
+        raise ValueError(f"`total_tokens` ({total}) must be at least {divisor} ({slots}) for context parallelism.")
+    if total % slots:
+        raise ValueError(f"`total_tokens` ({total}) must be divisible by {divisor} ({slots}) for context parallelism.")
     part_len = total // slots
     cu = [x for n, x in enumerate(cu) if n == 0 or x != cu[n - 1]]   # empty sequences hold no state
     meta = [_interval(cu, p * part_len, (p + 1) * part_len, p, part_len)
