@@ -13,6 +13,7 @@ import importlib.util
 import socket
 import warnings
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -306,3 +307,35 @@ def test_context_without_group_is_a_local_call(op):
     ctx.group = None
     o = _call(case, x, cp_context=ctx, cu_seqlens=torch.tensor([0, 64]))
     torch.testing.assert_close(o, _call(case, x, cu_seqlens=cu), rtol=0, atol=0)
+
+
+@pytest.fixture
+def group_of_one():
+    """A gloo group of this process alone (destroyed afterwards)."""
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+    yield dist.group.WORLD
+    dist.destroy_process_group()
+
+
+def _zigzag(**fields):
+    return {**dict(layout="zigzag", part_len=32, front_num_seqs=1, is_first_by_part=(True, True),
+                   is_last_by_part=(True, True)), **fields}
+
+
+@pytest.mark.parametrize("fields,match", [
+    (dict(), "`cp_context.is_first_rank` is not set"),
+    (dict(is_first_rank=True, is_last_rank=False), "crossing the end of the chain"),
+    (dict(is_first_rank=False, is_last_rank=True), "crossing the end of the chain"),
+    (dict(layout="ring"), "`cp_context.layout` must be 'contiguous' or 'zigzag'"),
+    (_zigzag(part_len=16), "zigzag `cp_context` describes 2 x 16 local tokens"),
+    (_zigzag(is_last_by_part=(True, False)), "zigzag `cp_context` of rank 0 has a sequence crossing"),
+])
+def test_context_checked_against_the_group(group_of_one, fields, match):
+    """A context whose chain metadata does not fit the group or the inputs is refused before any
+    communication."""
+    case = Case("bad context", "kda", (20, 44), kw=dict(chunk_size=32))
+    x, _ = _inputs(case)
+    cu = torch.tensor([0, 32, 64], dtype=torch.int32)
+    ctx = SimpleNamespace(group=group_of_one, cu_seqlens=cu, cu_seqlens_cpu=cu, **fields)
+    with pytest.raises(ValueError, match=match):
+        _call(case, x, cp_context=ctx)

@@ -90,11 +90,17 @@ def parts(fn: str, ctx, cu_cpu: torch.Tensor, T: int) -> list[Part]:
     layout = getattr(ctx, "layout", "contiguous") or "contiguous"
     if layout == "contiguous":
         first, last = _flag(fn, ctx, "is_first_rank"), _flag(fn, ctx, "is_last_rank")
+        if (rank == 0 and not first) or (rank == world - 1 and not last):
+            raise ValueError(f"{fn}: `cp_context` of rank {rank} of {world} has a sequence crossing the end of the "
+                             f"chain (is_first_rank={first}, is_last_rank={last}): it was built for another group.")
         return [Part(0, T, tuple(cu), None if first else rank - 1, None if last else rank + 1)]
     if layout != "zigzag":
         raise ValueError(f"{fn}: `cp_context.layout` must be 'contiguous' or 'zigzag', got {layout!r}.")
     part_len, nf = _flag(fn, ctx, "part_len"), _flag(fn, ctx, "front_num_seqs")
     firsts, lasts = _flag(fn, ctx, "is_first_by_part"), _flag(fn, ctx, "is_last_by_part")
+    if rank == 0 and not (firsts[0] and lasts[1]):
+        raise ValueError(f"{fn}: zigzag `cp_context` of rank 0 has a sequence crossing the end of the chain "
+                         f"(is_first_by_part={firsts}, is_last_by_part={lasts}): it was built for another group.")
     if T != 2 * part_len or cu[nf] != part_len:
         raise ValueError(f"{fn}: zigzag `cp_context` describes 2 x {part_len} local tokens (front ends at "
                          f"cu_seqlens[{nf}]={cu[nf]}), the inputs have T={T}.")
