@@ -3,12 +3,12 @@
 A verifier receives the caller's ``*args, **kwargs`` exactly as FLA's dispatch got them, binds them
 against FLA's own signature of the function (read from FLA at registration, so positional and
 keyword call forms both work), and returns ``(True, None)`` or ``(False, reason)``. It reads only
-attributes (device, dtype, shape, ``requires_grad``): no computation, no device synchronisation,
-nothing written, and it never raises.
+attributes (device, dtype, shape, ``requires_grad``, the fields of a ``cp_context``): no computation,
+no device synchronisation, nothing written, and it never raises.
 
 Two kinds of reasons. A call fla_npu cannot serve although it is valid (a device or SoC no
-installed flavour serves, ``cp_context``, gradients on a forward-only device) falls back to FLA's
-default path, the reason logged once at WARNING. A call that is invalid (:class:`Invalid`: it does
+installed flavour serves, a ``cp_context`` without FLA's fields, gradients on a forward-only
+device) falls back to FLA's default path, the reason logged once at WARNING. A call that is invalid (:class:`Invalid`: it does
 not bind, a misspelt keyword, an integer ``q``, a ``cu_seqlens`` that is not a 1-D integer
 tensor, ...) is accepted whenever its first tensor is on a device fla_npu serves: fla_npu's own
 validation then raises the error FLA raises for it (same type and message), instead of FLA's path
@@ -323,6 +323,34 @@ class _Verifier:
         return Invalid(f"`{name}` {where}, `{self.first}` on {device}")
 
 
+_CP_FIELDS = {"contiguous": (("is_first_rank", bool), ("is_last_rank", bool)),
+              "zigzag": (("part_len", int), ("front_num_seqs", int), ("is_first_by_part", tuple),
+                         ("is_last_by_part", tuple))}
+
+
+def cp_context_reason(ctx, device) -> str | None:
+    """Whether fla_npu can run a context-parallel call with FLA's context ``ctx`` (read duck-typed on
+    FLA's field names; the process group itself is not inspected): its rank-local ``cu_seqlens`` and,
+    with a group, the chain metadata of its layout. A missing ``cu_seqlens`` is FLA's own error."""
+    if not hasattr(ctx, "group") or not hasattr(ctx, "cu_seqlens"):
+        return f"`cp_context` ({type(ctx).__name__}) has no `group` / `cu_seqlens` fields of FLA's context"
+    cu = ctx.cu_seqlens
+    if cu is None:
+        return Invalid("`cp_context.cu_seqlens` is None")
+    if type(cu) is not _Tensor or cu.dtype not in INDEX_DTYPES or cu.ndim != 1 or cu.device != device:
+        return Invalid("`cp_context.cu_seqlens` must be a 1-D int32/int64 tensor on q's device")
+    if ctx.group is None:
+        return None                                       # FLA: CP disabled, a plain local varlen call
+    layout = getattr(ctx, "layout", "contiguous")
+    if layout not in _CP_FIELDS:
+        return f"`cp_context.layout` {layout!r} is not supported (contiguous, zigzag)"
+    for name, kind in _CP_FIELDS[layout]:
+        value = getattr(ctx, name, None)
+        if not isinstance(value, kind) or (kind is tuple and len(value) != 2):
+            return f"`cp_context.{name}` is not set ({layout} layout)"
+    return None
+
+
 class Verifier(_Verifier):
     """The verifier of one of FLA's attention functions (``q`` first), for the claims installed for it."""
 
@@ -351,7 +379,9 @@ class Verifier(_Verifier):
         if q.shape[-1] > self.max_head_dim:
             return Invalid(f"head dim K={q.shape[-1]} is not supported (K <= {self.max_head_dim})")
         if cp_context is not None and self.has_cp:
-            return "context parallelism (`cp_context`) is not supported by fla_npu"
+            reason = cp_context_reason(cp_context, q.device)
+            if reason is not None:
+                return reason
         if self.chunk_sizes is not None and (type(chunk_size) is not int or chunk_size not in self.chunk_sizes):
             return Invalid(f"chunk_size={chunk_size!r} is not supported (supported: {self.allowed})")
         if cu_seqlens is not None and (type(cu_seqlens) is not _Tensor or cu_seqlens.dtype not in INDEX_DTYPES

@@ -59,6 +59,27 @@ def test_accepts_fla_call_forms_with_every_switch():
                None, True, out=torch.empty_like(v)) == (True, None)
 
 
+def _cp(**fields):
+    """A context with FLA's field names (the process group is never looked at)."""
+    return SimpleNamespace(**{"group": None, "cu_seqlens": torch.tensor([0, 8]), **fields})
+
+
+# Context-parallel calls fla_npu serves: FLA's context fields, whatever the group object is.
+CP_SERVED = [
+    _cp(),
+    _cp(group=object(), is_first_rank=False, is_last_rank=True),
+    _cp(group=object(), layout="zigzag", part_len=4, front_num_seqs=1, is_first_by_part=(True, False),
+        is_last_by_part=(False, True)),
+]
+
+
+@pytest.mark.parametrize("ctx", CP_SERVED, ids=["no group", "contiguous", "zigzag"])
+def test_cp_context_served(ctx):
+    q, k, v, g, b = tensors()
+    assert make()(q, k, v, g, b, cp_context=ctx) == (True, None)
+    assert make("gated_delta_rule.chunk_gated_delta_rule")(q, k, v, g[..., 0], b, cp_context=ctx) == (True, None)
+
+
 # Invalid calls (whichever implementation runs them): accepted when q is on a served device, so that
 # fla_npu's validation raises FLA's own error. (key, call builder, exact reason)
 INVALID = [
@@ -92,14 +113,27 @@ INVALID = [
      "`cu_seqlens` must be a 1-D int32/int64 tensor, got 1-D torch.float32"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cu_seqlens": [0, 8]}),
      "`cu_seqlens` must be a 1-D int32/int64 tensor, got a list"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(cu_seqlens=None)}),
+     "`cp_context.cu_seqlens` is None"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(cu_seqlens=torch.tensor([0., 8.]))}),
+     "`cp_context.cu_seqlens` must be a 1-D int32/int64 tensor on q's device"),
 ]
 
 # Valid calls fla_npu does not serve, and calls it cannot route (no tensor q): FLA's default path.
 REJECTIONS = [
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": object()}),
-     "context parallelism (`cp_context`) is not supported by fla_npu"),
+     "`cp_context` (object) has no `group` / `cu_seqlens` fields of FLA's context"),
     ("gated_delta_rule.chunk_gated_delta_rule", lambda q, k, v, g, b: ((q, k, v, g[..., 0], b), {"cp_context": 1}),
-     "context parallelism (`cp_context`) is not supported by fla_npu"),
+     "`cp_context` (int) has no `group` / `cu_seqlens` fields of FLA's context"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(group=object())}),
+     "`cp_context.is_first_rank` is not set (contiguous layout)"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(group=object(), layout="zigzag",
+                                                                                  part_len=4, front_num_seqs=1,
+                                                                                  is_first_by_part=(True,),
+                                                                                  is_last_by_part=(True, False))}),
+     "`cp_context.is_first_by_part` is not set (zigzag layout)"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(group=object(), layout="ring")}),
+     "`cp_context.layout` 'ring' is not supported (contiguous, zigzag)"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((None, k, v, g, b), {}),
      "verifier error: AttributeError: 'NoneType' object has no attribute 'device'"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q.int().tolist(), k, v, g, b), {}),

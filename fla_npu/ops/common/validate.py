@@ -42,11 +42,6 @@ def reject_unknown_kwargs(fn: str, kwargs: dict, known: tuple) -> None:
         raise TypeError(f"{fn}() got unexpected keyword argument(s) {unknown}; accepted extra keywords: {list(known)}")
 
 
-def reject_cp(fn: str, cp_context) -> None:
-    if cp_context is not None:
-        raise NotImplementedError(f"{fn}: context parallelism (`cp_context`) is not supported by fla_npu.")
-
-
 def check_varlen(q: torch.Tensor, initial_state, cu_seqlens) -> None:
     """FLA's two varlen checks, verbatim."""
     if cu_seqlens is None:
