@@ -10,8 +10,8 @@
 //                    and the slot of one unit (GM tensors with their row pitch) into the output.
 // Per unit (chunk, head) u, the i-th of its AI core, workspace slot i % 2 (the hand-off protocol of
 // common/chunk_cube.h; BT = 16 has no merge and no hand-off):
-//   AIV  [i >= 2: wait Free]  for its diagonal blocks b: X_bb, X_bb^T; X_bb and the zeros right of
-//        it to Akk; -X_bb and the XT rows of block row b to the slot;  set Ready (PIPE_MTE3)
+//   AIV  [i >= 2: wait Free]  for its diagonal blocks b: X_bb and the zeros right of it to Akk;
+//        -X_bb (b > 0) and X_bb^T (b < nb - 1: what the Cube reads) to the slot;  set Ready (PIPE_MTE3)
 //   AIC  wait Ready; block rows 1 .. nb-1 (BlockRowMerge); [slot reused later: set Free]
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX, FIX ->
@@ -108,11 +108,12 @@ private:
 // transpose: LoadData transposes 2-byte types only).
 // ------------------------------------------------------------------------------------------------
 
-// A row-major rows x cols fp32 matrix with row pitch `pitch` from GM into L1 as NZ.
+// A row-major rows x cols fp32 matrix with row pitch `pitch` from GM into L1 as NZ, its 8-column
+// blocks `height` rows apart (default: rows; more when it is the top part of a taller NZ matrix).
 __aicore__ inline void LoadNzRows(const LocalTensor<float>& l1, const GlobalTensor<float>& gm, uint32_t rows, uint32_t cols,
-                                  uint32_t pitch) {
+                                  uint32_t pitch, uint32_t height = 0) {
     DataCopy(l1, gm, Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(pitch),
-                                 static_cast<uint16_t>(rows), 1, 0));
+                                 static_cast<uint16_t>(height ? height : rows), 1, 0));
 }
 
 // B (k x n) into L0B from the NZ of B^T in L1.
@@ -146,8 +147,9 @@ __aicore__ inline void StoreRows(const GlobalTensor<O>& out, const LocalTensor<f
 }
 
 // The off-diagonal blocks of X = (I + L)^-1 of one BT x BT matrix, block row by block row, given
-// the vector side's work in the slot: XT rows of every block row b (zeros left of the diagonal
-// block, X_bb^T on it; pitch BT) and -X_bb (16 x 16 each). Block row i (n = 16 i):
+// the vector side's work in the slot: X_bb^T on the diagonal of XT (pitch BT; b < nb - 1) and -X_bb
+// (16 x 16 each; b > 0). Block row i (n = 16 i; XT[:n, :n] is upper block triangular: its zero
+// blocks are filled in L1, only the blocks on and above the diagonal are read):
 //   R^T      = XT[:n, :n] @ L[i, :n]^T   (n x 16)   into the slot, read back
 //   X[i, :n] = (-X_ii) @ R                (16 x n)   into the output, rounded once to O
 //   XT[:n, n : n + 16] = R^T @ (-X_ii)^T            into the slot (the next block row's XT)
@@ -178,7 +180,10 @@ public:
         for (uint32_t i = 1; i < nb; ++i) {
             const uint32_t n = i * kBlock;
             Sync<HardEvent::MTE1_MTE2>();  // the previous LoadData have read L1
-            LoadNzRows(xt1, xt, n, n, BT);
+            ZeroL1(xt1, n * n);
+            for (uint32_t r = 0; r < i; ++r)  // block row r of XT[:n, :n]: columns 16 r .. n
+                LoadNzRows(xt1[(r * kBlock / 8) * n * 8 + r * kBlock * 8], xt[uint64_t(r) * kBlock * BT + r * kBlock], kBlock,
+                           n - r * kBlock, BT, n);
             LoadNzRows(ls1, l[uint64_t(n) * BT], kBlock, n, BT);
             Sync<HardEvent::MTE2_MTE1>();
             ProductNT(c, a2, b2, xt1, ls1, n, kBlock, n);
@@ -276,12 +281,10 @@ public:
         pipe_.InitBuffer(x_, kBlockElems * sizeof(float));
         inv_.Init(pipe_);
         const uint32_t side = t.BT - kBlock;
-        if (side > 0) {  // constant zero rows, copied left / right of the diagonal blocks
+        if (side > 0) {  // constant zero rows, copied right of the diagonal blocks
             pipe_.InitBuffer(zO_, kBlock * side * sizeof(O));
-            pipe_.InitBuffer(zF_, kBlock * side * sizeof(float));
             // Zero bits are zero in every output type: fill them as 16-bit words.
             Duplicate(zO_.Get<uint16_t>(), uint16_t(0), static_cast<int32_t>(kBlock * side * sizeof(O) / 2));
-            Duplicate(zF_.Get<float>(), 0.0f, static_cast<int32_t>(kBlock * side));
             Sync<HardEvent::V_MTE3>();
         }
     }
@@ -304,8 +307,8 @@ public:
     }
 
 private:
-    // Diagonal block b of unit u: X_bb and the zeros right of it to Akk; with a merge, -X_bb and
-    // block row b of XT (zeros, then X_bb^T) to the slot at `base`.
+    // Diagonal block b of unit u: X_bb and the zeros right of it to Akk; with a merge, what the Cube
+    // reads of it to the slot at `base`: -X_bb (b > 0) and X_bb^T on XT's diagonal (b < nb - 1).
     __aicore__ inline void Diagonal(uint32_t u, uint32_t b, uint64_t base, bool merge) {
         const uint32_t BT = t_.BT, c0 = b * kBlock, right = BT - c0 - kBlock;
         const uint64_t at = (uint64_t(u) * BT + c0) * BT + c0;  // element (16 b, 16 b) of unit u
@@ -331,26 +334,22 @@ private:
             DataCopy(gOut_[at + kBlock], zO_.Get<O>(),
                      DataCopyParams(kBlock, static_cast<uint16_t>(right * sizeof(O) / 32), 0,
                                     static_cast<uint16_t>((c0 + kBlock) * sizeof(O) / 32)));
-        if (!merge) return;
-
-        LocalTensor<float> nx = outN_.AllocTensor<float>();
-        Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
-        outN_.EnQue(nx);
-        nx = outN_.DeQue<float>();
-        DataCopy(gWs_[base + t_.ws_nx_off + b * kBlockElems], nx, kBlockElems);
-        outN_.FreeTensor(nx);
-
-        const uint64_t row = base + uint64_t(c0) * BT;  // XT block row b
-        LocalTensor<float> y = outT_.AllocTensor<float>();
-        inv_.Upper(y);
-        outT_.EnQue(y);
-        y = outT_.DeQue<float>();
-        DataCopy(gWs_[row + c0], y, DataCopyParams(kBlock, fBlk, 0, fGap));
-        outT_.FreeTensor(y);
-        if (c0 > 0)
-            DataCopy(gWs_[row], zF_.Get<float>(),
-                     DataCopyParams(kBlock, static_cast<uint16_t>(c0 * sizeof(float) / 32), 0,
-                                    static_cast<uint16_t>((BT - c0) * sizeof(float) / 32)));
+        if (merge && b > 0) {
+            LocalTensor<float> nx = outN_.AllocTensor<float>();
+            Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
+            outN_.EnQue(nx);
+            nx = outN_.DeQue<float>();
+            DataCopy(gWs_[base + t_.ws_nx_off + b * kBlockElems], nx, kBlockElems);
+            outN_.FreeTensor(nx);
+        }
+        if (merge && b + 1 < t_.nb) {
+            LocalTensor<float> y = outT_.AllocTensor<float>();
+            inv_.Upper(y);
+            outT_.EnQue(y);
+            y = outT_.DeQue<float>();
+            DataCopy(gWs_[base + uint64_t(c0) * BT + c0], y, DataCopyParams(kBlock, fBlk, 0, fGap));
+            outT_.FreeTensor(y);
+        }
     }
 
     SolveTrilTiling t_{};
@@ -359,7 +358,7 @@ private:
     BlockInverse16 inv_;
     TQue<QuePosition::VECIN, 1> inL_;
     TQue<QuePosition::VECOUT, 1> outX_, outN_, outT_;
-    TBuf<TPosition::VECCALC> x_, zO_, zF_;
+    TBuf<TPosition::VECCALC> x_, zO_;
     GlobalTensor<float> gL_, gWs_;
     GlobalTensor<O> gOut_;
 };

@@ -34,12 +34,12 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
     t->out_bytes = p.out_kind == kOutFloat32 ? 4 : 2;
     chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
-    // AIV (per diagonal block): the L block in, its Brcb (one 32-byte block per element), X and X^T,
-    // the scratch row products, the identity; out: X_bb (output type), -X_bb and X_bb^T (fp32); the
-    // zeros written left / right of the diagonal blocks (16 x (BT - 16) of each type).
+    // AIV (per diagonal block): the L block in, its Brcb (one 32-byte block per element), X, the
+    // scratch row products, the identity; out: X_bb (output type), -X_bb and X_bb^T (fp32); the
+    // zeros written right of the diagonal blocks (16 x (BT - 16) of the output type).
     const uint32_t side = p.BT - kBlock;
     t->ub_bytes_used = kBlockElems * 4 * 4 + kBlockElems * 32 + kBlockElems * t->out_bytes + kBlockElems * 4 * 2 +
-                       kBlock * side * (t->out_bytes + 4);
+                       kBlock * side * t->out_bytes;
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "solve_tril tiling: UB too small"; return -1; }
 
     // AIC (block row i, n = 16 i <= BT - 16): XT [n, n], L[i, :n] [16, n], R^T [n, 16], -X_ii in L1;

@@ -11,11 +11,12 @@
 // Design: blocked forward substitution, one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). With 16 x 16
 // diagonal blocks b (nb = BT / 16 of them) and X = Akk:
 //   AIV  X_bb = (I + L_bb)^-1 and its transpose by forward / backward substitution in fp32 (the
-//        vector unit; the only division-free recurrences), written: X_bb and the zeros right of it
-//        to Akk; -X_bb and the rows of XT (the transpose of X, built up block column by block column:
-//        zeros left of the diagonal block, X_bb^T on it) to the core's workspace slot.
-//   AIC  for each block row i = 1 .. nb-1, with n = 16 i and XT the transpose of the inverse of the
-//        leading n x n block (complete in the slot once block rows < i are done):
+//        vector unit; the diagonal is one: no division), written: X_bb and the zeros right of it to
+//        Akk; what the Cube reads of it to the core's workspace slot: -X_bb (b > 0) and X_bb^T
+//        (b < nb - 1) on the diagonal of XT, the transpose of X, which the Cube completes block
+//        column by block column (its zero blocks are never written: the Cube fills them in L1).
+//   AIC  for each block row i = 1 .. nb-1, with n = 16 i and XT[:n, :n] the transpose of the inverse
+//        of the leading n x n block (complete in the slot once block rows < i are done):
 //          R^T     = XT  @ L[i, :n]^T          (n x 16; to the slot)
 //          X[i,:n] = (-X_ii) @ R               (16 x n; to Akk, rounded once)
 //          X[i,:n]^T = R^T @ (-X_ii)^T         (n x 16; to the slot's XT, when i < nb - 1)
@@ -23,8 +24,8 @@
 //        the right operand as its transpose (B^T), so that no fp32 fractal needs a transposing load
 //        (LoadData transposes 2-byte types only): that is why the vector side also forms X_bb^T.
 // BT = 16 has no merge: the AIVs alone write Akk (units alternate between the two AIVs of a core).
-// Extra GM traffic per unit (BT = 64): the slot round trip (XT, -X_bb, R^T), a few tens of KB; L
-// itself is read once, and only its block-lower part.
+// Extra GM traffic per unit: the slot round trip (XT's upper blocks, -X_bb, R^T); L is read once,
+// and only its block-lower part (the blocks above the diagonal are never read).
 //
 // Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
 // (CoreUnits); the output is bit-identical for any core count. The AIV sub-block s of a core inverts
