@@ -77,9 +77,9 @@ def test_matches_float64_solve(BT, out_dtype):
     ref = _gold(L)
     err = check_close(f"Akk BT={BT}", A, ref, out_dtype)
     if out_dtype == FP32:  # fp32 substitution and fp32 Cube products: a few ulps
-        assert err < 1e-6, err
-    else:  # one rounding on write: within the dtype's half ulp (RMS)
-        assert rel_rms(A, ref.to(out_dtype)) < 1e-6 * (1 if out_dtype == FP16 else 10) + err
+        assert err < 1e-7, err
+    else:  # computed in fp32, rounded once on write: the error is that of rounding the gold
+        assert err <= 1.02 * rel_rms(ref.to(out_dtype), ref) + 1e-7, err
     t = kst.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["nb"]) == (5, 3, BT, BT // 16)
 
