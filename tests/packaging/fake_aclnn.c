@@ -356,3 +356,14 @@ EXPORT int32_t aclnnFlaNpuWyFastGetWorkspaceSize(const void* k, const void* v, c
 EXPORT int32_t aclnnFlaNpuWyFast(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
     return second_phase("aclnnFlaNpuWyFast", workspace, workspace_size, executor, stream);
 }
+
+EXPORT int32_t aclnnFlaNpuSolveTrilGetWorkspaceSize(const void* l, const void* akk, uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuSolveTrilGetWorkspaceSize");
+    add_tensor(c, l);
+    add_tensor(c, akk);
+    return first_phase(c, "aclnnFlaNpuSolveTril", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuSolveTril(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuSolveTril", workspace, workspace_size, executor, stream);
+}
