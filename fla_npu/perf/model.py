@@ -106,12 +106,20 @@ def gm_share(soc: SocPerf, requesters: int) -> float:
     return min(soc.gm_port_bytes_per_cycle * soc.clock_hz, soc.hbm_bytes_per_s * soc.hbm_efficiency / max(1, requesters))
 
 
+def _moves_gm(c: T.CoreTrace) -> bool:
+    r = c.records
+    return bool(((r["kind"] == T.INSTR) & (r["detail"] == T.MEM_GM) & (r["amount"] > 0)
+                 & ((r["pipe"] == T.MTE2) | (r["pipe"] == T.MTE3) | (r["pipe"] == T.FIX))).any())
+
+
+def gm_moving_types(tr: T.LaunchTrace) -> set:
+    """The core types (AIC, AIV) of ``tr`` that move GM bytes."""
+    return {c.core_type for c in tr.cores if _moves_gm(c)}
+
+
 def gm_requesters(tr: T.LaunchTrace, soc: SocPerf) -> int:
     """The cores of ``tr`` that move GM bytes, at most the SoC's cores of each type."""
-    moving = [c for c in tr.cores if ((c.records["kind"] == T.INSTR) & (c.records["detail"] == T.MEM_GM)
-                                      & (c.records["amount"] > 0)
-                                      & ((c.records["pipe"] == T.MTE2) | (c.records["pipe"] == T.MTE3)
-                                         | (c.records["pipe"] == T.FIX))).any()]
+    moving = [c for c in tr.cores if _moves_gm(c)]
     aic = sum(1 for c in moving if c.core_type == T.AIC)
     return min(aic, soc.ai_cores) + min(len(moving) - aic, soc.aiv_cores)
 
