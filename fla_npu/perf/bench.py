@@ -133,8 +133,7 @@ class _StageRuns:
 
 def model_stage(stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, runs: _StageRuns) -> dict:
     """The modelled time of ``stage`` at the full shape ``full`` on ``soc`` (see the module docstring)."""
-    from . import model as M
-    from . import trace as T
+    from . import model as M, trace as T
 
     why = stage.available()
     if why is not None:
@@ -366,7 +365,8 @@ def plot(rows: list[dict], path: str) -> None:
                 ys.append(r["time_ms"])
         ax.bar(xs, ys, width, label=f"{impl} {soc} ({src})")
     for j, lab in enumerate(labels):
-        floors = [r["roofline"]["floor_ms"] for r in timed if f"{r['op']} [{','.join(map(str, r['key']))}]" == lab and r.get("roofline")]
+        floors = [r["roofline"]["floor_ms"] for r in timed
+                  if f"{r['op']} [{','.join(map(str, r['key']))}]" == lab and r.get("roofline")]
         if floors:
             ax.plot([j - 0.1, j + 0.9], [min(floors)] * 2, "k:", linewidth=1)
     for r in timed:
