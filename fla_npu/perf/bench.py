@@ -115,15 +115,15 @@ def _roof_json(r: R.Roofline) -> dict:
 # ---- model mode -----------------------------------------------------------------------------------
 
 class _StageRuns:
-    """Simulated launches of stage kernels, cached by (stage, scaled shape, dtype): the full shapes
-    of one op mostly share a scaled shape."""
+    """Simulated launches of stage kernels, cached by (op, stage, scaled shape, dtype): the full
+    shapes of one op mostly share a scaled shape."""
 
     def __init__(self):
         self._cache = {}
 
-    def trace(self, stage: Stage, scaled: dict, dtype: str):
+    def trace(self, op: str, stage: Stage, scaled: dict, dtype: str):
         from . import trace as T
-        key = (stage.name, tuple(sorted(scaled.items())), dtype)
+        key = (op, stage.name, tuple(sorted(scaled.items())), dtype)
         if key not in self._cache:
             with T.tracing():
                 stage.launch(scaled, dtype)
@@ -131,7 +131,7 @@ class _StageRuns:
         return self._cache[key]
 
 
-def model_stage(stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, runs: _StageRuns) -> dict:
+def model_stage(op: str, stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, runs: _StageRuns) -> dict:
     """The modelled time of ``stage`` at the full shape ``full`` on ``soc`` (see the module docstring)."""
     from . import model as M, trace as T
 
@@ -139,7 +139,11 @@ def model_stage(stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, runs: _St
     if why is not None:
         return {"stage": stage.name, "title": stage.title, "status": why, "time_ms": None}
     scaled = stage.scale(full)
-    tr = runs.trace(stage, scaled, dtype)
+    try:
+        tr = runs.trace(op, stage, scaled, dtype)
+    except Exception as e:  # a kernel that fails here is reported on its row, the others still run
+        return {"stage": stage.name, "title": stage.title, "status": f"kernel failed: {type(e).__name__}: {e}",
+                "time_ms": None}
     mixed = any(c.core_type == T.AIC for c in tr.cores) and any(c.core_type == T.AIV for c in tr.cores)
     aic_only = all(c.core_type == T.AIC for c in tr.cores)
     slots = soc.ai_cores if (mixed or aic_only) else soc.aiv_cores
@@ -169,7 +173,7 @@ def model_case(case: Case, socs, runs: _StageRuns) -> list[dict]:
     rows = []
     for name in socs:
         soc = SC.soc(name)
-        stages = [model_stage(s, case.shape, case.dtype, soc, runs) for s in FWD_STAGES[case.op]]
+        stages = [model_stage(case.op, s, case.shape, case.dtype, soc, runs) for s in FWD_STAGES[case.op]]
         modelled = [s for s in stages if s["time_ms"] is not None]
         total = sum(s["time_ms"] for s in modelled) if modelled else None
         roof = roofline(case, soc)
@@ -177,7 +181,8 @@ def model_case(case: Case, socs, runs: _StageRuns) -> list[dict]:
                "group": case.group, "shape": case.shape, "key": list(case.key()), "dtype": case.dtype, "soc": name,
                "soc_part": soc.part, "time_ms": total, "stages": stages,
                "complete": len(modelled) == len(stages),
-               "stages_without_kernel": [s["stage"] for s in stages if s["time_ms"] is None],
+               "stages_without_kernel": [s["stage"] for s in stages if s["status"] == "reference (no kernel)"],
+               "stages_failed": [s["stage"] for s in stages if s["status"].startswith("kernel failed")],
                "roofline": _roof_json(roof),
                "ratio_to_roofline": None if total is None else total / (roof.floor_s * 1e3),
                "published": list(PUBLISHED.get((case.op, case.key(), name), ()))}
@@ -304,9 +309,12 @@ def format_table(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         note = ""
-        if r["source"] == "model" and r.get("stages_without_kernel"):
-            note = f"kernels: {len(r['stages']) - len(r['stages_without_kernel'])}/{len(r['stages'])} stages; " \
-                   f"reference (no kernel): {', '.join(r['stages_without_kernel'])}"
+        if r["source"] == "model" and not r["complete"]:
+            modelled = sum(1 for s in r["stages"] if s["time_ms"] is not None)
+            note = f"kernels: {modelled}/{len(r['stages'])} stages" + \
+                   "".join(f"; {what}: {', '.join(r[k])}" for k, what in
+                           (("stages_without_kernel", "reference (no kernel)"), ("stages_failed", "kernel failed"))
+                           if r[k])
         if r.get("error"):
             note = r["error"]
         if r.get("spread_ms"):
@@ -326,9 +334,9 @@ def headline(rows: list[dict]) -> str | None:
     figures, side by side (``None`` if that row is not among ``rows``)."""
     for r in rows:
         if r["op"] == "kda" and tuple(r["key"]) == (1, 8192, 96, 128) and r["soc"] == "a2" and r["source"] == "model":
+            modelled = sum(1 for s in r["stages"] if s["time_ms"] is not None)
             out = [f"KDA forward [1,8192,96,128] {r['dtype']} on a2 ({r['soc_part']}):",
-                   f"  fla_npu kernels today (model): {_ms(r['time_ms'])} ms for "
-                   f"{len(r['stages']) - len(r['stages_without_kernel'])} of {len(r['stages'])} stages "
+                   f"  fla_npu kernels today (model): {_ms(r['time_ms'])} ms for {modelled} of {len(r['stages'])} stages "
                    f"(no kernel yet: {', '.join(r['stages_without_kernel']) or 'none'})"]
             for s in r["stages"]:
                 out.append(f"    {s['title']:<32} {s['status'] if s['time_ms'] is None else _ms(s['time_ms']) + ' ms (model)'}")

@@ -4,9 +4,16 @@ splits over the cores) at any shape. A stage whose kernel does not exist yet has
 and is reported as "reference (no kernel)".
 
 Adding a kernel: write ``_launch_<stage>(shape, dtype)`` (random inputs of the stage's layout at
-``shape``, one call of the runtime function) and put it in the stage's row; if its runtime module
-is not always built, name it in ``module`` so that the bench reports the stage without a kernel
-when the module (or its entry point) is missing."""
+``shape``, one call of the runtime function) and put it in the stage's row with its runtime module
+in ``module``: the bench reports the stage without a kernel while that module is missing. The
+launchers of stages 2 and 4 are written to the calls of ``runtime/chunk_pipeline.py`` and start
+running when their modules appear.
+
+Units: the chunk kernels split (chunk, value head) pairs over the AI cores; the gate kernel
+(token, head) pairs; prefix-shared attention (batch, query tile, K/V tile) triples. Note that the
+state recurrence (stage 4) is sequential over the chunks of a sequence: its units are independent
+only across heads and sequences, so its extrapolation by chunks x heads / cores holds when there are
+at least as many (sequence, head) pairs as cores."""
 
 from __future__ import annotations
 
@@ -137,6 +144,46 @@ def _launch_output(per_key: bool):
     return run
 
 
+# Stages 2 and 4: the calls of fla_npu.runtime.chunk_pipeline.forward (the stage's module name
+# and function, the chunk layout); active once the kernel's runtime module exists.
+def _launch_intra(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
+
+        from ..runtime.chunk_intra import chunk_intra
+        q, k, _, e = _chunk_tensors(shape, dtype, per_key)
+        beta = torch.rand(q.shape[:3], generator=_gen(2))
+        G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=2)
+        chunk_intra(q, k, beta, G, _torch_dtype(dtype))
+    return run
+
+
+def _launch_solve_tril(shape: dict, dtype: str):
+    import torch
+
+    from ..runtime.solve_tril import solve_tril
+    NC, HV = chunks(shape), shape["HV"]
+    L = torch.tril(torch.randn(NC, HV, BT, BT, generator=_gen(6)), -1) * 0.05
+    solve_tril(L, _torch_dtype(dtype))
+
+
+def _launch_state(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
+
+        from ..runtime.chunk_state import chunk_state
+        g = _gen(7)
+        NC, HV, K, V = chunks(shape), shape["HV"], shape["K"], shape["V"]
+        w = torch.randn(NC, HV, BT, K, generator=g) * 0.1
+        u = torch.randn(NC, HV, BT, V, generator=g)
+        kg = torch.randn(NC, HV, BT, K, generator=g) * 0.1
+        e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
+        per_seq = math.ceil(shape["T"] / BT)
+        offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
+        chunk_state(w, u, kg, e_last, offsets, None, False, h_dtype=torch.float32, v_new_dtype=_torch_dtype(dtype))
+    return run
+
+
 def _launch_psa(shape: dict, dtype: str):
     import torch
 
@@ -154,10 +201,11 @@ def _delta_rule_stages(per_key: bool) -> tuple:
     s = scale_delta_rule
     return (
         Stage("gate_cumsum", "1: gate + chunk-local cumsum", "fla_npu.runtime.gate", _launch_gate(per_key), units_tokens, s),
-        Stage("chunk_intra", "2a: intra-chunk Aqk, Akk", "fla_npu.runtime.chunk_intra", None, units_chunks, s),
-        Stage("solve_tril", "2b: triangular inverse", "fla_npu.runtime.solve_tril", None, units_chunks, s),
+        Stage("chunk_intra", "2a: intra-chunk Aqk, L", "fla_npu.runtime.chunk_intra", _launch_intra(per_key), units_chunks, s),
+        Stage("solve_tril", "2b: triangular inverse", "fla_npu.runtime.solve_tril", _launch_solve_tril, units_chunks, s),
         Stage("wy_fast", "3: w, u (WY)", "fla_npu.runtime.wy_fast", _launch_wy(per_key), units_chunks, s),
-        Stage("chunk_state", "4: inter-chunk state", "fla_npu.runtime.chunk_state", None, units_chunks, s),
+        Stage("chunk_state", "4: inter-chunk state", "fla_npu.runtime.chunk_state", _launch_state(per_key),
+              units_chunks, s),
         Stage("chunk_output", "5: output", "fla_npu.runtime.chunk_output", _launch_output(per_key), units_chunks, s),
     )
 

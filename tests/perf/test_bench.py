@@ -15,8 +15,8 @@ HEADLINE = "1,8192,96,128"
 
 MODEL_ROW = {"schema": str, "source": str, "impl": str, "op": str, "mode": str, "group": str, "shape": dict, "key": list,
              "dtype": str, "soc": str, "soc_part": str, "time_ms": float, "stages": list, "complete": bool,
-             "stages_without_kernel": list, "roofline": dict, "ratio_to_roofline": float, "published": list,
-             "trace_from": str}
+             "stages_without_kernel": list, "stages_failed": list, "roofline": dict, "ratio_to_roofline": float,
+             "published": list, "trace_from": str}
 MODEL_STAGE = {"stage": str, "title": str, "status": str, "time_ms": float, "kernel": str, "scaled_shape": dict,
                "units_simulated": int, "units": int, "cores": int, "per_unit_us": float, "gm_bytes": int,
                "gm_bound_ms": float, "cube_macs": int, "busiest_pipe": str, "bound": str}
@@ -55,7 +55,7 @@ def test_bench_rows_follow_the_schema(headline_run):
                 assert s["status"] == "model" and s["time_ms"] > 0 and s["units"] == 128 * 96 or s["stage"] == "gate_cumsum"
         modelled = [s["time_ms"] for s in r["stages"] if s["time_ms"] is not None]
         assert r["time_ms"] == pytest.approx(sum(modelled))
-        assert r["complete"] == (not r["stages_without_kernel"])
+        assert r["complete"] == (not r["stages_without_kernel"]) and r["stages_failed"] == []
         assert r["ratio_to_roofline"] == pytest.approx(r["time_ms"] / r["roofline"]["floor_ms"])
     a2 = rows[0]
     assert [p["time_ms"] for p in a2["published"]] == [54.0, 8.8] and rows[1]["published"] == []
@@ -125,7 +125,7 @@ def test_stage_without_module_is_reported_without_a_number():
     st = S.Stage("x", "x", "fla_npu.runtime.no_such_kernel", lambda s, d: None, S.units_chunks, S.scale_delta_rule)
     assert st.available() == "reference (no kernel)"
     assert S.FWD_STAGES["kda"][1].available() == "reference (no kernel)" or S.FWD_STAGES["kda"][1].launch is not None
-    row = B.model_stage(st, {"B": 1, "T": 64, "H": 1, "HV": 1, "K": 16, "V": 16}, "bf16", SC.soc("a2"), B._StageRuns())
+    row = B.model_stage("kda", st, {"B": 1, "T": 64, "H": 1, "HV": 1, "K": 16, "V": 16}, "bf16", SC.soc("a2"), B._StageRuns())
     assert row == {"stage": "x", "title": "x", "status": "reference (no kernel)", "time_ms": None}
 
 
@@ -152,3 +152,13 @@ def test_calibration_reports_the_error_per_kernel(tmp_path):
     p.write_text("\n".join(json.dumps(r) for r in model))
     assert C.main([str(m), str(p)]) == 0
     assert C.main([str(m), str(tmp_path / "m.jsonl")]) == 1  # no model rows: nothing to compare
+
+
+def test_kda_and_gdn_stages_are_modelled_apart():
+    """KDA's gate is per key, GDN's per head: one shape key, two different gate kernels' traces."""
+    runs = B._StageRuns()
+    a2 = SC.soc("a2")
+    shape = {"B": 1, "T": 8192, "H": 32, "HV": 32, "K": 128, "V": 128}
+    kda = B.model_stage("kda", S.FWD_STAGES["kda"][0], shape, "bf16", a2, runs)
+    gdn = B.model_stage("gdn", S.FWD_STAGES["gdn"][0], shape, "bf16", a2, runs)
+    assert gdn["gm_bytes"] * 50 < kda["gm_bytes"]
