@@ -243,23 +243,46 @@ def _implementations(op: str) -> dict:  # pragma: no cover - needs an NPU
     if names[1]:
         try:
             import importlib
-            impls["fla_default"] = getattr(importlib.import_module(names[1]), names[0])
+            fla_fn = getattr(importlib.import_module(names[1]), names[0])
         except Exception:
-            pass
+            return impls
+        impls["fla_default"] = _adapter_off(fla_fn)
     return impls
+
+
+def _adapter_off(fn):  # pragma: no cover - needs an NPU
+    """``fn`` (an FLA function) called with fla-npu-adapter switched off, so that FLA's dispatch takes
+    its default path (Triton-Ascend) even when FLA_ASCENDC is set; the adapter's state is restored."""
+    try:
+        import fla_npu_adapter as A
+        from fla_npu_adapter import _state
+    except ImportError:
+        return fn
+
+    def call(*args, **kwargs):
+        saved = _state._override
+        A.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _state.set_override(saved)
+    return call
 
 
 def measure_case(case: Case, soc_name: str) -> list[dict]:  # pragma: no cover - needs an NPU
     """Measured rows of ``case`` on the current NPU: per implementation, the median and spread (min,
     max) of RUNS timed calls after WARMUP untimed ones, timed with device events, and the memory peak
-    of one call; the ratio of each to fla_npu."""
+    of one call; the ratio of each to fla_npu, and each output's relative RMS distance to fla_npu's
+    (the full-shape agreement check: the float64 gold of ``fla-npu verify`` does not fit these shapes)."""
     import torch
     args, kwargs = _npu_inputs(case)
     roof = roofline(case, SC.soc(soc_name))
-    rows = []
+    rows, outputs = [], {}
     for name, fn in _implementations(case.op).items():
         try:
-            for _ in range(WARMUP):
+            first = fn(*args, **kwargs)
+            outputs[name] = (first[0] if isinstance(first, tuple) else first).float().cpu()
+            for _ in range(WARMUP - 1):
                 fn(*args, **kwargs)
             torch.npu.synchronize()
             times = []
@@ -287,8 +310,12 @@ def measure_case(case: Case, soc_name: str) -> list[dict]:  # pragma: no cover -
                          "group": case.group, "shape": case.shape, "key": list(case.key()), "dtype": case.dtype,
                          "soc": soc_name, "time_ms": None, "error": f"{type(e).__name__}: {e}"})
     ref = next((r["time_ms"] for r in rows if r["impl"] == "fla_npu" and r.get("time_ms")), None)
+    from ..testing import rel_rms
     for r in rows:
         r["ratio_to_fla_npu"] = None if not (ref and r.get("time_ms")) else r["time_ms"] / ref
+        # the full-shape cross-check: this implementation's output against fla_npu's (relative RMS)
+        ok = r["impl"] in outputs and "fla_npu" in outputs and outputs[r["impl"]].shape == outputs["fla_npu"].shape
+        r["output_rel_rms_vs_fla_npu"] = float(rel_rms(outputs[r["impl"]], outputs["fla_npu"])) if ok else None
     return rows
 
 
