@@ -377,45 +377,50 @@ def headline(rows: list[dict]) -> str | None:
 
 
 def plot(rows: list[dict], path: str) -> None:
-    """A PNG chart: time per case (one bar per SoC and source), the roofline floor as a marker, the
-    published figures as reference lines. Needs matplotlib."""
+    """A PNG chart: time per case (one bar per SoC, source and implementation; hatched when stages
+    without a kernel are left out), the roofline floor as a dotted segment, the published figures
+    as dashed segments over their case. Needs matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         raise RuntimeError("--plot needs matplotlib: pip install matplotlib") from None
+
+    def label(r):
+        return f"{r['op'].replace('prefix_shared_attention', 'psa')} [{','.join(map(str, r['key']))}]"
+
     timed = [r for r in rows if r.get("time_ms")]
-    labels = sorted({f"{r['op']} [{','.join(map(str, r['key']))}]" for r in timed}, key=lambda s: (s.split()[0], s))
-    series = sorted({(r["soc"], r["source"], r["impl"]) for r in timed})
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(labels) + 3), 5))
+    labels = list(dict.fromkeys(label(r) for r in timed))
+    series = list(dict.fromkeys((r["soc"], r["source"], r["impl"]) for r in timed))
+    fig, ax = plt.subplots(figsize=(max(8, 0.5 * len(labels) + 3), 5.5))
     width = 0.8 / max(1, len(series))
-    for i, (soc, src, impl) in enumerate(series):
-        xs, ys = [], []
+    for i, ser in enumerate(series):
         for j, lab in enumerate(labels):
-            r = next((r for r in timed if (r["soc"], r["source"], r["impl"]) == (soc, src, impl)
-                      and f"{r['op']} [{','.join(map(str, r['key']))}]" == lab), None)
+            r = next((r for r in timed if (r["soc"], r["source"], r["impl"]) == ser and label(r) == lab), None)
             if r:
-                xs.append(j + i * width)
-                ys.append(r["time_ms"])
-        ax.bar(xs, ys, width, label=f"{impl} {soc} ({src})")
+                ax.bar(j + i * width, r["time_ms"], width, color=f"C{i}", hatch=None if r.get("complete", True) else "//",
+                       edgecolor="white", label=f"{ser[2]} {ser[0]} ({ser[1]})" if j == labels.index(label(r)) else None)
     for j, lab in enumerate(labels):
-        floors = [r["roofline"]["floor_ms"] for r in timed
-                  if f"{r['op']} [{','.join(map(str, r['key']))}]" == lab and r.get("roofline")]
+        mine = [r for r in timed if label(r) == lab]
+        floors = [r["roofline"]["floor_ms"] for r in mine if r.get("roofline")]
         if floors:
-            ax.plot([j - 0.1, j + 0.9], [min(floors)] * 2, "k:", linewidth=1)
-    for r in timed:
-        for p in r.get("published", ()):
-            ax.axhline(p["time_ms"], linestyle="--", linewidth=0.8, color="grey")
-            ax.text(len(labels) - 0.5, p["time_ms"], f" {p['name']}", fontsize=7, va="bottom", ha="right")
+            ax.plot([j - width / 2, j + 0.8 - width / 2], [min(floors)] * 2, "k:", linewidth=1.2)
+        published = {p["name"]: p["time_ms"] for r in mine for p in r.get("published", ())}
+        for name, t in published.items():
+            ax.plot([j - width / 2, j + 0.8 - width / 2], [t, t], "--", color="grey", linewidth=1)
+            ax.text(j + 0.8, t, f" {name}: {t:g} ms", fontsize=7, va="center")
+    handles, names = ax.get_legend_handles_labels()
+    by_name = dict(zip(names, handles))
     ax.set_yscale("log")
-    ax.set_ylabel("ms (log)")
+    ax.set_ylabel("ms (log scale)")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))])
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-    ax.set_title("fla-npu bench (dotted: roofline floor; model = timing model of the simulated kernels)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("fla-npu bench. dotted: roofline floor; dashed: published figures; hatched (model): stages without "
+                 "a kernel left out. model = timing model of the simulated kernels, not a measurement", fontsize=8)
+    ax.legend(by_name.values(), by_name.keys(), fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
