@@ -53,11 +53,28 @@ def test_trace_records_sizes_and_sync(cases):
     assert tr.gm_bytes() == 2 * 4 * 4096 * 4
 
 
-def test_trace_off_by_default(cases, native_build):
-    lib = ctypes.CDLL(str(native_build / "sim" / "tests" / "libsim_perf_cases.so"))
+def test_trace_off_unless_asked():
+    """Normal launches record nothing; inside ``tracing()`` every core records its stream."""
+    import torch
+
+    from fla_npu.runtime import _native
+    from fla_npu.runtime.gate import gate_chunk_cumsum
+
+    lib = _native.load_library()
     T.declare(lib)
-    cases("cube", 1)  # traced (the case turns tracing on for its launch only)
-    assert lib.fla_sim_set_trace(0) == 0  # and restored the setting it found: off
+    g = torch.randn(1, 64, 2, 16)
+    gate_chunk_cumsum(g, 16)
+    n = lib.fla_sim_last_core_count()
+    assert n > 0 and all(lib.fla_sim_last_trace_length(i) == 0 for i in range(n))
+    with pytest.raises(RuntimeError, match="not traced"):
+        T.last_trace(lib)
+    with T.tracing(lib):
+        gate_chunk_cumsum(g, 16)
+    tr = T.last_trace(lib)
+    assert len(tr.cores) == n and all(len(c.records) > 0 for c in tr.cores)
+    assert tr.gm_bytes() == 2 * g.numel() * 4  # fp32 in, fp32 out
+    gate_chunk_cumsum(g, 16)  # the switch is restored after the block
+    assert all(lib.fla_sim_last_trace_length(i) == 0 for i in range(n))
 
 
 def test_copy_is_bytes_over_bandwidth(cases):
