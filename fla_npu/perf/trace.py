@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime._native import FlaSimTraceRecord, declare_sim_trace
+
 # FLA_SIM_TRACE_* (sim_api.h)
 INSTR, SET_FLAG, WAIT_FLAG, QUEUE_SET, QUEUE_WAIT, BARRIER, XSET, XWAIT, SYNC_ALL = range(9)
 # pipe_t (sim_base.h)
@@ -26,30 +28,13 @@ RECORD = np.dtype([("kind", "u1"), ("pipe", "u1"), ("peer", "u1"), ("detail", "u
                    ("amount", "<u8"), ("passes", "<u8")])
 
 
-class FlaSimTraceRecord(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_uint8), ("pipe", ctypes.c_uint8), ("peer", ctypes.c_uint8), ("detail", ctypes.c_uint8),
-                ("key", ctypes.c_uint32), ("amount", ctypes.c_uint64), ("passes", ctypes.c_uint64)]
-
-
 assert ctypes.sizeof(FlaSimTraceRecord) == RECORD.itemsize == 24
 
 
 def declare(lib: ctypes.CDLL) -> bool:
     """Declare the trace functions of ``lib`` (a library built with the simulation); False if it has
     none (an NPU build, or a library older than the trace)."""
-    if not hasattr(lib, "fla_sim_last_trace"):
-        return False
-    lib.fla_sim_set_trace.restype = ctypes.c_int
-    lib.fla_sim_set_trace.argtypes = [ctypes.c_int]
-    lib.fla_sim_last_trace_length.restype = ctypes.c_int64
-    lib.fla_sim_last_trace_length.argtypes = [ctypes.c_int]
-    lib.fla_sim_last_trace.restype = ctypes.c_int64
-    lib.fla_sim_last_trace.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64]
-    lib.fla_sim_last_trace_truncated.restype = ctypes.c_int
-    lib.fla_sim_last_core_count.restype = ctypes.c_int
-    lib.fla_sim_last_kernel.restype = ctypes.c_char_p
-    lib.fla_sim_last_launch_ok.restype = ctypes.c_int
-    return True
+    return declare_sim_trace(lib)
 
 
 @dataclass(frozen=True)
