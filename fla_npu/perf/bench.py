@@ -342,6 +342,8 @@ def format_table(rows: list[dict]) -> str:
                    "".join(f"; {what}: {', '.join(r[k])}" for k, what in
                            (("stages_without_kernel", "reference (no kernel)"), ("stages_failed", "kernel failed"))
                            if r[k])
+        if r["source"] == "model" and r.get("trace_arch_matches") is False:
+            note += f"{'; ' if note else ''}traces of {r['trace_from']} (another architecture: run with that SoC's sim build)"
         if r.get("error"):
             note = r["error"]
         if r.get("spread_ms"):
@@ -439,6 +441,7 @@ def run(cases: list[Case], socs, out_path: str | None, progress, force_model: bo
                 target = simulation_target()
                 for r in got:
                     r["trace_from"] = target
+                    r["trace_arch_matches"] = SC.ARCH.get(target.removeprefix("sim-")) == SC.ARCH[r["soc"]]
             rows += got
             if out:
                 for r in got:

@@ -118,6 +118,11 @@ SOCS: dict[str, SocPerf] = {
 }
 
 
+# __NPU_ARCH__ of each SoC (asc-devkit: a2 and a3 are 2201, a5 is 3510): a trace taken on one
+# architecture's simulation carries that architecture's tiling and instruction choices.
+ARCH = {"a2": 2201, "a3": 2201, "a5": 3510}
+
+
 def soc(name: str) -> SocPerf:
     """The constants of SoC ``name`` (``a2``, ``a3``, ``a5``)."""
     try:

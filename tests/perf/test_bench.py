@@ -16,7 +16,7 @@ HEADLINE = "1,8192,96,128"
 MODEL_ROW = {"schema": str, "source": str, "impl": str, "op": str, "mode": str, "group": str, "shape": dict, "key": list,
              "dtype": str, "soc": str, "soc_part": str, "time_ms": float, "stages": list, "complete": bool,
              "stages_without_kernel": list, "stages_failed": list, "roofline": dict, "ratio_to_roofline": float,
-             "published": list, "trace_from": str}
+             "published": list, "trace_from": str, "trace_arch_matches": bool}
 MODEL_STAGE = {"stage": str, "title": str, "status": str, "time_ms": float, "kernel": str, "scaled_shape": dict,
                "units_simulated": int, "units": int, "cores": int, "per_unit_us": float, "gm_bytes": int,
                "gm_bound_ms": float, "cube_macs": int, "busiest_pipe": str, "bound": str}
@@ -43,6 +43,7 @@ def test_bench_rows_follow_the_schema(headline_run):
     for r in rows:
         _check(r, MODEL_ROW)
         assert r["schema"] == B.SCHEMA and r["source"] == "model" and r["trace_from"].startswith("sim-")
+        assert r["trace_arch_matches"] == (SC.ARCH[r["trace_from"][4:]] == SC.ARCH[r["soc"]])
         _check(r["roofline"], ROOF)
         names = [s["stage"] for s in r["stages"]]
         assert names == [s.name for s in S.FWD_STAGES["kda"]]
