@@ -65,6 +65,30 @@ class FlaSimCoreInfo(ctypes.Structure):
                 ("reserved", ctypes.c_int32)]
 
 
+class FlaSimTraceRecord(ctypes.Structure):
+    """One record of a simulated core's instruction trace (``sim_api.h``; read by :mod:`fla_npu.perf.trace`)."""
+    _fields_ = [("kind", ctypes.c_uint8), ("pipe", ctypes.c_uint8), ("peer", ctypes.c_uint8), ("detail", ctypes.c_uint8),
+                ("key", ctypes.c_uint32), ("amount", ctypes.c_uint64), ("passes", ctypes.c_uint64)]
+
+
+def declare_sim_trace(lib: ctypes.CDLL) -> bool:
+    """Declare the instruction-trace functions of a library built with the simulation (the kernel
+    library, or a test library linking the simulation); False if it has none."""
+    if not hasattr(lib, "fla_sim_last_trace"):
+        return False
+    lib.fla_sim_set_trace.restype = ctypes.c_int
+    lib.fla_sim_set_trace.argtypes = [ctypes.c_int]
+    lib.fla_sim_last_trace_length.restype = ctypes.c_int64
+    lib.fla_sim_last_trace_length.argtypes = [ctypes.c_int]
+    lib.fla_sim_last_trace.restype = ctypes.c_int64
+    lib.fla_sim_last_trace.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64]
+    lib.fla_sim_last_trace_truncated.restype = ctypes.c_int
+    lib.fla_sim_last_core_count.restype = ctypes.c_int
+    lib.fla_sim_last_kernel.restype = ctypes.c_char_p
+    lib.fla_sim_last_launch_ok.restype = ctypes.c_int
+    return True
+
+
 def library_path() -> Path:
     """Where the library is looked for: ``$FLA_NPU_KERNEL_LIB`` if set, else ``fla_npu/lib/`` of the
     installed package."""
@@ -126,6 +150,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         lib.fla_sim_last_core_counters.argtypes = [ctypes.c_int, P(FlaSimCounters), P(FlaSimCoreInfo)]
         lib.fla_sim_last_total_counters.restype = ctypes.c_int
         lib.fla_sim_last_total_counters.argtypes = [P(FlaSimCounters)]
+        declare_sim_trace(lib)
 
 
 def load_library() -> ctypes.CDLL:
