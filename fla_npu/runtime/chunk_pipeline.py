@@ -9,7 +9,7 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
-  2  ``Aqk`` (T), ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
+  2  ``Aqk``, ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
   3  ``w``, ``u``, ``kg`` (fp32) = wy_fast(k, v, beta, Akk, e_row, e_tail)
   4  ``h`` (fp32), ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (fp32) = chunk_output(q, e_row, h, Aqk, v_new)
@@ -28,12 +28,14 @@ from ..ops.common import chunk_fwd as ref
 from ..ops.common.chunk_plan import ChunkPlan
 from ..ops.common.chunk_tensors import ChunkForward, ChunkInputs
 
-# Stage -> the runtime modules of its kernels (each with ``unsupported(dtype, BT, K, V)``).
+# Stage -> its kernels: (runtime module, why that kernel cannot take a call: (module, dtype, BT, K, V)
+# -> reason or None), the dtype being the op's input dtype (the Cube type).
 STAGE_KERNELS = {
-    "stage 2: intra-chunk": ("chunk_intra", "solve_tril"),
-    "stage 3: WY factors": ("wy_fast",),
-    "stage 4: state recurrence": ("chunk_state",),
-    "stage 5: output": ("chunk_output",),
+    "stage 2: intra-chunk": (("chunk_intra", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K)),
+                             ("solve_tril", lambda m, dt, BT, K, V: m.unsupported(torch.float32, BT, dt))),
+    "stage 3: WY factors": (("wy_fast", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
+    "stage 4: state recurrence": (("chunk_state", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
+    "stage 5: output": (("chunk_output", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
 }
 
 
@@ -49,10 +51,10 @@ def stage_reasons(dtype: torch.dtype, BT: int, K: int, V: int) -> dict:
     """``{stage: reason}`` for every stage whose kernels cannot take a call with these facts (an empty
     dict: the whole chain runs on kernels)."""
     reasons = {}
-    for stage, names in STAGE_KERNELS.items():
-        for name in names:
+    for stage, kernels in STAGE_KERNELS.items():
+        for name, why_not in kernels:
             mod = _module(name)
-            why = f"the {name} kernel does not exist yet" if mod is None else mod.unsupported(dtype, BT, K, V)
+            why = f"the {name} kernel does not exist yet" if mod is None else why_not(mod, dtype, BT, K, V)
             if why is not None:
                 reasons[stage] = why
                 break
@@ -85,7 +87,7 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     if "stage 2: intra-chunk" in skip:
         Aqk, Akk = ref.chunk_intra_fwd(p.q, p.k, p.b, d)
     else:
-        Aqk, L = ops.chunk_intra(q, k, b, G, T)
+        Aqk, L = ops.chunk_intra(q, k, b, G, f32)   # L in float32: the inverse reads it so
         Akk = ops.solve_tril(L, T)
 
     if "stage 3: WY factors" in skip:
