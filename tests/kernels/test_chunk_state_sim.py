@@ -158,8 +158,8 @@ def test_error_does_not_grow_with_chunks(capsys):
     errs = [rel_rms(h[c], ref_h[c]) for c in range(64)]
     early, late = max(errs[1:9]), max(errs[56:64])
     with capsys.disabled():
-        print("\nchunk_state rel. RMS error of h by chunk: " + ", ".join(f"{c}:{errs[c]:.1e}" for c in (1, 4, 8, 16, 32, 48, 63)) +
-              f"; final {rel_rms(final, ref_final):.1e}")
+        by_chunk = ", ".join(f"{c}:{errs[c]:.1e}" for c in (1, 4, 8, 16, 32, 48, 63))
+        print(f"\nchunk_state rel. RMS error of h by chunk: {by_chunk}; final {rel_rms(final, ref_final):.1e}")
     assert late < 4 * early + 1e-7 and late < TOLERANCES[FP32]
 
 
