@@ -39,12 +39,9 @@ def _inputs(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=
     h0, plan); chunk_offsets int32, h0 float32 or None."""
     gen = torch.Generator().manual_seed(seed)
     plan = ChunkPlan.build(B, T, BT, None if cu is None else torch.tensor(cu), "cpu")
-    Kg = K if per_key else 1
+    tokens = _tokens(B, T, HV, K, V, per_key, gen)
+    k, v, beta, g = (plan.to_chunks(x) for x in tokens)
     d = torch.float64
-    k = plan.to_chunks(torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen, dtype=d), dim=-1))
-    v = plan.to_chunks(torch.randn(B, T, HV, V, generator=gen, dtype=d))
-    beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen, dtype=d) * 0.9 + 0.1)
-    g = plan.to_chunks(-torch.rand(B, T, HV, Kg, generator=gen, dtype=d) * 0.2 - 0.01)
     decay = ChunkDecay(plan.fill_padding(fwd.chunk_local_cumsum(g, d)), d)
     _, Akk = fwd.chunk_intra_fwd(k, k, beta, decay)
     w, u, kg = fwd.wy_fwd(k, v, beta, decay, Akk)
@@ -54,6 +51,17 @@ def _inputs(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=
         s0 = torch.randn(plan.num_seqs, HV, V, K, generator=gen).mul_(0.5)
         s0 = s0 if v_first else s0.transpose(-1, -2).contiguous()
     return w, u, kg, decay.e_last.contiguous(), offsets, s0, plan
+
+
+def _tokens(B, T, HV, K, V, per_key, gen):
+    """Token inputs in float64: unit keys, values, betas in [0.1, 1), per-step log decays in
+    [-0.21, -0.01) ([B, T, HV, K] for KDA, [B, T, HV, 1] for GDN)."""
+    d = torch.float64
+    k = torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen, dtype=d), dim=-1)
+    v = torch.randn(B, T, HV, V, generator=gen, dtype=d)
+    beta = torch.rand(B, T, HV, generator=gen, dtype=d) * 0.9 + 0.1
+    g = -torch.rand(B, T, HV, K if per_key else 1, generator=gen, dtype=d) * 0.2 - 0.01
+    return k, v, beta, g
 
 
 def _reference(w, u, kg, e_last, h0, v_first, plan, cube_dtype):
@@ -103,6 +111,23 @@ def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, cu, h0, v_first, h
         for n, (a, b) in enumerate(zip(cu[:-1], cu[1:])):
             if a == b:
                 assert torch.equal(final[n], s0[n])
+
+
+@pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])
+def test_final_state_matches_naive_gold(per_key):
+    """End to end against the token-by-token recurrence (float64): the kernel's final states, fed with
+    w, u, kg from the reference stages 2-3 on the same tokens (varlen, an empty sequence, tails, h0).
+    The only rounding is of w and kg to the Cube dtype (float16 here)."""
+    from fla_npu.ops.common.naive import naive_recurrent_batch
+
+    B, T, HV, K, V, BT, cu = 1, 150, 2, 64, 48, 32, (0, 61, 61, 150)
+    w, u, kg, e_last, offsets, s0, plan = _inputs(B, T, HV, K, V, BT, per_key, cu, h0=True, seed=9)
+    _, _, final = _run(w, u, kg, e_last, offsets, s0, cube_dtype=FP16)
+    k, v, beta, g = _tokens(B, T, HV, K, V, per_key, torch.Generator().manual_seed(9))
+    q = torch.zeros_like(k)
+    gates = dict(gk=g) if per_key else dict(g=g[..., 0])
+    _, gold = naive_recurrent_batch(q, k, v, beta, 1.0, initial_state=s0.double(), cu_seqlens=torch.tensor(cu), **gates)
+    check_close("final vs naive gold", final, gold, FP16)
 
 
 def test_core_count_invariance(monkeypatch):
