@@ -160,9 +160,8 @@ public:
         pipe_.InitBuffer(inB_, 1, rv * Vb * sizeof(float));
         pipe_.InitBuffer(inE_, 1, rk * sizeof(float));
         pipe_.InitBuffer(bc_, rk * 8 * sizeof(float));
-        pipe_.InitBuffer(vn_, rv * Vb * sizeof(float));
         pipe_.InitBuffer(res_, m * Vb * sizeof(float));
-        pipe_.InitBuffer(outT_, 1, m * Vb * sizeof(T));
+        pipe_.InitBuffer(outT_, 2, m * Vb * sizeof(T));  // x_hi held for the output while x_lo goes out
         pipe_.InitBuffer(outF_, 1, m * Vb * sizeof(float));
     }
 
@@ -199,10 +198,11 @@ private:
         outF_.FreeTensor(f);
     }
 
-    // x_hi = T(x), x_lo = T(x - x_hi) (rows x cols, contiguous) to the workspace at hiOff / loOff; x_hi
-    // also to out[outOff] (rows of pitch `pitch`) when `toOut`: the once-rounded output.
+    // x_hi = T(x), x_lo = T(x - x_hi) (rows x cols, contiguous) to the workspace at hiOff / loOff. With
+    // `held`, x_hi stays allocated there (the once-rounded output, written after the hand-off flag;
+    // the caller frees it), x_lo takes the queue's second buffer.
     __aicore__ inline void Split(const LocalTensor<float>& x, uint32_t rows, uint32_t cols, uint64_t hiOff, uint64_t loOff,
-                                 bool toOut, const GlobalTensor<T>& out, uint64_t outOff, uint32_t pitch) {
+                                 LocalTensor<T>* held) {
         const uint32_t n = rows * cols;
         LocalTensor<float> r = res_.Get<float>();
         LocalTensor<T> hi = outT_.template AllocTensor<T>();
@@ -214,8 +214,8 @@ private:
         outT_.EnQue(hi);
         hi = outT_.template DeQue<T>();
         DataCopy(gWsT_[hiOff], hi, n);
-        if (toOut) CopyRows(out[outOff], hi, rows, cols, pitch);
-        outT_.FreeTensor(hi);
+        if (held != nullptr) *held = hi;
+        else outT_.FreeTensor(hi);
         OrderV();
         LocalTensor<T> lo = outT_.template AllocTensor<T>();
         Cast(lo, r, RoundMode::CAST_RINT, n);
@@ -223,6 +223,17 @@ private:
         lo = outT_.template DeQue<T>();
         DataCopy(gWsT_[loOff], lo, n);
         outT_.FreeTensor(lo);
+    }
+
+    // The output x (rows x cols) to GM rows of pitch V: float32, or its T rounding `hi` (then freed).
+    __aicore__ inline void WriteOut(bool f32, const GlobalTensor<float>& outF, const GlobalTensor<T>& outT, uint64_t off,
+                                    const LocalTensor<float>& x, LocalTensor<T>& hi, uint32_t rows, uint32_t cols) {
+        if (f32) {
+            WriteF32(outF[off], x, rows, cols, t_.V);
+        } else {
+            CopyRows(outT[off], hi, rows, cols, t_.V);
+            outT_.FreeTensor(hi);
+        }
     }
 
     // GM offset of the first element of this AIV's rows of the unit's state in h0 / final.
@@ -298,53 +309,53 @@ private:
         const uint64_t ch = uint64_t(c) * t_.HV + u.h;
         LocalTensor<float> S = s_.Get<float>();
 
-        // 1. h[c] = S (rounded once when h is T: it is S_hi); S_hi, S_lo to the Cube.
+        // 1. S_hi, S_lo to the Cube; then h[c] = S (rounded once when h is T: S_hi), off the chain.
         const uint64_t hOff = (ch * K + k0) * V + u.v0;
-        Split(S, rk, vw, uint64_t(k0) * vw, uint64_t(K) * Vb + uint64_t(k0) * vw, !t_.h_f32, gHt_, hOff, V);
-        if (t_.h_f32) WriteF32(gHf_[hOff], S, rk, vw, V);
+        LocalTensor<T> hi;
+        Split(S, rk, vw, uint64_t(k0) * vw, uint64_t(K) * Vb + uint64_t(k0) * vw, t_.h_f32 ? nullptr : &hi);
         CrossCoreSetFlag<2, PIPE_MTE3>(kFlagS);
+        WriteOut(t_.h_f32, gHf_, gHt_, hOff, S, hi, rk, vw);
 
-        // 2. v_new = u - w S (fp32), out once rounded; v_hi, v_lo to the Cube.
+        // 2. While the Cube forms w S: fetch u and e_last, S = diag(e_last) S (the decay needs no dS).
         LocalTensor<float> a = inA_.template AllocTensor<float>();
         const uint64_t vOff = (ch * BT + r0) * V + u.v0;
         DataCopy(a, gU_[vOff], DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(vw / 8), static_cast<uint16_t>((V - vw) / 8), 0));
         inA_.EnQue(a);
-        CrossCoreWaitFlag(kFlagWs);
-        LocalTensor<float> b = inB_.template AllocTensor<float>();
-        DataCopy(b, gWsF_[uint64_t(r0) * vw], nv);
-        inB_.EnQue(b);
-        a = inA_.template DeQue<float>();
-        b = inB_.template DeQue<float>();
-        LocalTensor<float> vn = vn_.Get<float>();
-        Sub(vn, a, b, static_cast<int32_t>(nv));
-        OrderV();
-        inA_.FreeTensor(a);
-        inB_.FreeTensor(b);
-        const uint64_t v = 2ull * K * Vb;
-        Split(vn, rv, vw, v + uint64_t(r0) * vw, v + uint64_t(BT) * Vb + uint64_t(r0) * vw, !t_.v_new_f32, gVt_, vOff, V);
-        if (t_.v_new_f32) WriteF32(gVf_[vOff], vn, rv, vw, V);
-        CrossCoreSetFlag<2, PIPE_MTE3>(kFlagV);
-
-        // 3. S = diag(e_last) S + kg^T v_new.
-        LocalTensor<float> bc = bc_.Get<float>();
         if (t_.Kg != 1) {
+            LocalTensor<float> bc = bc_.Get<float>();
             LocalTensor<float> e = inE_.template AllocTensor<float>();
             DataCopy(e, gE_[ch * K + k0], rk);
             inE_.EnQue(e);
             e = inE_.template DeQue<float>();
             BroadcastRows(bc, e, rk);
             inE_.FreeTensor(e);
-        }
-        LocalTensor<float> d = inA_.template AllocTensor<float>();
-        CrossCoreWaitFlag(kFlagDs);
-        DataCopy(d, gWsF_[uint64_t(BT) * Vb + uint64_t(k0) * vw], nk);
-        inA_.EnQue(d);
-        if (t_.Kg != 1) {
             OrderV();
             MulRows(S, S, bc, rk, vw);
         } else {
             Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(nk));
         }
+
+        // 3. v_new = u - w S (fp32): v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
+        CrossCoreWaitFlag(kFlagWs);
+        LocalTensor<float> vn = inB_.template AllocTensor<float>();
+        DataCopy(vn, gWsF_[uint64_t(r0) * vw], nv);
+        inB_.EnQue(vn);
+        a = inA_.template DeQue<float>();
+        vn = inB_.template DeQue<float>();
+        Sub(vn, a, vn, static_cast<int32_t>(nv));
+        OrderV();
+        inA_.FreeTensor(a);
+        const uint64_t v = 2ull * K * Vb;
+        Split(vn, rv, vw, v + uint64_t(r0) * vw, v + uint64_t(BT) * Vb + uint64_t(r0) * vw, t_.v_new_f32 ? nullptr : &hi);
+        CrossCoreSetFlag<2, PIPE_MTE3>(kFlagV);
+        WriteOut(t_.v_new_f32, gVf_, gVt_, vOff, vn, hi, rv, vw);
+        inB_.FreeTensor(vn);
+
+        // 4. S += kg^T v_new.
+        CrossCoreWaitFlag(kFlagDs);
+        LocalTensor<float> d = inA_.template AllocTensor<float>();
+        DataCopy(d, gWsF_[uint64_t(BT) * Vb + uint64_t(k0) * vw], nk);
+        inA_.EnQue(d);
         d = inA_.template DeQue<float>();
         OrderV();
         Add(S, S, d, static_cast<int32_t>(nk));
@@ -356,8 +367,9 @@ private:
     uint32_t block_ = 0, sub_ = 0;
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> inA_, inB_, inE_;
-    TQue<QuePosition::VECOUT, 1> outT_, outF_;
-    TBuf<TPosition::VECCALC> s_, bc_, vn_, res_;
+    TQue<QuePosition::VECOUT, 2> outT_;
+    TQue<QuePosition::VECOUT, 1> outF_;
+    TBuf<TPosition::VECCALC> s_, bc_, res_;
     GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_;
     GlobalTensor<T> gHt_, gVt_, gWsT_;
     GlobalTensor<int32_t> gCo_;

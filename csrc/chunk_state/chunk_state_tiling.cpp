@@ -17,12 +17,13 @@ uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 constexpr uint64_t kUnitOverhead = 32;  // in V columns
 
-// UB of one AIV for V blocks of vb columns: S, the u / dS / h0 input, the wS input, e_last and its
-// Brcb rows, v_new (fp32), the hi-lo residual, the T and fp32 output staging buffers.
+// UB of one AIV for V blocks of vb columns: S, the u / dS / h0 input, the wS input (turned into
+// v_new in place), e_last and its Brcb rows, the hi-lo residual, two T output buffers (x_hi held
+// for the output while x_lo goes out) and the fp32 output buffer.
 uint64_t UbBytes(uint32_t K, uint32_t BT, uint32_t vb) {
     const uint64_t rk = K / 2, rv = BT / 2, m = Max(K / 2, BT / 2);
     return Pad32(rk * vb * 4) + Pad32(m * vb * 4) + Pad32(rv * vb * 4) + Pad32(rk * 4) + Pad32(rk * 8 * 4) +
-           Pad32(rv * vb * 4) + Pad32(m * vb * 4) + Pad32(m * vb * 2) + Pad32(m * vb * 4);
+           Pad32(m * vb * 4) + 2 * Pad32(m * vb * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
 

@@ -26,13 +26,16 @@
 //   chunk count; w and kg are taken as given in T (the caller rounds them once).
 // - Per chunk, AI core b (AIC + 2 AIV, each AIV holds K / 2 rows of S and owns BT / 2 rows of v_new),
 //   through the core's GM workspace (a2/a3 move AIV <-> AIC data through GM only):
-//     AIV  S_hi, S_lo -> ws; h rows -> GM;                         set kFlagS
+//     AIV  S_hi, S_lo -> ws;                                       set kFlagS
+//          h rows -> GM; fetch u, e_last; S = diag(e_last) S
 //     AIC  wait; wS = w @ S_hi + w @ S_lo (fp32) -> ws;              set kFlagWs
-//     AIV  wait; v_new = u - wS (fp32) -> GM (rounded once); v_hi, v_lo -> ws;  set kFlagV
+//     AIV  wait; v_new = u - wS (fp32); v_hi, v_lo -> ws;            set kFlagV
+//          v_new rows -> GM (rounded once)
 //     AIC  wait; dS = kg^T @ v_hi + kg^T @ v_lo (fp32) -> ws;        set kFlagDs
-//     AIV  wait; S = diag(e_last) S + dS
-//   Each flag has at most one pending set, and each workspace region is rewritten only after the
-//   flag that follows its last read.
+//     AIV  wait; S += dS
+//   The outputs, the input fetches and the decay run while the other side works, off the chain of
+//   hand-offs. Each flag has at most one pending set, and each workspace region is rewritten only
+//   after the flag that follows its last read. w and kg of a chunk are fetched before the AIC waits.
 // - state_v_first: h0 / final are [V, K]; the AIV moves a column of them to or from a row of S with
 //   one DataCopyPad of 4-byte blocks (each element in its own 32-byte block: WholeReduceSum of one
 //   lane compacts them, Brcb spreads them), once per unit.
