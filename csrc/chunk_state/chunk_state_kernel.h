@@ -6,9 +6,9 @@
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
 // reverse pairs before each buffer is reused; TileProducts orders L0B and L0C); on the AIVs the
-// queues order MTE2 -> V -> MTE3, OrderV() the dependent vector instructions. Cross-core: four flags,
-// each set once per chunk and waited once (common/chunk_cube.h's slot protocol is for independent
-// units; this recurrence hands four results back and forth per chunk instead).
+// queues order MTE2 -> V -> MTE3, OrderV() the dependent vector instructions. Cross-core: four flags per
+// lane, each set once per chunk and waited once (common/chunk_cube.h's slot protocol is for
+// independent units; this recurrence hands four results back and forth per chunk instead).
 #ifndef FLA_NPU_CHUNK_STATE_KERNEL_H
 #define FLA_NPU_CHUNK_STATE_KERNEL_H
 
@@ -22,9 +22,25 @@ namespace chunk_state {
 using namespace AscendC;
 using namespace chunk_cube;
 
-// Cross-core flags (mode 2): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV (v_hi / v_lo written);
-// AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written).
-constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3;
+// Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
+// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written).
+constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4;
+
+// A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
+// interleave: while the Cube works on one lane the vector cores work on the other, so neither
+// waits out the other's whole turn. Every matrix of a unit (S in UB, the workspace regions) is
+// stored lane by lane: lane l's rows x w[l] block, row-major, at rows * c[l].
+struct Lanes {
+    uint32_t n, w[2], c[2];  // lane count, widths, first columns within the unit
+};
+
+__aicore__ inline Lanes SplitLanes(uint32_t vw) {
+    if (vw < 32) return Lanes{1, {vw, 0}, {0, vw}};
+    const uint32_t w0 = (vw / 16 + 1) / 2 * 16;
+    return Lanes{2, {w0, vw - w0}, {0, w0}};
+}
+
+__aicore__ inline uint16_t LaneFlag(uint16_t flag, uint32_t lane) { return static_cast<uint16_t>(flag + kLaneFlags * lane); }
 
 // The unit's place: sequence, head, first V column and width.
 struct Unit {
@@ -86,8 +102,9 @@ public:
 
 private:
     __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
-        const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block, vw = u.vw;
-        const uint64_t tile = (uint64_t(c) * t_.HV + u.h) * BT * K;
+        const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block;
+        const Lanes L = SplitLanes(u.vw);
+        const uint64_t tile = (uint64_t(c) * t_.HV + u.h) * BT * K, vs = 2ull * K * Vb;
         LocalTensor<T> w1 = w1_.Get<T>(), kg1 = kg1_.Get<T>(), sHi1 = sHi1_.Get<T>(), sLo1 = sLo1_.Get<T>();
         LocalTensor<T> vHi1 = vHi1_.Get<T>(), vLo1 = vLo1_.Get<T>(), wa = wa_.Get<T>(), kga = kga_.Get<T>();
         LocalTensor<T> b2a = b2a_.Get<T>(), b2b = b2b_.Get<T>();
@@ -96,25 +113,31 @@ private:
         Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
         LoadNz(w1, gW_[tile], BT, K);
         LoadNz(kg1, gKg_[tile], BT, K);
-        CrossCoreWaitFlag(kFlagS);
-        LoadNz(sHi1, gWsT_[0], K, vw);
-        LoadNz(sLo1, gWsT_[uint64_t(K) * Vb], K, vw);
-        Sync<HardEvent::MTE2_MTE1>();
-        Sync<HardEvent::M_MTE1>();     // the previous chunk's Mmads have read L0A
-        LoadA(wa, w1, BT, K);
-        LoadAT(kga, kg1, K, BT);       // kg^T: the contraction runs over kg's rows
-        const CubeProduct<T> ws[2] = {{wa, sHi1, b2a, K}, {wa, sLo1, b2b, K}};
-        TileProducts(oc, gWsF_[0], vw, BT, vw, t_.n_tile, ws);
-        CrossCoreSetFlag<2, PIPE_FIX>(kFlagWs);
-
-        CrossCoreWaitFlag(kFlagV);
-        const uint64_t v = 2ull * K * Vb;
-        LoadNz(vHi1, gWsT_[v], BT, vw);
-        LoadNz(vLo1, gWsT_[v + uint64_t(BT) * Vb], BT, vw);
-        Sync<HardEvent::MTE2_MTE1>();
-        const CubeProduct<T> ds[2] = {{kga, vHi1, b2a, BT}, {kga, vLo1, b2b, BT}};
-        TileProducts(oc, gWsF_[uint64_t(BT) * Vb], vw, K, vw, t_.n_tile, ds);
-        CrossCoreSetFlag<2, PIPE_FIX>(kFlagDs);
+        for (uint32_t l = 0; l < L.n; ++l) {  // wS = w @ S_hi + w @ S_lo, per lane
+            const uint32_t w = L.w[l], s0 = K * L.c[l];
+            CrossCoreWaitFlag(LaneFlag(kFlagS, l));
+            LoadNz(sHi1[s0], gWsT_[s0], K, w);
+            LoadNz(sLo1[s0], gWsT_[uint64_t(K) * Vb + s0], K, w);
+            Sync<HardEvent::MTE2_MTE1>();
+            if (l == 0) {
+                Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
+                LoadA(wa, w1, BT, K);
+                LoadAT(kga, kg1, K, BT);    // kg^T: the contraction runs over kg's rows
+            }
+            const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K}, {wa, sLo1[s0], b2b, K}};
+            TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
+            CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
+        }
+        for (uint32_t l = 0; l < L.n; ++l) {  // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
+            const uint32_t w = L.w[l], v0 = BT * L.c[l];
+            CrossCoreWaitFlag(LaneFlag(kFlagV, l));
+            LoadNz(vHi1[v0], gWsT_[vs + v0], BT, w);
+            LoadNz(vLo1[v0], gWsT_[vs + uint64_t(BT) * Vb + v0], BT, w);
+            Sync<HardEvent::MTE2_MTE1>();
+            const CubeProduct<T> ds[2] = {{kga, vHi1[v0], b2a, BT}, {kga, vLo1[v0], b2b, BT}};
+            TileProducts(oc, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
+            CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
+        }
     }
 
     ChunkStateTiling t_{};
@@ -242,9 +265,10 @@ private:
         return t_.state_v_first ? head + uint64_t(u.v0) * t_.K + k0 : head + k0 * t_.V + u.v0;
     }
 
-    // S = this AIV's rows of h0[n, h] (columns of it with state_v_first), or zeros.
+    // S = this AIV's rows of h0[n, h] (columns of it with state_v_first), or zeros; lane by lane.
     __aicore__ inline void LoadState(const Unit& u) {
-        const uint32_t rk = t_.rows_k, vw = u.vw, n = rk * vw;
+        const uint32_t rk = t_.rows_k, n = rk * u.vw;
+        const Lanes L = SplitLanes(u.vw);
         LocalTensor<float> S = s_.Get<float>();
         if (!t_.has_h0) {
             Duplicate(S, 0.0f, static_cast<int32_t>(n));
@@ -254,7 +278,10 @@ private:
         const uint64_t base = StateBase(u);
         if (!t_.state_v_first) {
             LocalTensor<float> a = inA_.template AllocTensor<float>();
-            DataCopy(a, gH0_[base], DataCopyParams(static_cast<uint16_t>(rk), static_cast<uint16_t>(vw / 8), static_cast<uint16_t>((t_.V - vw) / 8), 0));
+            for (uint32_t l = 0; l < L.n; ++l)
+                DataCopy(a[rk * L.c[l]], gH0_[base + L.c[l]],
+                         DataCopyParams(static_cast<uint16_t>(rk), static_cast<uint16_t>(L.w[l] / 8),
+                                        static_cast<uint16_t>((t_.V - L.w[l]) / 8), 0));
             inA_.EnQue(a);
             a = inA_.template DeQue<float>();
             DataCopy(S, a, n);
@@ -265,61 +292,78 @@ private:
         // Row k of S is column k of h0[n, h] ([V, K]): one 4-byte block per element, each landing at
         // the start of its own 32-byte block, compacted by a one-lane WholeReduceSum per row.
         const uint32_t P = t_.spread_rows;
-        for (uint32_t r = 0; r < rk; r += P) {
-            const uint32_t rows = rk - r < P ? rk - r : P;
-            LocalTensor<float> a = inA_.template AllocTensor<float>();
-            for (uint32_t j = 0; j < rows; ++j)
-                DataCopyPad(a[j * vw * 8], gH0_[base + r + j], DataCopyExtParams(static_cast<uint16_t>(vw), 4, (t_.K - 1) * 4, 0, 0),
-                            DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
-            inA_.EnQue(a);
-            a = inA_.template DeQue<float>();
-            for (uint32_t j = 0; j < rows; ++j)
-                WholeReduceSum(S[(r + j) * vw], a[j * vw * 8], 1, static_cast<int32_t>(vw), 1, 1, 1);
-            inA_.FreeTensor(a);
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l];
+            const uint64_t col = base + uint64_t(L.c[l]) * t_.K;
+            for (uint32_t r = 0; r < rk; r += P) {
+                const uint32_t rows = rk - r < P ? rk - r : P;
+                LocalTensor<float> a = inA_.template AllocTensor<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    DataCopyPad(a[j * w * 8], gH0_[col + r + j], DataCopyExtParams(static_cast<uint16_t>(w), 4, (t_.K - 1) * 4, 0, 0),
+                                DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+                inA_.EnQue(a);
+                a = inA_.template DeQue<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    WholeReduceSum(S[rk * L.c[l] + (r + j) * w], a[j * w * 8], 1, static_cast<int32_t>(w), 1, 1, 1);
+                inA_.FreeTensor(a);
+            }
         }
         OrderV();
     }
 
-    // final[n, h] = S: this AIV's rows (with state_v_first: columns, spread by Brcb, one 4-byte block each).
+    // final[n, h] = S: this AIV's rows (with state_v_first: columns, spread by Brcb, one 4-byte block
+    // each), lane by lane.
     __aicore__ inline void StoreFinal(const Unit& u) {
-        const uint32_t rk = t_.rows_k, vw = u.vw;
+        const uint32_t rk = t_.rows_k;
+        const Lanes L = SplitLanes(u.vw);
         LocalTensor<float> S = s_.Get<float>();
         const uint64_t base = StateBase(u);
-        if (!t_.state_v_first) {
-            WriteF32(gFin_[base], S, rk, vw, t_.V);
-            return;
-        }
-        const uint32_t P = t_.spread_rows;
-        for (uint32_t r = 0; r < rk; r += P) {
-            const uint32_t rows = rk - r < P ? rk - r : P;
-            LocalTensor<float> f = outF_.template AllocTensor<float>();
-            for (uint32_t j = 0; j < rows; ++j)
-                Brcb(f[j * vw * 8], S[(r + j) * vw], static_cast<uint8_t>(vw / 8), BrcbRepeatParams(1, 8));
-            outF_.EnQue(f);
-            f = outF_.template DeQue<float>();
-            for (uint32_t j = 0; j < rows; ++j)
-                DataCopyPad(gFin_[base + r + j], f[j * vw * 8], DataCopyExtParams(static_cast<uint16_t>(vw), 4, 0, (t_.K - 1) * 4, 0));
-            outF_.FreeTensor(f);
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l];
+            LocalTensor<float> Sl = S[rk * L.c[l]];
+            if (!t_.state_v_first) {
+                WriteF32(gFin_[base + L.c[l]], Sl, rk, w, t_.V);
+                continue;
+            }
+            const uint64_t col = base + uint64_t(L.c[l]) * t_.K;
+            const uint32_t P = t_.spread_rows;
+            for (uint32_t r = 0; r < rk; r += P) {
+                const uint32_t rows = rk - r < P ? rk - r : P;
+                LocalTensor<float> f = outF_.template AllocTensor<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    Brcb(f[j * w * 8], Sl[(r + j) * w], static_cast<uint8_t>(w / 8), BrcbRepeatParams(1, 8));
+                outF_.EnQue(f);
+                f = outF_.template DeQue<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    DataCopyPad(gFin_[col + r + j], f[j * w * 8], DataCopyExtParams(static_cast<uint16_t>(w), 4, 0, (t_.K - 1) * 4, 0));
+                outF_.FreeTensor(f);
+            }
         }
     }
 
     __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
-        const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, vw = u.vw;
-        const uint32_t k0 = sub_ * rk, r0 = sub_ * rv, nk = rk * vw, nv = rv * vw;
-        const uint64_t ch = uint64_t(c) * t_.HV + u.h;
+        const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v;
+        const uint32_t k0 = sub_ * rk, r0 = sub_ * rv;
+        const Lanes L = SplitLanes(u.vw);
+        const uint64_t ch = uint64_t(c) * t_.HV + u.h, hOff = (ch * K + k0) * V + u.v0, vOff = (ch * BT + r0) * V + u.v0;
+        const uint64_t vs = 2ull * K * Vb;
         LocalTensor<float> S = s_.Get<float>();
-
-        // 1. S_hi, S_lo to the Cube; then h[c] = S (rounded once when h is T: S_hi), off the chain.
-        const uint64_t hOff = (ch * K + k0) * V + u.v0;
         LocalTensor<T> hi;
-        Split(S, rk, vw, uint64_t(k0) * vw, uint64_t(K) * Vb + uint64_t(k0) * vw, t_.h_f32 ? nullptr : &hi);
-        CrossCoreSetFlag<2, PIPE_MTE3>(kFlagS);
-        WriteOut(t_.h_f32, gHf_, gHt_, hOff, S, hi, rk, vw);
+
+        // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi).
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l];
+            const uint64_t at = uint64_t(K) * L.c[l] + uint64_t(k0) * w;
+            Split(S[rk * L.c[l]], rk, w, at, uint64_t(K) * Vb + at, t_.h_f32 ? nullptr : &hi);
+            CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagS, l));
+            WriteOut(t_.h_f32, gHf_, gHt_, hOff + L.c[l], S[rk * L.c[l]], hi, rk, w);
+        }
 
         // 2. While the Cube forms w S: fetch u and e_last, S = diag(e_last) S (the decay needs no dS).
         LocalTensor<float> a = inA_.template AllocTensor<float>();
-        const uint64_t vOff = (ch * BT + r0) * V + u.v0;
-        DataCopy(a, gU_[vOff], DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(vw / 8), static_cast<uint16_t>((V - vw) / 8), 0));
+        for (uint32_t l = 0; l < L.n; ++l)
+            DataCopy(a[rv * L.c[l]], gU_[vOff + L.c[l]],
+                     DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(L.w[l] / 8), static_cast<uint16_t>((V - L.w[l]) / 8), 0));
         inA_.EnQue(a);
         if (t_.Kg != 1) {
             LocalTensor<float> bc = bc_.Get<float>();
@@ -330,37 +374,44 @@ private:
             BroadcastRows(bc, e, rk);
             inE_.FreeTensor(e);
             OrderV();
-            MulRows(S, S, bc, rk, vw);
+            for (uint32_t l = 0; l < L.n; ++l) MulRows(S[rk * L.c[l]], S[rk * L.c[l]], bc, rk, L.w[l]);
         } else {
-            Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(nk));
+            Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(rk * u.vw));
         }
 
-        // 3. v_new = u - w S (fp32): v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
-        CrossCoreWaitFlag(kFlagWs);
-        LocalTensor<float> vn = inB_.template AllocTensor<float>();
-        DataCopy(vn, gWsF_[uint64_t(r0) * vw], nv);
-        inB_.EnQue(vn);
+        // 3. Per lane: v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once
+        // when T: v_hi).
         a = inA_.template DeQue<float>();
-        vn = inB_.template DeQue<float>();
-        Sub(vn, a, vn, static_cast<int32_t>(nv));
-        OrderV();
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l], n = rv * w;
+            const uint64_t at = uint64_t(BT) * L.c[l] + uint64_t(r0) * w;
+            CrossCoreWaitFlag(LaneFlag(kFlagWs, l));
+            LocalTensor<float> vn = inB_.template AllocTensor<float>();
+            DataCopy(vn, gWsF_[at], n);
+            inB_.EnQue(vn);
+            vn = inB_.template DeQue<float>();
+            Sub(vn, a[rv * L.c[l]], vn, static_cast<int32_t>(n));
+            OrderV();
+            Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, t_.v_new_f32 ? nullptr : &hi);
+            CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagV, l));
+            WriteOut(t_.v_new_f32, gVf_, gVt_, vOff + L.c[l], vn, hi, rv, w);
+            inB_.FreeTensor(vn);
+        }
         inA_.FreeTensor(a);
-        const uint64_t v = 2ull * K * Vb;
-        Split(vn, rv, vw, v + uint64_t(r0) * vw, v + uint64_t(BT) * Vb + uint64_t(r0) * vw, t_.v_new_f32 ? nullptr : &hi);
-        CrossCoreSetFlag<2, PIPE_MTE3>(kFlagV);
-        WriteOut(t_.v_new_f32, gVf_, gVt_, vOff, vn, hi, rv, vw);
-        inB_.FreeTensor(vn);
 
-        // 4. S += kg^T v_new.
-        CrossCoreWaitFlag(kFlagDs);
-        LocalTensor<float> d = inA_.template AllocTensor<float>();
-        DataCopy(d, gWsF_[uint64_t(BT) * Vb + uint64_t(k0) * vw], nk);
-        inA_.EnQue(d);
-        d = inA_.template DeQue<float>();
+        // 4. Per lane: S += kg^T v_new.
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l], n = rk * w;
+            CrossCoreWaitFlag(LaneFlag(kFlagDs, l));
+            LocalTensor<float> d = inA_.template AllocTensor<float>();
+            DataCopy(d, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
+            inA_.EnQue(d);
+            d = inA_.template DeQue<float>();
+            OrderV();
+            Add(S[rk * L.c[l]], S[rk * L.c[l]], d, static_cast<int32_t>(n));
+            inA_.FreeTensor(d);
+        }
         OrderV();
-        Add(S, S, d, static_cast<int32_t>(nk));
-        OrderV();
-        inA_.FreeTensor(d);
     }
 
     ChunkStateTiling t_{};

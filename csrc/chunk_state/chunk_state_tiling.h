@@ -34,8 +34,11 @@
 //     AIC  wait; dS = kg^T @ v_hi + kg^T @ v_lo (fp32) -> ws;        set kFlagDs
 //     AIV  wait; S += dS
 //   The outputs, the input fetches and the decay run while the other side works, off the chain of
-//   hand-offs. Each flag has at most one pending set, and each workspace region is rewritten only
-//   after the flag that follows its last read. w and kg of a chunk are fetched before the AIC waits.
+//   hand-offs. The unit's columns run as two lanes (halves) through this sequence, interleaved
+//   (AIV S lane 0, S lane 1; AIC wS lane 0 while the AIV splits lane 1; ...), so each side works
+//   on one lane while the other works on the other; w and kg are loaded once per chunk for both,
+//   before the AIC waits. Each flag (4 per lane) has at most one pending set, and each workspace
+//   region is rewritten only after the flag that follows its last read.
 // - state_v_first: h0 / final are [V, K]; the AIV moves a column of them to or from a row of S with
 //   one DataCopyPad of 4-byte blocks (each element in its own 32-byte block: WholeReduceSum of one
 //   lane compacts them, Brcb spreads them), once per unit.

@@ -90,6 +90,7 @@ CASES = [  # (B, T, HV, K, V, BT, per_key, cu, h0, v_first, h_dtype, v_new_dtype
     pytest.param(1, 64, 2, 128, 64, 32, False, None, False, True, FP32, FP32, BF16, id="gdn-bt32-no-h0-vfirst"),
     pytest.param(1, 70, 1, 256, 128, 64, True, None, True, False, FP32, FP32, BF16, id="kda-bt64-k256"),
     pytest.param(1, 40, 1, 16, 256, 16, True, (0, 3, 40), False, False, FP32, FP16, FP16, id="kda-bt16-k16-v256"),
+    pytest.param(1, 50, 2, 32, 16, 32, True, None, True, True, FP32, FP32, BF16, id="kda-bt32-v16-one-lane-vfirst"),
 ]
 
 
