@@ -26,6 +26,12 @@ def _out_dtype(name: str, dtype: torch.dtype, cube_dtype: torch.dtype) -> torch.
     return dtype
 
 
+def _check_offsets(offsets: torch.Tensor, NC: int) -> None:
+    """Offsets the kernel could not read within bounds: decreasing, or outside [0, NC]."""
+    if offsets.numel() and (int(offsets.min()) < 0 or int(offsets.max()) > NC or bool((offsets[1:] < offsets[:-1]).any())):
+        raise ValueError(f"chunk_state: `chunk_offsets` must be non-decreasing within [0, NC = {NC}], got {offsets.tolist()}")
+
+
 def chunk_state(w: torch.Tensor, u: torch.Tensor, kg: torch.Tensor, e_last: torch.Tensor, chunk_offsets: torch.Tensor,
                 h0: torch.Tensor | None = None, state_v_first: bool = False, h_dtype: torch.dtype = torch.float32,
                 v_new_dtype: torch.dtype = torch.float32,
@@ -59,6 +65,8 @@ def chunk_state(w: torch.Tensor, u: torch.Tensor, kg: torch.Tensor, e_last: torc
     NC, HV, _, K = w.shape
     V = u.shape[-1]
     N_ = chunk_offsets.shape[0] - 1
+    if chunk_offsets.device.type == "cpu" and chunk_offsets.dtype == torch.int32 and N_ >= 0:
+        _check_offsets(chunk_offsets, NC)  # free on the host; on a device the kernel reads them as given
     h = torch.empty(NC, HV, K, V, dtype=h_dtype, device=w.device)
     v_new = torch.empty(u.shape, dtype=v_new_dtype, device=w.device)
     final = torch.empty((N_, HV, V, K) if state_v_first else (N_, HV, K, V), dtype=torch.float32, device=w.device)

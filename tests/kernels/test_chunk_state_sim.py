@@ -205,6 +205,10 @@ def test_refusals():
         kst.chunk_state(w, u, kg, e_last, offsets, cube_dtype=FP32)
     with pytest.raises(ValueError, match="h_dtype"):
         kst.chunk_state(w, u, kg, e_last, offsets, h_dtype=FP16, cube_dtype=BF16)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        kst.chunk_state(w, u, kg, e_last, torch.tensor([0, 2], dtype=torch.int32))  # 2 chunks of 1
+    with pytest.raises(ValueError, match="non-decreasing"):
+        kst.chunk_state(w, u, kg, e_last, torch.tensor([1, 0, 1], dtype=torch.int32))
     with pytest.raises(_native.KernelError, match="`chunk_offsets` must be int32"):
         kst.chunk_state(w, u, kg, e_last, offsets.long())
     with pytest.raises(_native.KernelError, match="`e_last`"):
