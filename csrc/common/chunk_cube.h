@@ -1,4 +1,4 @@
-// Pieces shared by the mixed Cube + vector chunk kernels (chunk_output, wy_fast): the vector ->
+// Pieces shared by the mixed Cube + vector chunk kernels (chunk_output, wy_fast, chunk_state): the vector ->
 // Cube hand-off through a per-core GM workspace, the Cube's ND -> NZ loads and L0 loads, the tile
 // loop that writes fp32 products with Fixpipe, and the vector row-broadcast multiply.
 //
@@ -84,6 +84,23 @@ __aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1,
     for (uint32_t i = 0; i < mFrac; ++i)
         LoadData(a2[i * kFrac * fr], a1[i * fr],
                  LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(mFrac), 0, 0, false, 0));
+#endif
+}
+
+// A = X^T (m x k) into L0A, where X (k x m, row-major) is in L1 as NZ (fractal (r along k, c along
+// m) at c * k / 16 + r): each fractal transposed on the way (2-byte types only, LoadData_2D.md), into
+// the SoC's layout (a2/a3 Zz: fractal (i along m, j along k) at i * kFrac + j; a5 Nz: at j * mFrac + i).
+template <class T>
+__aicore__ inline void LoadAT(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
+    constexpr uint32_t fr = 512 / sizeof(T);
+    const uint32_t mFrac = m / 16, kFrac = k / 16;
+#if __NPU_ARCH__ == 3510
+    for (uint32_t j = 0; j < kFrac; ++j)
+        LoadData(a2[j * mFrac * fr], a1[j * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(mFrac), static_cast<uint16_t>(kFrac), 0, 0, true, 0));
+#else
+    for (uint32_t i = 0; i < mFrac; ++i)
+        LoadData(a2[i * kFrac * fr], a1[i * kFrac * fr], LoadData2dParams(0, static_cast<uint8_t>(kFrac), 1, 0, 0, true, 0));
 #endif
 }
 

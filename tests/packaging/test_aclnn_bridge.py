@@ -25,6 +25,7 @@ GATE = "aclnnFlaNpuGateChunkCumsum"
 PSA = "aclnnFlaNpuPrefixSharedAttention"
 CHUNK_OUTPUT = "aclnnFlaNpuChunkOutput"
 WY_FAST = "aclnnFlaNpuWyFast"
+CHUNK_STATE = "aclnnFlaNpuChunkState"
 ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.bfloat16: 27}
 ACL_FORMAT_ND = 2
 STREAM = 0x5EA0
@@ -208,6 +209,13 @@ def wy_fast_ws(lib, tensors):
     d = [N.tensor_desc(t) for t in tensors]
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
     st = lib.flaNpuWyFastGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
+def chunk_state_ws(lib, tensors, state_v_first):
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuChunkStateGetWorkspaceSize(*[N.ref(x) for x in d], state_v_first, ctypes.byref(ws), ctypes.byref(ex))
     return st, ws.value, ex, (tensors, d)
 
 
@@ -443,6 +451,38 @@ def test_wy_fast_forwarded_exactly(bridge, fake):
     fake.reset()
     as_fp32 = tuple(t.float() for t in tensors)
     assert wy_fast_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
+    assert len(fake.calls()) == 0 and fake.created == 0
+
+
+def test_chunk_state_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=4096)
+    NC, HV, BT, K, V, N_ = 3, 2, 32, 64, 80, 2
+    offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
+    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, V), torch.randn(NC, HV, BT, K).bfloat16(),
+               torch.rand(NC, HV, 1), offsets, None, torch.empty(NC, HV, K, V).bfloat16(), torch.empty(NC, HV, BT, V),
+               torch.empty(N_, HV, V, K))
+    st, ws, ex, _ = chunk_state_ws(bridge, tensors, 1)
+    assert st == 0 and ws == 4096, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{CHUNK_STATE}GetWorkspaceSize".encode()
+    assert call.num_tensors == 9
+    t = tensors_of(call)
+    assert t[5] is None  # no h0: passed as NULL
+    for ft, tensor in zip(t, tensors):
+        if tensor is not None:
+            assert_describes(ft, tensor)
+    assert call.num_ints == 1 and call.ints[0] == 1 and call.num_floats == 0  # state_v_first
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuChunkState(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        CHUNK_STATE.encode(), workspace.data_ptr(), 4096, STREAM)
+    assert launch.executor == call.executor and fake.created == fake.destroyed == 8
+    # Refused before any aclnn call: fp32 Cube inputs, an attribute other than 0 / 1.
+    fake.reset()
+    as_fp32 = (tensors[0].float(), tensors[1], tensors[2].float(), *tensors[3:])
+    assert chunk_state_ws(bridge, as_fp32, 1)[0] == 1 and "float32 `w` and `kg` are not supported" in err(bridge)
+    assert chunk_state_ws(bridge, tensors, 2)[0] == 1 and "`state_v_first` must be 0 or 1" in err(bridge)
     assert len(fake.calls()) == 0 and fake.created == 0
 
 
