@@ -103,7 +103,7 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     else:
         offsets = chunk_offsets(plan, q.device)
         h0_f = None if h0 is None else h0.to(f32).contiguous()
-        h, v_new, final = ops.chunk_state(w, u, kg, d.e_last.to(f32), offsets, h0_f, state_v_first, f32, T)
+        h, v_new, final = ops.chunk_state(w.to(T), u, kg.to(T), d.e_last.to(f32), offsets, h0_f, state_v_first, f32, T, T)
 
     if "stage 5: output" in skip:
         o = ref.output_fwd(p.q, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))

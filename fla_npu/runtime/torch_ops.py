@@ -96,13 +96,15 @@ if _runtime("solve_tril") is not None:
 if _runtime("chunk_state") is not None:
     @torch.library.custom_op(f"{LIB}::chunk_state", mutates_args=())
     def chunk_state(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_offsets: Tensor, h0: Tensor | None,
-                    state_v_first: bool, h_dtype: torch.dtype, v_new_dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor]:
+                    state_v_first: bool, h_dtype: torch.dtype, v_new_dtype: torch.dtype,
+                    cube_dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor]:
         from .chunk_state import chunk_state as run
 
-        return run(w, u, kg, e_last, chunk_offsets, h0, state_v_first, h_dtype=h_dtype, v_new_dtype=v_new_dtype)
+        return run(w, u, kg, e_last, chunk_offsets, h0, state_v_first, h_dtype=h_dtype, v_new_dtype=v_new_dtype,
+                   cube_dtype=cube_dtype)
 
     @chunk_state.register_fake
-    def _(w, u, kg, e_last, chunk_offsets, h0, state_v_first, h_dtype, v_new_dtype):
+    def _(w, u, kg, e_last, chunk_offsets, h0, state_v_first, h_dtype, v_new_dtype, cube_dtype):
         NC, HV, _, K = w.shape
         V = u.shape[-1]
         N = chunk_offsets.shape[0] - 1
