@@ -8,7 +8,8 @@
 //   AIV  [i >= 2: wait Free]  KDA: per owned block row I the column operand k_j 2^(G_r - G_j)
 //        (j < 16 (I + 1); the diagonal block's rows zero when max |G_r - G_j| there exceeds
 //        safe_span) and the row operands q_I, k_I times 2^(G_I - G_r), fp32 then one rounding to T,
-//        into the operand slot;  set Ready (PIPE_MTE3);  then finish unit i - 1 (below)
+//        into the operand slot (each G and k block read once per AIV, every owned block row served
+//        from it);  set Ready (PIPE_MTE3);  then finish unit i - 1 (below)
 //   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
 //        GDN: [q; k] from GM; [slot reused later: set Free]; per block row I (GDN: once) the A rows
 //        into L0A, the k^T columns into L0B, Mmad, Fixpipe (fp32) into the result slot;  set Done
@@ -163,6 +164,7 @@ public:
         pipe_.InitBuffer(inT_, 2, P * sizeof(T));
         pipe_.InitBuffer(res_, 1, 32 * BT * sizeof(float));
         pipe_.InitBuffer(inB_, 1, 16 * sizeof(float));
+        pipe_.InitBuffer(inR_, 1, 2 * t.K * sizeof(float));
         pipe_.InitBuffer(outT_, 2, P * sizeof(T));
         pipe_.InitBuffer(outF_, 2, 16 * BT * sizeof(float));
         pipe_.InitBuffer(w0_, P * sizeof(float));
@@ -184,8 +186,7 @@ public:
         CoreUnits(t_, block_, &first, &count);
         for (uint32_t i = 0; i < count; ++i) {
             SlotProducer::Acquire(i);
-            if (kda_)
-                for (uint32_t o = 0; o < nOwned_; ++o) unsafe_[i % 2][o] = !Form(first + i, owned_[o], i % 2);
+            if (kda_ && nOwned_ > 0) Form(first + i, i % 2);
             SlotProducer::Ready();
             if (i >= 1) Finish(first + i - 1, (i - 1) % 2);
         }
@@ -274,50 +275,67 @@ private:
     }
 
     // ---- KDA operands ----------------------------------------------------------------------------
-    // Block row I of unit u into operand slot `slot`; returns whether its diagonal block went to the
-    // Cube (max |G_r - G_j| over the block within safe_span).
-    __aicore__ inline bool Form(uint32_t u, uint32_t I, uint32_t slot) {
+    // The owned block rows of unit u into operand slot `slot`, each G and k block read once: for
+    // every block J up to the last owned block row, the column operand rows of block J of every owned
+    // block row I >= J; at J == I also I's row operands. Records in unsafe_[slot] which diagonal
+    // blocks the AIV computes exactly (max |G_r - G_j| over the block above safe_span).
+    __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t row0 = uint64_t(u) * t_.BT, base = uint64_t(slot) * t_.ws_op_elems;
-        LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>();
-        LocalTensor<float> gI = LoadF(gG_[(row0 + 16 * I) * K], n);  // its row 0 is the reference row r
-        bool safe = true;
-        for (uint32_t J = 0; J <= I; ++J) {  // column operand rows of block J: k_j 2^(G_r - G_j)
-            LocalTensor<float> gJ = J == I ? gI : LoadF(gG_[(row0 + 16 * J) * K], n);
-            SubRows(d, gI, gJ, 16, true);
+        LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
+        LocalTensor<float> gr = inR_.template AllocTensor<float>();  // reference rows r = 16 I, one per owned I
+        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gr[o * K], gG_[(row0 + 16 * owned_[o]) * K], K);
+        inR_.EnQue(gr);
+        gr = inR_.template DeQue<float>();
+        for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
+            LocalTensor<float> gJ = LoadF(gG_[(row0 + 16 * J) * K], n);
+            LoadTAsFloat(gK_[(row0 + 16 * J) * K], kf, n);
             OrderV();
-            if (J < I) inF_.FreeTensor(gJ);
-            else safe = MaxAbs(d, x, f) <= t_.safe_span;
-            const uint64_t dst = base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * K;
-            if (J < I || safe) {
-                Muls(f, d, kLn2, n);
+            for (uint32_t o = 0; o < nOwned_; ++o) {
+                const uint32_t I = owned_[o];
+                if (I < J) continue;
+                SubRows(d, gr[o * K], gJ, 16, true);  // G_r - G_j
                 OrderV();
-                Exp(f, f, n);
-                LoadTAsFloat(gK_[(row0 + 16 * J) * K], x, n);
+                bool safe = true;
+                if (J == I) {
+                    safe = MaxAbs(d, x, f) <= t_.safe_span;
+                    unsafe_[slot][o] = !safe;
+                }
+                if (safe) {  // column operand rows k_j 2^(G_r - G_j)
+                    Muls(f, d, kLn2, n);
+                    OrderV();
+                    Exp(f, f, n);
+                    OrderV();
+                    Mul(x, kf, f, n);
+                } else {     // the AIV computes this diagonal block exactly: zero operand rows
+                    Duplicate(x, 0.0f, n);
+                }
                 OrderV();
-                Mul(x, x, f, n);
-                OrderV();
-            } else {  // the AIV computes this diagonal block exactly: zero operand rows
-                Duplicate(x, 0.0f, n);
-                OrderV();
+                ToSlot(x, base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * K, n);
+                if (J == I) RowOperands(u, I, base, d, kf);
             }
-            ToSlot(x, dst, n);
+            inF_.FreeTensor(gJ);
         }
-        // Row operands: q_I and k_I times 2^(G_i - G_r) = 2^-d (d holds G_r - G_I).
+        inR_.FreeTensor(gr);
+    }
+
+    // Row operands of block row I: q_I and k_I (kf, fp32) times 2^(G_i - G_r) = 2^-d.
+    __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
+                                       const LocalTensor<float>& kf) {
+        const uint32_t K = t_.K, n = 16 * K;
+        LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>();
         Muls(f, d, -kLn2, n);
         OrderV();
         Exp(f, f, n);
         OrderV();
-        inF_.FreeTensor(gI);
-        const GlobalTensor<T>* src[2] = {&gQ_, &gK_};
-        for (uint32_t s = 0; s < 2; ++s) {
-            LoadTAsFloat((*src[s])[(row0 + 16 * I) * K], x, n);
-            OrderV();
-            Mul(x, x, f, n);
-            OrderV();
-            ToSlot(x, base + uint64_t(32 * I + 16 * s) * K, n);
-        }
-        return safe;
+        Mul(x, kf, f, n);
+        OrderV();
+        ToSlot(x, base + uint64_t(32 * I + 16) * K, n);
+        LoadTAsFloat(gQ_[(uint64_t(u) * t_.BT + 16 * I) * K], x, n);
+        OrderV();
+        Mul(x, x, f, n);
+        OrderV();
+        ToSlot(x, base + uint64_t(32 * I) * K, n);
     }
 
     // max |d| over 16 x K elements (tmp and work: scratch), read back by the scalar unit.
@@ -455,7 +473,7 @@ private:
     bool unsafe_[2][2] = {{false, false}, {false, false}};  // [slot][owned block row]: exact diagonal block
     TPipe pipe_;
     TQue<QuePosition::VECIN, 2> inF_, inT_;
-    TQue<QuePosition::VECIN, 1> res_, inB_;
+    TQue<QuePosition::VECIN, 1> res_, inB_, inR_;
     TQue<QuePosition::VECOUT, 2> outT_, outF_;
     TBuf<TPosition::VECCALC> w0_, w1_, w2_, w3_, bcB_, bcG_, red_, masks_;
     GlobalTensor<T> gQ_, gK_, gOp_, gAT_, gLT_;

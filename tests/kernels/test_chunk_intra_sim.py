@@ -73,10 +73,11 @@ def _reference(q, k, beta, G):
 def _gm_bytes(q, k, beta, G, out_dtype):
     """Compulsory minimum (q, k, beta, G read once, Aqk and L written once) and, when every diagonal
     block goes through the Cube (mild gates), the kernel's own count, from its design
-    (chunk_intra_tiling.h): KDA: per block row I the AIV reads G and k of blocks 0..I and q, k of
-    block I, writes the operand rows (32 + 16 (I + 1)) the AIC reads back, the AIC writes 32 x 16 (I + 1)
-    fp32 results the AIV reads back; GDN: the AIC reads q and k, writes 2 BT x BT fp32 results, the
-    AIV reads per block row the 32 x 16 (I + 1) it needs and g of the chunk."""
+    (chunk_intra_tiling.h). KDA: the AIV owning block rows S (sub-block (I ^ (I >> 1)) & 1) reads G and
+    k of blocks 0..max(S), q and the reference row of G of each I in S, and writes per I the operand
+    rows (32 + 16 (I + 1)) the AIC reads back; the AIC writes 32 x 16 (I + 1) fp32 results the AIV
+    reads back. GDN: the AIC reads q and k and writes 2 BT x BT fp32 results; the AIV reads per block
+    row the 32 x 16 (I + 1) it needs and g of the chunk."""
     NC, HV, BT, K = q.shape
     Kg, eb, ob, units, nb = G.shape[-1], q.element_size(), torch.finfo(out_dtype).bits // 8, NC * HV, BT // 16
     minimum = 2 * q.numel() * eb + beta.numel() * 4 + G.numel() * 4 + 2 * units * BT * BT * ob
@@ -85,10 +86,14 @@ def _gm_bytes(q, k, beta, G, out_dtype):
         results = 32 * 16 * (i + 1) * 4
         if Kg == K:
             operands = (32 + 16 * (i + 1)) * K * eb
-            per_unit += (i + 1) * 16 * K * (4 + eb) + 32 * K * eb + 2 * operands + 2 * results
+            per_unit += 16 * K * eb + K * 4 + 2 * operands + 2 * results
         else:
             per_unit += results + BT * 4
-    if Kg == 1:
+    if Kg == K:
+        for sub in (0, 1):
+            owned = [i for i in range(nb) if (i ^ (i >> 1)) & 1 == sub]
+            per_unit += (max(owned) + 1) * 16 * K * (4 + eb) if owned else 0
+    else:
         per_unit += 2 * BT * K * eb + 2 * BT * BT * 4
     return minimum, units * per_unit
 
@@ -164,7 +169,7 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
 
 
 @pytest.mark.parametrize("per_key,gate,expect_ratio,expect_share", [
-    (True, "mild", 3.826, 0.751), (True, "strong", 4.075, 0.575),
+    (True, "mild", 3.306, 0.763), (True, "strong", 3.639, 0.580),
     (False, "mild", 1.818, 0.969), (False, "strong", 1.818, 0.969)])
 def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, expect_share):
     """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs): GM bytes over
