@@ -35,11 +35,14 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 def _gate(kind: str, B, T, HV, Kg, gen):
     """Per-step log decay (natural log) ``[B, T, HV, Kg]``: "mild" (within the safe span over any 16
-    rows), "strong" (odd heads: down to -8 per step with 5 % at the floor, spans of hundreds of log2
-    units in a block; even heads mild) or "floor" (every step at GATE_FLOOR)."""
+    rows), "wide" (-2.3 to -2.6 per step: 50 to 57 log2 units over a 16-row block, inside bf16's safe
+    span, outside fp16's), "strong" (odd heads: down to -8 per step with 5 % at the floor, spans of
+    hundreds of log2 units in a block; even heads mild) or "floor" (every step at GATE_FLOOR)."""
     mild = -torch.rand(B, T, HV, Kg, generator=gen) * 0.2 - 0.01
     if kind == "mild":
         return mild
+    if kind == "wide":
+        return -2.3 - torch.rand(B, T, HV, Kg, generator=gen) * 0.3
     if kind == "floor":
         return torch.full_like(mild, fwd.GATE_FLOOR)
     strong = -torch.rand(B, T, HV, Kg, generator=gen) * 8.0
@@ -143,6 +146,23 @@ def test_strong_gates_take_the_exact_path():
         check_close(f"L ({gate})", L, refs[1], BF16)
     assert counts["strong"].cube_macs == counts["mild"].cube_macs
     assert counts["strong"].vector_elem_ops > 2 * counts["mild"].vector_elem_ops
+
+
+def test_safe_span_per_dtype():
+    """Diagonal blocks spanning 50 to 57 log2 units: bf16 takes them on the Cube (factors up to 2^57,
+    no more vector work than mild gates), fp16 (safe span 8) computes them exactly on the vector
+    unit; both within their tolerance."""
+    vector_ops = {}
+    for dtype in (BF16, FP16):
+        for gate in ("mild", "wide"):
+            q, k, beta, G, _ = _stage_inputs(1, 128, 2, 128, 64, True, dtype, gate, seed=9)
+            Aqk, L = ki.chunk_intra(q, k, beta, G)
+            vector_ops[dtype, gate] = ki.last_launch().totals.vector_elem_ops
+            refs = _reference(q, k, beta, G)
+            check_close(f"Aqk ({dtype}, {gate})", Aqk, refs[0], dtype)
+            check_close(f"L ({dtype}, {gate})", L, refs[1], dtype)
+    assert vector_ops[BF16, "wide"] == vector_ops[BF16, "mild"] == vector_ops[FP16, "mild"]
+    assert vector_ops[FP16, "wide"] > 2 * vector_ops[FP16, "mild"]
 
 
 @pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])
