@@ -1,7 +1,8 @@
 // Intra-chunk matrices (stage 2 of chunked KDA / Gated DeltaNet), mixed Cube + vector
 // (KERNEL_TYPE_MIX_AIC_1_2):
 //
-//   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])  (j <= i),   L[i, j] = beta[i] (k k ...)  (j < i)
+//   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])            (j <= i, 0 above)
+//   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] 2^(G[i, d] - G[j, d])    (j <  i, 0 on and above)
 //
 // The factoring that keeps every Cube operand finite, the shapes and the work split:
 // chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
@@ -17,7 +18,8 @@
 //        with the triangular masks, the unsafe diagonal blocks exactly per pair, L times beta, write
 //        Aqk and L (fp32, or rounded once to T).
 // Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
-// unit i only after it finished unit i - 2 (whose results used that slot).
+// unit i (on MTE3) only after it finished unit i - 2, whose result reads (MTE2) precede the output
+// copies (MTE3) that depend on them.
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
 // reverse pairs before each buffer is reused); on the AIVs the queues order MTE2 -> V -> MTE3, the
