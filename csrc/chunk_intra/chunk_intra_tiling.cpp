@@ -47,18 +47,19 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->row_rows = kda ? 32 * nb : 0;
     t->col_rows = kda ? 8 * nb * (nb + 1) : 0;
     t->ws_op_elems = (t->row_rows + t->col_rows) * p.K;
-    t->ws_res_elems = 2 * p.BT * p.BT;
+    t->ws_res_elems = kda ? 512 * nb : 2 * p.BT * p.BT;  // KDA: the diagonal blocks only
     t->ws_bytes_per_core = 2 * t->ws_op_elems * eb + 2 * t->ws_res_elems * 4;
 
     // AIV: pieces of 16 rows. G blocks (fp32, two), q / k blocks (T, two), the result rows of a block
     // row (32 x BT fp32), operands / cast outputs (T, two), Aqk and L rows (16 x BT fp32, two), four
     // fp32 work pieces, beta, two Brcb tiles, a reduction result, the four select masks, the two
-    // reference rows of G.
+    // reference rows of G, KDA's zero rows (fp32 and T).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);
     t->ub_bytes_used = static_cast<uint32_t>(2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) +
                                              2 * Pad32(16ull * p.BT * 4) + 4 * Pad32(P * 4) + Pad32(16 * 4) + 2 * Pad32(16 * 8 * 4) +
-                                             Pad32(16 * 4) + 4 * Pad32(16ull * p.BT / 8) + Pad32(2ull * p.K * 4));
+                                             Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) + Pad32(2ull * p.K * 4) +
+                                             (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "chunk_intra tiling: UB too small"; return -1; }
 
     // AIC: the operand slot (KDA) or [q; k] (GDN) whole in L1; per Mmad the A rows in L0A, k^T columns

@@ -26,7 +26,7 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
         cols += 16 * (I + 1);
     }
     CHECK(t.row_rows == (kda ? 32 * t.nb : 0) && t.col_rows == (kda ? cols : 0));
-    CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == 2 * t.BT * t.BT);
+    CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == (kda ? 512 * t.nb : 2 * t.BT * t.BT));
     CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * t.elem_bytes + 2 * t.ws_res_elems * 4);
     CHECK((2ull * t.ws_op_elems * t.elem_bytes) % 32 == 0);  // the result slots start 32-byte aligned
     CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
