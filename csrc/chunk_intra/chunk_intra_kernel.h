@@ -8,18 +8,20 @@
 // chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
 //   AIV  [i >= 2: wait Free]  KDA: per owned block row I the column operand k_j 2^(G_r - G_j)
 //        (j < 16 (I + 1); the diagonal block's rows zero when max |G_r - G_j| there exceeds
-//        safe_span) and the row operands q_I, k_I times 2^(G_I - G_r), fp32 then one rounding to T,
-//        into the operand slot (each G and k block read once per AIV, every owned block row served
-//        from it);  set Ready (PIPE_MTE3);  then finish unit i - 1 (below)
+//        safe_span) and the row operands q_I, beta_I k_I times 2^(G_I - G_r), fp32 then one rounding
+//        to T, into the operand slot (each G and k block read once per AIV, every owned block row
+//        served from it);  set Ready (PIPE_MTE3);  then finish unit i - 1 (below)
 //   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
-//        GDN: [q; k] from GM; [slot reused later: set Free]; per block row I (GDN: once) the A rows
-//        into L0A, the k^T columns into L0B, Mmad, Fixpipe (fp32) into the result slot;  set Done
-//   AIV  finish: wait Done; per owned block row: the result rows (GDN: times 2^(G_i - G_j)), Select
-//        with the triangular masks, the unsafe diagonal blocks exactly per pair, L times beta, write
-//        Aqk and L (fp32, or rounded once to T).
+//        [slot reused later: set Free]; per block row I one Mmad per part (q, beta k): Fixpipe the
+//        columns [0, 16 I) straight to Aqk and L (fp32, or rounded once to T), the 16 x 16 diagonal
+//        blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad against k^T, Fixpipe (fp32)
+//        to the result slot.  Set Done
+//   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
+//        per pair when unsafe, L times beta), written with the zero columns right of them. GDN, per
+//        owned block row: the result rows times 2^(G_i - G_j), masked, L times beta, whole rows.
 // Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
 // unit i (on MTE3) only after it finished unit i - 2, whose result reads (MTE2) precede the output
-// copies (MTE3) that depend on them.
+// copies (MTE3) that depend on them. The AIC and the AIVs write disjoint parts of Aqk and L.
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
 // reverse pairs before each buffer is reused); on the AIVs the queues order MTE2 -> V -> MTE3, the

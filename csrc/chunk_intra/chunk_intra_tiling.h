@@ -13,9 +13,9 @@
 // Exactness for any decaying gate, floored ones included (a per-step log decay of -1000): the
 // exponent is never formed as 2^G, only as differences, and each Cube product is factored through a
 // reference row so that no factor overflows.
-//   KDA, block row I (rows [16 I, 16 I + 16), reference row r = 16 I): one Mmad
-//     [q_I 2^(G_I - G_r); k_I 2^(G_I - G_r)] (32 x K)  @  (k_j 2^(G_r - G_j), j < 16 (I + 1))^T
-//   gives rows I of Aqk and of L / beta over the columns up to the diagonal block. Row factors are
+//   KDA, block row I (rows [16 I, 16 I + 16), reference row r = 16 I): the Mmads
+//     q_I 2^(G_I - G_r)  and  beta_I k_I 2^(G_I - G_r)  (16 x K each)  @  (k_j 2^(G_r - G_j), j < 16 (I + 1))^T
+//   give rows I of Aqk and of L over the columns up to the diagonal block. Row factors are
 //   <= 1 (i >= r), column factors of the blocks left of the diagonal are <= 1 (j < r): nothing
 //   overflows, and an entry underflows only where its exact value does. In the diagonal block the
 //   column factors are >= 1: the block goes through the Cube only when max |G_r - G_j| over the
@@ -24,14 +24,16 @@
 //   GDN: the Cube computes q k^T and k k^T, the AIV multiplies by D[i, j] = 2^(G_i - G_j) (j <= i).
 //
 // Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). AIV sub-block s owns the block rows I with
-// (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows). Per unit (chunk,
-// head) the AIVs form the scaled operands in fp32 (factors from differences of G, one rounding to T)
-// into a GM workspace slot; the AIC loads the slot as one NZ matrix, runs one Mmad per block row and
-// writes the fp32 products (Fixpipe) into a result slot; the AIVs mask, scale by beta, compute the
-// unsafe diagonal blocks exactly and write Aqk and L. GDN needs no formed operand: the AIC reads q and
-// k from GM. Hand-off: common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC
-// -> AIV) for the results; an AIV forms unit i + 1 before it finishes unit i, so the Cube works while
-// the AIVs form.
+// (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows). KDA, per unit (chunk,
+// head): the AIVs form the scaled operands in fp32 (factors from differences of G, beta folded into
+// the k rows, one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix,
+// runs per block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block
+// straight to Aqk and L (Fixpipe: fp32, or rounded once to T) and the 16 x 16 diagonal blocks to a
+// result slot; the AIVs mask those (or compute them exactly) and write them with the zero columns.
+// GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the
+// result slot; the AIVs multiply by the decay, mask, scale by beta and write whole rows. Hand-off:
+// common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC -> AIV) for the
+// results; an AIV forms unit i + 1 before it finishes unit i, so the Cube works while the AIVs form.
 //
 // Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
 // (CoreUnits); the output is bit-identical for any core count.
@@ -69,7 +71,8 @@ struct ChunkIntraTiling {
     uint32_t row_rows;           // KDA operand slot: 32 * nb row-operand rows (block row I at 32 I), then
     uint32_t col_rows;           //   16 * nb (nb + 1) / 2 column-operand rows (block row I at 8 I (I + 1))
     uint32_t ws_op_elems;        // one operand slot, elements of T: (row_rows + col_rows) * K (GDN: 0)
-    uint32_t ws_res_elems;       // one result slot, floats: 2 BT x BT
+    uint32_t ws_res_elems;       // one result slot, floats: KDA nb diagonal pairs (512 I: q part, beta k part);
+                                 //   GDN 2 BT x BT (q k^T rows, then k k^T rows)
     uint32_t ws_bytes_per_core;  // two operand slots, then two result slots
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
     float safe_span;             // kSafeSpanBf16 or kSafeSpanFp16

@@ -216,7 +216,8 @@ int32_t flaNpuWyFastLastTiling(uint32_t* words, int32_t capacity);
  * decay is wider is computed exactly per pair on the vector unit. A T output is rounded once.
  *
  * Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K elements
- * of T each; GDN: none) and two result slots of 2 BT x BT floats. NPU flavours forward to
+ * of T each; GDN: none) and two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
+ * floats). NPU flavours forward to
  * aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is called when there is no chunk.
  */
 int flaNpuChunkIntraGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* beta,
