@@ -392,3 +392,20 @@ EXPORT int32_t aclnnFlaNpuChunkStateGetWorkspaceSize(const void* w, const void* 
 EXPORT int32_t aclnnFlaNpuChunkState(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
     return second_phase("aclnnFlaNpuChunkState", workspace, workspace_size, executor, stream);
 }
+
+EXPORT int32_t aclnnFlaNpuChunkIntraGetWorkspaceSize(const void* q, const void* k, const void* beta, const void* g,
+                                                     const void* aqk, const void* l, uint64_t* workspace_size,
+                                                     void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkIntraGetWorkspaceSize");
+    add_tensor(c, q);
+    add_tensor(c, k);
+    add_tensor(c, beta);
+    add_tensor(c, g);
+    add_tensor(c, aqk);
+    add_tensor(c, l);
+    return first_phase(c, "aclnnFlaNpuChunkIntra", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkIntra(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkIntra", workspace, workspace_size, executor, stream);
+}

@@ -26,6 +26,7 @@ PSA = "aclnnFlaNpuPrefixSharedAttention"
 CHUNK_OUTPUT = "aclnnFlaNpuChunkOutput"
 WY_FAST = "aclnnFlaNpuWyFast"
 CHUNK_STATE = "aclnnFlaNpuChunkState"
+CHUNK_INTRA = "aclnnFlaNpuChunkIntra"
 ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.bfloat16: 27}
 ACL_FORMAT_ND = 2
 STREAM = 0x5EA0
@@ -216,6 +217,10 @@ def chunk_state_ws(lib, tensors, state_v_first):
     d = [N.tensor_desc(t) for t in tensors]
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
     st = lib.flaNpuChunkStateGetWorkspaceSize(*[N.ref(x) for x in d], state_v_first, ctypes.byref(ws), ctypes.byref(ex))
+def chunk_intra_ws(lib, tensors):
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuChunkIntraGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
     return st, ws.value, ex, (tensors, d)
 
 
@@ -483,6 +488,31 @@ def test_chunk_state_forwarded_exactly(bridge, fake):
     as_fp32 = (tensors[0].float(), tensors[1], tensors[2].float(), *tensors[3:])
     assert chunk_state_ws(bridge, as_fp32, 1)[0] == 1 and "float32 `w` and `kg` are not supported" in err(bridge)
     assert chunk_state_ws(bridge, tensors, 2)[0] == 1 and "`state_v_first` must be 0 or 1" in err(bridge)
+def test_chunk_intra_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=4096)
+    NC, HV, BT, K = 3, 2, 64, 128
+    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT),
+               -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16())
+    st, ws, ex, _ = chunk_intra_ws(bridge, tensors)
+    assert st == 0 and ws == 4096, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{CHUNK_INTRA}GetWorkspaceSize".encode()
+    assert call.num_tensors == 6
+    for ft, tensor in zip(tensors_of(call), tensors):
+        assert_describes(ft, tensor)
+    assert call.num_ints == 0 and call.num_floats == 0
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuChunkIntra(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        CHUNK_INTRA.encode(), workspace.data_ptr(), 4096, STREAM)
+    assert launch.executor == call.executor and fake.created == fake.destroyed == 6
+    # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's.
+    fake.reset()
+    as_fp32 = tuple(t.float() for t in tensors)
+    assert chunk_intra_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
+    half_out = tensors[:4] + tuple(t.half() for t in tensors[4:])
+    assert chunk_intra_ws(bridge, half_out)[0] == 1 and "float32 or the dtype of `q`" in err(bridge)
     assert len(fake.calls()) == 0 and fake.created == 0
 
 

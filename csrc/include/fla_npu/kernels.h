@@ -259,6 +259,35 @@ int flaNpuChunkState(void* workspace, uint64_t workspace_size, FlaNpuExecutor* e
  * fla_npu::chunk_state::ChunkStateTiling (for tests and diagnostics); returns the word count. */
 int32_t flaNpuChunkStateLastTiling(uint32_t* words, int32_t capacity);
 
+/* ---- intra-chunk matrices (stage 2 of chunked KDA / Gated DeltaNet; mixed Cube + vector) ---------
+ *
+ *   q    [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused); carries the scale
+ *   k    [NC, HV, BT, K]   q's dtype
+ *   beta [NC, HV, BT]      float32
+ *   g    [NC, HV, BT, Kg]  float32, G: the chunk-local cumulative log2 decay; Kg = K (KDA) or 1 (GDN).
+ *                          G must not increase along a chunk (a decay); padding rows hold the last value
+ *   aqk  [NC, HV, BT, BT]  float32 or T:  aqk[i, j] = sum_d q_id k_jd 2^(G_id - G_jd)  (j <= i, else 0)
+ *   l    [NC, HV, BT, BT]  aqk's dtype:   l[i, j] = beta_i sum_d k_id k_jd 2^(G_id - G_jd)  (j < i, else 0)
+ * All contiguous; BT 16, 32 or 64; K a multiple of 16 in [16, 256]; NC or HV may be 0 (nothing runs).
+ * Exact for any decaying gate (floored per-step decays included): products go through the Cube
+ * factored through a reference row (factors <= 1 off the diagonal blocks, within 2^+-60 (bf16) or
+ * 2^+-8 (fp16) inside them), the scaled operands rounded once to T; a diagonal 16 x 16 block whose
+ * decay is wider is computed exactly per pair on the vector unit. A T output is rounded once.
+ *
+ * Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K elements
+ * of T each; GDN: none) and two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
+ * floats). NPU flavours forward to
+ * aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is called when there is no chunk.
+ */
+int flaNpuChunkIntraGetWorkspaceSize(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* beta,
+                                     const FlaNpuTensor* g, const FlaNpuTensor* aqk, const FlaNpuTensor* l,
+                                     uint64_t* workspace_size, FlaNpuExecutor** executor);
+int flaNpuChunkIntra(void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor, void* stream);
+
+/* The tiling the last GetWorkspaceSize computed on this thread, as uint32 words of
+ * fla_npu::chunk_intra::ChunkIntraTiling (for tests and diagnostics); returns the word count. */
+int32_t flaNpuChunkIntraLastTiling(uint32_t* words, int32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif
