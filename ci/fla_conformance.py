@@ -14,7 +14,8 @@ runner
    FLA's dependencies (e.g. the project venv); ``--install-torch`` installs torch==2.13.0 instead;
 2. installs into it, without dependencies, that FLA checkout (so FLA's code and tests match),
    fla-npu (this repository) and fla-npu-adapter (./adapter), plus pytest-timeout;
-3. runs ``tests/ops/test_kda.py`` and ``tests/ops/test_gdn.py`` of the checkout with
+3. runs ``tests/ops/test_kda.py`` and ``tests/ops/test_gdn.py`` of the checkout (and its
+   ``tests/context_parallel/test_cp_kda.py`` / ``test_cp_gdn.py`` when present) with
    ``FLA_ASCENDC=1`` (``FLA_CI_ENV``, ``FLA_DISABLE_BACKEND_DISPATCH`` and ``TRITON_INTERPRET`` removed)
    through ``ci/fla_conformance_plugin.py`` (``-p``), which redirects FLA's device to the CPU,
    makes the conftest's device synchronisation the CPU's, and records per test which calls the
@@ -55,6 +56,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_FILES = ("tests/ops/test_kda.py", "tests/ops/test_gdn.py")
+# FLA's context-parallel tests, run when the checkout has them. At bc3b101d every case spawns NCCL
+# ranks on `cuda:{rank}` and skips below 2/4/8 GPUs, so on the CPU all are "skipped by FLA"; the
+# same scenarios run on gloo in tests/ops/test_context_parallel.py.
+CP_TEST_FILES = ("tests/context_parallel/test_cp_kda.py", "tests/context_parallel/test_cp_gdn.py")
 FALLBACK_TRITON = "3.8.0"
 # distributions of the current interpreter not exposed to the scratch venv
 EXCLUDED = re.compile(r"^(fla|fla_core|flash_linear_attention|fla_npu|fla_npu_adapter|fla_npu_adapter_autoload)"
@@ -242,7 +247,8 @@ def main() -> int:
                         "PYTHONPATH")}
     env.update(FLA_ASCENDC="1", FLA_CONFORMANCE_RECORDS=str(records_path), PYTHONPATH=str(REPO / "ci"))
     cmd = [python, "-m", "pytest", "-p", "fla_conformance_plugin", "-p", "no:cacheprovider",
-           f"--timeout={args.timeout}", "-q", "-rN", "--no-header", *TEST_FILES]
+           f"--timeout={args.timeout}", "-q", "-rN", "--no-header", *TEST_FILES,
+           *(test for test in CP_TEST_FILES if (fla / test).is_file())]
     if args.k:
         cmd += ["-k", args.k]
     cmd += args.pytest_args

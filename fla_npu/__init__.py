@@ -23,7 +23,16 @@ _PUBLIC = {
     "prefix_shared_attention": "prefix_shared_attention",
 }
 
-__all__ = list(_PUBLIC)
+__all__ = [*_PUBLIC, "profile"]
+
+
+def profile():
+    """Record every kernel launch of a ``with`` block: ``with fla_npu.profile() as prof: ...``, then
+    ``prof.launches`` (one dict per launch: ``kernel``, ``block_dim``, and from the host simulation
+    ``gm_read_bytes``, ``gm_write_bytes``, ``cube_macs``, ``vector_ops``). See :mod:`fla_npu.runtime.profile`."""
+    from .runtime.profile import profile as _profile
+
+    return _profile()
 
 
 def __getattr__(name: str):

@@ -4,6 +4,8 @@
                     production shapes scaled down for the CPU (see :mod:`fla_npu.verify`); exit code 0
                     iff every row passes.
 ``fla-npu info``    prints the versions and which implementation CPU tensors use.
+``fla-npu bench``   times the ops on the production shapes: measured on an NPU, otherwise modelled
+                    per SoC from the simulated kernels' instruction traces (see :mod:`fla_npu.perf.bench`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ def _ops_arg(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``fla-npu`` command (subcommands ``verify`` and ``info``)."""
-    parser = argparse.ArgumentParser(prog="fla-npu", description="fla_npu: verification and information.")
+    """The argument parser of the ``fla-npu`` command (subcommands ``verify``, ``bench`` and ``info``)."""
+    parser = argparse.ArgumentParser(prog="fla-npu", description="fla_npu: verification, benchmark and information.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(
@@ -53,12 +55,88 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated implementations to check (default: every available one: "
                         + ", ".join(choices.BUILTIN_IMPLEMENTATIONS) + ")")
 
+    p = sub.add_parser(
+        "bench", help="time the ops on the production shapes (measured on an NPU, else modelled per SoC)",
+        description="On an NPU (torch_npu): wall time with device events, median and spread of 5 runs after 2 "
+                    "warm-ups, fla_npu and FLA's default path side by side, memory peak. Elsewhere: the stage kernels "
+                    "run on the host simulation at scaled shapes and the timing model (fla_npu.perf) predicts the full "
+                    "shapes per SoC, labelled `model`; stages without a kernel are reported as 'reference (no kernel)'. "
+                    "Every row carries the whole-op roofline.")
+    p.add_argument("--op", default=",".join(BENCH_OPS), metavar="OPS",
+                   help=f"comma-separated subset of {','.join(BENCH_OPS)} (default: all)")
+    p.add_argument("--shape", default=None, metavar="DIMS",
+                   help="only this shape: B,T,H,K (B,T,H,HV,K with GVA) or bs,G,len_q,len_kv,D (default: every production shape)")
+    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="input dtype (default bf16)")
+    p.add_argument("--mode", choices=("fwd",), default="fwd", help="fwd (the forward; backward and decode: not yet)")
+    p.add_argument("--soc", default="a2,a3,a5", metavar="SOCS", help="SoCs to model without an NPU (default a2,a3,a5)")
+    p.add_argument("--out", default="bench-results.jsonl", metavar="PATH",
+                   help="one JSON object per row here (default: ./bench-results.jsonl)")
+    p.add_argument("--plot", default=None, metavar="PNG", nargs="?", const="bench.png",
+                   help="also draw a chart (default file bench.png; needs matplotlib)")
+    p.add_argument("--model", action="store_true", help="model even when an NPU is present")
+
     p = sub.add_parser("info", help="print the installed flavour, its build, CANN, the operator package, the device",
                        description="Version, flavour and SoC, source revision, build options, CANN version found, "
                                    "embedded operator package and whether CANN sees it, device SoC, kernels "
                                    "available, routes, and (with FLA and fla-npu-adapter) FLA's backends.")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout (for machines)")
     return parser
+
+
+BENCH_OPS = ("kda", "gdn", "prefix_shared_attention")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run ``fla-npu bench``: progress on stderr, the table and the KDA headline on stdout, rows to
+    ``--out``, the chart to ``--plot``. Returns 0, or 2 on a usage error or when nothing ran."""
+    from .perf import bench as PB, soc_constants as SC
+
+    try:
+        ops = [o.strip() for o in args.op.split(",") if o.strip()]
+        bad = [o for o in ops if o not in BENCH_OPS]
+        if bad or not ops:
+            raise ValueError(f"--op: expected a comma-separated subset of {','.join(BENCH_OPS)}, got {args.op!r}")
+        socs = [s.strip() for s in args.soc.split(",") if s.strip()]
+        for s in socs:
+            SC.soc(s)
+        shape = PB.parse_shape(args.shape) if args.shape else None
+        cases = PB.build_cases(ops, args.dtype, args.mode, shape)
+    except ValueError as e:
+        print(f"fla-npu bench: {e}", file=sys.stderr)
+        return 2
+    if not cases:
+        print(f"fla-npu bench: no production shape of {','.join(ops)} matches --shape {args.shape}", file=sys.stderr)
+        return 2
+    measured = not args.model and PB.npu_available()
+    how = "measured on the NPU" if measured else f"model for {','.join(socs)} (no NPU: simulated kernels + timing model)"
+    print(f"fla-npu bench: {len(cases)} cases, {args.dtype}, {args.mode}, {how}", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+
+    def progress(i, n, case, rows, secs):
+        times = ", ".join(f"{r['soc']} {r['impl']} " + ("-" if r["time_ms"] is None else f"{r['time_ms']:.3f}") + " ms"
+                          for r in rows)
+        source = rows[0]["source"] if rows else "-"
+        print(f"[{i}/{n}] {case.label()}: {times} ({source}; {secs:.1f}s)", file=sys.stderr, flush=True)
+
+    try:
+        rows = PB.run(cases, socs, args.out, progress, force_model=args.model)
+    except Exception as e:  # the library missing, a kernel failing: say which and stop
+        print(f"fla-npu bench: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    print(PB.format_table(rows))
+    head = PB.headline(rows)
+    if head:
+        print()
+        print(head)
+    if args.plot:
+        try:
+            PB.plot(rows, args.plot)
+            print(f"chart written to {args.plot}", file=sys.stderr)
+        except RuntimeError as e:
+            print(f"fla-npu bench: {e}", file=sys.stderr)
+            return 2
+    print(f"{time.perf_counter() - start:.1f}s; rows written to {args.out}", file=sys.stderr)
+    return 0
 
 
 def _select_impls(names: str | None) -> list:
@@ -240,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "verify":
         return cmd_verify(args)
+    if args.command == "bench":
+        return cmd_bench(args)
     return cmd_info(args)
 
 

@@ -34,9 +34,10 @@ the final state, the gradient error the largest over the gradients of every inpu
 ``v``, ``g``, ``beta``, and ``A_log``, ``dt_bias``, ``initial_state`` where present). A row passes
 when both are finite and within ``fla_npu.testing.TOLERANCES[dtype]``. Decode rows are forward only.
 
-Implementations live in a registry: ``reference`` (fla_npu's public ops on CPU tensors) and ``sim``
+Implementations live in a registry: ``reference`` (fla_npu's public ops on CPU tensors), ``sim``
 (the chunk ops with their stages 1, 3 and 5 run as Ascend C kernels on the host simulation; available
-when the native library is installed). Another one joins with
+when the native library is installed) and ``npu`` (the public ops on NPU tensors; available with
+torch_npu and a device). Another one joins with
 ``register_implementation(Implementation(name, description, ops={"chunk_kda": ..., ...}))`` and is
 then checked on every case whose function it provides.
 """
@@ -415,6 +416,27 @@ register_implementation(Implementation(
     ops={"chunk_kda": _with_simulated_stage1(chunk_kda),
          "chunk_gated_delta_rule": _with_simulated_stage1(chunk_gated_delta_rule)},
     unavailable=_simulation_unavailable,
+))
+
+
+def _npu_unavailable() -> str | None:
+    try:
+        import torch_npu  # noqa: F401
+    except ImportError:
+        return "torch_npu is not installed (no NPU)"
+    if not torch.npu.is_available():  # pragma: no cover - needs torch_npu
+        return "torch_npu finds no NPU device"
+    return None  # pragma: no cover - needs an NPU
+
+
+register_implementation(Implementation(
+    name="npu",
+    description="fla_npu's public ops on NPU tensors (the installed NPU flavour's kernels); the gold stays on the CPU",
+    ops={"chunk_kda": chunk_kda, "chunk_gated_delta_rule": chunk_gated_delta_rule,
+         "fused_recurrent_kda": fused_recurrent_kda,
+         "fused_recurrent_gated_delta_rule": fused_recurrent_gated_delta_rule},
+    device="npu",
+    unavailable=_npu_unavailable,
 ))
 
 

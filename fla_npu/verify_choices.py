@@ -5,4 +5,4 @@ implementations with these names."""
 OPS = ("kda", "gdn")
 DTYPE_NAMES = ("bf16", "fp16", "fp32")
 SCALES = ("cpu", "small")
-BUILTIN_IMPLEMENTATIONS = ("reference", "sim")
+BUILTIN_IMPLEMENTATIONS = ("reference", "sim", "npu")

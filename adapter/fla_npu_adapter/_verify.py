@@ -3,12 +3,12 @@
 A verifier receives the caller's ``*args, **kwargs`` exactly as FLA's dispatch got them, binds them
 against FLA's own signature of the function (read from FLA at registration, so positional and
 keyword call forms both work), and returns ``(True, None)`` or ``(False, reason)``. It reads only
-attributes (device, dtype, shape, ``requires_grad``): no computation, no device synchronisation,
-nothing written, and it never raises.
+attributes (device, dtype, shape, ``requires_grad``, the fields of a ``cp_context``): no computation,
+no device synchronisation, nothing written, and it never raises.
 
 Two kinds of reasons. A call fla_npu cannot serve although it is valid (a device or SoC no
-installed flavour serves, ``cp_context``, gradients on a forward-only device) falls back to FLA's
-default path, the reason logged once at WARNING. A call that is invalid (:class:`Invalid`: it does
+installed flavour serves, a ``cp_context`` without FLA's fields, gradients on a forward-only
+device) falls back to FLA's default path, the reason logged once at WARNING. A call that is invalid (:class:`Invalid`: it does
 not bind, a misspelt keyword, an integer ``q``, a ``cu_seqlens`` that is not a 1-D integer
 tensor, ...) is accepted whenever its first tensor is on a device fla_npu serves: fla_npu's own
 validation then raises the error FLA raises for it (same type and message), instead of FLA's path
@@ -207,6 +207,16 @@ def current_soc(device) -> str | None:
         return None
 
 
+def soc_family(soc: str) -> str | None:
+    """The family (``a2``, ``a3``, ``a5``) of an NPU's SoC name, as kernel flavours declare it
+    (``npu:a2``): fla_npu's own mapping (``fla_npu.runtime.bootstrap.soc_family``)."""
+    try:
+        from fla_npu.runtime.bootstrap import soc_family as family
+    except ImportError:
+        return None
+    return family(soc)
+
+
 class _Verifier:
     """What every verifier shares: the claims installed for one FLA function, per device, and the
     placement of the call's tensors (the first one decides the device, the others must be on it)."""
@@ -243,7 +253,7 @@ class _Verifier:
                 return claim, None
             if soc is None:
                 soc = current_soc(device) or "unknown"
-            if target.soc.lower() == soc.lower():
+            if target.soc.lower() in (soc.lower(), soc_family(soc)):
                 return claim, None
         built = ", ".join(str(t) for t, _ in entries)
         return None, f"the fla_npu implementation of {self.key} is built for {built}, this device is {device.type}:{soc}"
@@ -313,6 +323,34 @@ class _Verifier:
         return Invalid(f"`{name}` {where}, `{self.first}` on {device}")
 
 
+_CP_FIELDS = {"contiguous": (("is_first_rank", bool), ("is_last_rank", bool)),
+              "zigzag": (("part_len", int), ("front_num_seqs", int), ("is_first_by_part", tuple),
+                         ("is_last_by_part", tuple))}
+
+
+def cp_context_reason(ctx, device) -> str | None:
+    """Whether fla_npu can run a context-parallel call with FLA's context ``ctx`` (read duck-typed on
+    FLA's field names; the process group itself is not inspected): its rank-local ``cu_seqlens`` and,
+    with a group, the chain metadata of its layout. A missing ``cu_seqlens`` is FLA's own error."""
+    if not hasattr(ctx, "group") or not hasattr(ctx, "cu_seqlens"):
+        return f"`cp_context` ({type(ctx).__name__}) has no `group` / `cu_seqlens` fields of FLA's context"
+    cu = ctx.cu_seqlens
+    if cu is None:
+        return Invalid("`cp_context.cu_seqlens` is None")
+    if type(cu) is not _Tensor or cu.dtype not in INDEX_DTYPES or cu.ndim != 1 or cu.device != device:
+        return Invalid("`cp_context.cu_seqlens` must be a 1-D int32/int64 tensor on q's device")
+    if ctx.group is None:
+        return None                                       # FLA: CP disabled, a plain local varlen call
+    layout = getattr(ctx, "layout", "contiguous")
+    if layout not in _CP_FIELDS:
+        return f"`cp_context.layout` {layout!r} is not supported (contiguous, zigzag)"
+    for name, kind in _CP_FIELDS[layout]:
+        value = getattr(ctx, name, None)
+        if not isinstance(value, kind) or (kind is tuple and len(value) != 2):
+            return f"`cp_context.{name}` is not set ({layout} layout)"
+    return None
+
+
 class Verifier(_Verifier):
     """The verifier of one of FLA's attention functions (``q`` first), for the claims installed for it."""
 
@@ -341,7 +379,9 @@ class Verifier(_Verifier):
         if q.shape[-1] > self.max_head_dim:
             return Invalid(f"head dim K={q.shape[-1]} is not supported (K <= {self.max_head_dim})")
         if cp_context is not None and self.has_cp:
-            return "context parallelism (`cp_context`) is not supported by fla_npu"
+            reason = cp_context_reason(cp_context, q.device)
+            if reason is not None:
+                return reason
         if self.chunk_sizes is not None and (type(chunk_size) is not int or chunk_size not in self.chunk_sizes):
             return Invalid(f"chunk_size={chunk_size!r} is not supported (supported: {self.allowed})")
         if cu_seqlens is not None and (type(cu_seqlens) is not _Tensor or cu_seqlens.dtype not in INDEX_DTYPES
@@ -352,6 +392,21 @@ class Verifier(_Verifier):
         if not backward and torch.is_grad_enabled() and (
                 getattr(q, "requires_grad", False) or any(getattr(t, "requires_grad", False) for t in others)):
             return f"fla_npu on {q.device.type} is forward-only and gradients are required"
+        if not backward and self.chunk_sizes is not None:
+            return self.kernel_limits(q, others, chunk_size)
+        return None
+
+    def kernel_limits(self, q, others, chunk_size) -> str | None:
+        """On a kernel device: why the chunk kernels cannot take the call (fla_npu's own list of the
+        stage kernels' limits), or None."""
+        try:
+            from fla_npu.runtime.chunk_pipeline import stage_reasons
+        except ImportError as error:
+            return f"fla_npu's kernel chain cannot be imported: {error}"
+        v = others[self.rules.tensors.index("v") - 1]
+        reasons = stage_reasons(q.dtype, chunk_size, q.shape[-1], v.shape[-1])
+        if reasons:
+            return f"the Ascend C kernels cannot take this call ({'; '.join(f'{s}: {w}' for s, w in reasons.items())})"
         return None
 
 

@@ -1,5 +1,5 @@
-// Pieces shared by the mixed Cube + vector chunk kernels (chunk_output, wy_fast): the vector ->
-// Cube hand-off through a per-core GM workspace, the Cube's ND -> NZ loads and L0 loads, the tile
+// Pieces shared by the mixed Cube + vector chunk kernels (chunk_output, wy_fast, chunk_intra,
+// chunk_state): the vector -> Cube hand-off through a per-core GM workspace, the Cube's ND -> NZ loads and L0 loads, the tile
 // loop that writes fp32 products with Fixpipe, and the vector row-broadcast multiply.
 //
 // Hand-off protocol (KERNEL_TYPE_MIX_AIC_1_2; a2/a3 move AIV -> AIC data only through GM):
@@ -64,11 +64,14 @@ template <class T> __aicore__ inline void ZeroL1(const LocalTensor<T>& l1, uint3
     PipeBarrier<PIPE_MTE2>();
 }
 
-// A row-major rows x cols matrix from GM into L1 as NZ (16-row fractals, column blocks rows apart).
+// A row-major rows x cols matrix from GM into L1 as NZ (16-row fractals, column blocks `c0Stride`
+// rows apart; 0: `rows`). With a larger c0Stride and l1 offset by r0 * 16 elements, the matrix lands
+// as rows [r0, r0 + rows) of a taller NZ matrix (r0 and c0Stride multiples of 16).
 template <class T>
-__aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols) {
+__aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols,
+                              uint32_t c0Stride = 0) {
     DataCopy(l1, gm, Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(cols),
-                                 static_cast<uint16_t>(rows), 1, 0));
+                                 static_cast<uint16_t>(c0Stride != 0 ? c0Stride : rows), 1, 0));
 }
 
 // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
@@ -85,6 +88,56 @@ __aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1,
         LoadData(a2[i * kFrac * fr], a1[i * fr],
                  LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(mFrac), 0, 0, false, 0));
 #endif
+}
+
+// A = X^T (m x k) into L0A, where X (k x m, row-major) is in L1 as NZ (fractal (r along k, c along
+// m) at c * k / 16 + r): each fractal transposed on the way (2-byte types only, LoadData_2D.md), into
+// the SoC's layout (a2/a3 Zz: fractal (i along m, j along k) at i * kFrac + j; a5 Nz: at j * mFrac + i).
+template <class T>
+__aicore__ inline void LoadAT(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
+    constexpr uint32_t fr = 512 / sizeof(T);
+    const uint32_t mFrac = m / 16, kFrac = k / 16;
+#if __NPU_ARCH__ == 3510
+    for (uint32_t j = 0; j < kFrac; ++j)
+        LoadData(a2[j * mFrac * fr], a1[j * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(mFrac), static_cast<uint16_t>(kFrac), 0, 0, true, 0));
+#else
+    for (uint32_t i = 0; i < mFrac; ++i)
+        LoadData(a2[i * kFrac * fr], a1[i * kFrac * fr], LoadData2dParams(0, static_cast<uint8_t>(kFrac), 1, 0, 0, true, 0));
+#endif
+}
+
+// A = rows [16 r0, 16 (r0 + mFrac)) (m = 16 mFrac) of a row-major matrix of k columns held in L1 as
+// NZ with `rowFrac` fractal rows (column blocks 16 rowFrac rows apart) into L0A, in the SoC's layout
+// (a2/a3 Zz: one LoadData per fractal row; a5 Nz: one per fractal column).
+template <class T>
+__aicore__ inline void LoadARows(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t rowFrac, uint32_t r0,
+                                 uint32_t mFrac, uint32_t k) {
+    constexpr uint32_t fr = 512 / sizeof(T), c0 = 32 / sizeof(T);
+    const uint32_t kFrac = k / c0;
+#if __NPU_ARCH__ == 3510
+    for (uint32_t j = 0; j < kFrac; ++j)
+        LoadData(a2[j * mFrac * fr], a1[(j * rowFrac + r0) * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(mFrac), 1, 0, 0, false, 0));
+#else
+    for (uint32_t i = 0; i < mFrac; ++i)
+        LoadData(a2[i * kFrac * fr], a1[(r0 + i) * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(rowFrac), 0, 0, false, 0));
+#endif
+}
+
+// B = X^T (k x n) for X = rows [16 r0, 16 r0 + n) of a row-major matrix of k columns held in L1 as NZ
+// with `rowFrac` fractal rows, into L0B's Zn (fractal (r, c) at r * n / 16 + c, each stored n-major).
+// No transpose: an NZ fractal of X (row-major 16 x 16) is already the n-major fractal of X^T. One
+// LoadData per 16-column block of X (2-byte types: C0 = 16).
+template <class T>
+__aicore__ inline void LoadBTransposed(const LocalTensor<T>& b2, const LocalTensor<T>& b1, uint32_t rowFrac, uint32_t r0,
+                                       uint32_t n, uint32_t k) {
+    constexpr uint32_t fr = 512 / sizeof(T);
+    static_assert(sizeof(T) == 2, "LoadBTransposed: 2-byte types (16 x 16 fractals)");
+    const uint32_t kFrac = k / 16, nFrac = n / 16;
+    for (uint32_t r = 0; r < kFrac; ++r)
+        LoadData(b2[r * nFrac * fr], b1[(r * rowFrac + r0) * fr], LoadData2dParams(0, static_cast<uint8_t>(nFrac), 1, 0, 0, false, 0));
 }
 
 // B = columns [n0, n0 + n) of a row-major k x N matrix held in L1 as NZ (16 x 16 fractals,

@@ -98,6 +98,12 @@ struct CoreCtx {
     std::string waiting;  // what this core blocks on, "" when running
     const std::function<bool()>* waitPred = nullptr;  // its wake-up condition while blocked
     bool finished = false;
+    // Instruction trace (sim_api.h): records in program order; curRec is the current instruction's.
+    bool tracing = false;
+    bool traceTruncated = false;
+    std::vector<FlaSimTraceRecord> trace;
+    int64_t curRec = -1;
+    uint32_t nextQueueId = 0;  // trace keys of the core's queues
 };
 
 struct LaunchState {
@@ -114,7 +120,12 @@ struct LaunchState {
     int alive = 0, blocked = 0;
     uint64_t barGen[2] = {}; int barCount[2] = {};
     double timeoutSec = 30.0;
+    bool tracing = false;
+    size_t traceMax = 0;
 };
+
+// Trace switch: -1 = the environment decides (FLA_SIM_TRACE), 0 off, 1 on (fla_sim_set_trace).
+static std::atomic<int> g_traceSetting{-1};
 
 static thread_local CoreCtx* g_cur = nullptr;
 
@@ -152,12 +163,55 @@ void BeginOp(pipe_t pipe, const char* op) {
     c.curOp = op;
     ++c.opSeq;
     if (pipe < kNumPipes) ++c.clock[pipe][pipe];
+    if (c.tracing) {
+        c.curRec = -1;
+        if (c.trace.size() >= c.L->traceMax) { c.traceTruncated = true; return; }
+        c.trace.push_back(FlaSimTraceRecord{FLA_SIM_TRACE_INSTR, uint8_t(pipe), uint8_t(pipe), FLA_SIM_MEM_GM, 0, 0, 0});
+        c.curRec = static_cast<int64_t>(c.trace.size()) - 1;
+    }
 }
 
-void CountGmToLocal(uint64_t b) { Core("counter").ctr.gm_to_local_bytes += b; }
-void CountLocalToGm(uint64_t b) { Core("counter").ctr.local_to_gm_bytes += b; }
-void CountVector(uint64_t n) { Core("counter").ctr.vector_elem_ops += n; }
-void CountCube(uint64_t n) { Core("counter").ctr.cube_macs += n; }
+// The trace record of the current instruction, or nullptr when not tracing.
+static FlaSimTraceRecord* CurRec(CoreCtx& c) { return c.tracing && c.curRec >= 0 ? &c.trace[size_t(c.curRec)] : nullptr; }
+
+void CountGmToLocal(uint64_t b) {
+    CoreCtx& c = Core("counter");
+    c.ctr.gm_to_local_bytes += b;
+    if (FlaSimTraceRecord* r = CurRec(c)) r->amount += b;
+}
+void CountLocalToGm(uint64_t b) {
+    CoreCtx& c = Core("counter");
+    c.ctr.local_to_gm_bytes += b;
+    if (FlaSimTraceRecord* r = CurRec(c)) r->amount += b;
+}
+void CountVector(uint64_t n, uint64_t passes) {
+    CoreCtx& c = Core("counter");
+    c.ctr.vector_elem_ops += n;
+    if (FlaSimTraceRecord* r = CurRec(c)) { r->amount += n; r->passes += passes; }
+}
+void CountCube(uint64_t n, uint64_t steps) {
+    CoreCtx& c = Core("counter");
+    c.ctr.cube_macs += n;
+    if (FlaSimTraceRecord* r = CurRec(c)) { r->amount += n; r->passes += steps; }
+}
+void TraceBytes(uint64_t bytes, uint8_t where) {
+    CoreCtx& c = Core("trace");
+    if (FlaSimTraceRecord* r = CurRec(c)) {
+        r->amount += bytes;
+        r->detail = where;
+        if (r->pipe == PIPE_V) r->passes += (bytes + kRepeatBytes - 1) / kRepeatBytes;
+    }
+}
+void TraceSync(uint8_t kind, pipe_t pipe, pipe_t peer, uint32_t key, uint8_t detail) {
+    CoreCtx& c = Core("trace");
+    if (!c.tracing) return;
+    c.curRec = -1;
+    if (c.trace.size() >= c.L->traceMax) { c.traceTruncated = true; return; }
+    c.trace.push_back(FlaSimTraceRecord{kind, uint8_t(pipe), uint8_t(peer), detail, key, 0, 0});
+}
+// Trace keys of queue hand-offs: EnQue/DeQue pair in FIFO order, FreeTensor/AllocTensor per buffer.
+static uint32_t QueueKey(uint32_t queue, uint32_t slot) { return (queue << 8) | (slot & 0xFFu); }
+constexpr uint32_t kQueueFifo = 0xFF;
 
 // ---------------------------------------------------------------------------------------------
 // Arenas.
@@ -286,6 +340,7 @@ void SetFlagImpl(HardEvent evt, int32_t id) {
     CoreCtx& c = Core("SetFlag");
     if (id < 0 || id >= kEventIdsPerType) Fail("bad event id", Fmt("SetFlag<HardEvent::%s>(%d): event ids are 0..%d", EventName(evt), id, kEventIdsPerType - 1));
     c.flags[static_cast<int>(evt) * kEventIdsPerType + id].push_back(TakeToken(EventSrc(evt)));
+    TraceSync(FLA_SIM_TRACE_SET_FLAG, EventSrc(evt), EventDst(evt), uint32_t(static_cast<int>(evt) * kEventIdsPerType + id));
 }
 void WaitFlagImpl(HardEvent evt, int32_t id) {
     CoreCtx& c = Core("WaitFlag");
@@ -294,6 +349,7 @@ void WaitFlagImpl(HardEvent evt, int32_t id) {
     if (q.empty()) Fail("WaitFlag without SetFlag", Fmt("WaitFlag<HardEvent::%s>(%d) has no pending SetFlag: the device would hang", EventName(evt), id));
     JoinToken(EventDst(evt), q.front());
     q.pop_front();
+    TraceSync(FLA_SIM_TRACE_WAIT_FLAG, EventDst(evt), EventSrc(evt), uint32_t(static_cast<int>(evt) * kEventIdsPerType + id));
 }
 // Mmad.md: consecutive Mmads accumulating into the same L0C address need PipeBarrier<PIPE_M>
 // between them when (m / 16) * (n / 16) < 10 (the Cube's accumulation would otherwise read C
@@ -315,6 +371,7 @@ void NoteMmad(const Slot* dst, uint64_t byteOff, uint64_t bytes, bool accumulate
 
 void PipeBarrierImpl(pipe_t pipe) {
     CoreCtx& c = Core("PipeBarrier");
+    TraceSync(FLA_SIM_TRACE_BARRIER, pipe, pipe, 0);
     if (pipe == PIPE_M || pipe == PIPE_ALL) c.mmadBarrier = true;
     if (pipe == PIPE_V || pipe == PIPE_ALL) ++c.vBarriers;
     if (pipe != PIPE_ALL) return;  // a single pipe is ordered with itself already (for the hazard clocks)
@@ -348,7 +405,10 @@ Slot* QueueBase::Alloc() {
         next = (i + 1) % slots.size();
         pipe_t prod, cons;
         QueueProducerConsumer(qpos, prod, cons);
-        if (freeTokenValid[i]) JoinToken(prod, freeToken[i]);
+        if (freeTokenValid[i]) {
+            JoinToken(prod, freeToken[i]);
+            TraceSync(FLA_SIM_TRACE_QUEUE_WAIT, prod, cons, QueueKey(traceId, uint32_t(i)));
+        }
         s->state = SlotState::Allocated;
         std::memset(s->data, 0xFF, s->len);
         return s;
@@ -366,6 +426,7 @@ void QueueBase::EnQue(Slot* s, uint32_t gen) {
     pipe_t prod, cons;
     QueueProducerConsumer(qpos, prod, cons);
     enqToken[SlotIndex(*this, s)] = TakeToken(prod);
+    TraceSync(FLA_SIM_TRACE_QUEUE_SET, prod, cons, QueueKey(traceId, kQueueFifo));
     s->state = SlotState::Enqueued;
     fifo.push_back(s);
 }
@@ -378,6 +439,7 @@ Slot* QueueBase::DeQue() {
     pipe_t prod, cons;
     QueueProducerConsumer(qpos, prod, cons);
     JoinToken(cons, enqToken[SlotIndex(*this, s)]);
+    TraceSync(FLA_SIM_TRACE_QUEUE_WAIT, cons, prod, QueueKey(traceId, kQueueFifo));
     s->state = SlotState::Dequeued;
     return s;
 }
@@ -391,6 +453,7 @@ void QueueBase::Free(Slot* s, uint32_t gen) {
     QueueProducerConsumer(qpos, prod, cons);
     const size_t i = SlotIndex(*this, s);
     freeToken[i] = TakeToken(cons);
+    TraceSync(FLA_SIM_TRACE_QUEUE_SET, cons, prod, QueueKey(traceId, uint32_t(i)));
     freeTokenValid[i] = true;
     s->state = SlotState::Free;
     ++s->gen;
@@ -434,7 +497,7 @@ Slot* TPipe::Carve(TPosition pos, uint32_t len, const std::string& name) {
 }
 
 void TPipe::InitQueue(QueueBase& q, uint8_t num, uint32_t len) {
-    Core("InitBuffer");
+    q.traceId = Core("InitBuffer").nextQueueId++;
     if (q.inited) Fail("InitBuffer twice", "the queue already has buffers");
     if (num < 1) Fail("InitBuffer with no buffers", "num must be >= 1");
     q.name = Fmt("TQue<%s>#%d", PositionName(q.qpos), nque_++);
@@ -554,6 +617,7 @@ void CrossCoreSetFlagImpl(int mode, pipe_t pipe, uint16_t flagId) {
     if (mode > 2) Fail("unsupported cross-core mode", Fmt("CrossCoreSetFlag<%d>: the simulation supports modes 0, 1 and 2", mode));
     if (pipe == PIPE_S || pipe == PIPE_ALL) Fail("bad cross-core pipe", Fmt("CrossCoreSetFlag<%d, PIPE_%s>: modes 0-2 need a pipe other than PIPE_S/PIPE_ALL", mode, PipeName(pipe)));
     if (mode == 1 && c.type != AIV) Fail("bad cross-core mode", "CrossCoreSetFlag<1> (AIVs of one AI core) called on an AIC core");
+    TraceSync(FLA_SIM_TRACE_XSET, pipe, pipe, flagId, uint8_t(mode));
     std::unique_lock<std::mutex> lk(L.mu);
     // Targets: mode 0 all cores of my type, mode 1 the AIVs of my block, mode 2 the other side of my block.
     std::vector<CoreCtx*> targets = GroupOf(L, c, mode, true);
@@ -582,6 +646,7 @@ void CrossCoreWaitFlagImpl(int mode, pipe_t pipe, uint16_t flagId) {
     BeginOp(pipe == PIPE_ALL ? PIPE_S : pipe, "CrossCoreWaitFlag");
     CoreCtx& c = Core("CrossCoreWaitFlag");
     CheckCrossCoreFlag(c, "CrossCoreWaitFlag", mode, flagId);
+    TraceSync(FLA_SIM_TRACE_XWAIT, pipe == PIPE_ALL ? PIPE_S : pipe, PIPE_S, flagId, uint8_t(mode));
     LaunchState& L = *c.L;
     std::unique_lock<std::mutex> lk(L.mu);
     BlockUntil(c, lk, Fmt("CrossCoreWaitFlag(%u) [0 complete sets pending]", flagId), [&] { return c.xflag[flagId] > 0; });
@@ -593,6 +658,7 @@ void SyncAllImpl(bool aivOnly) {
     CoreCtx& c = Core("SyncAll");
     LaunchState& L = *c.L;
     if (aivOnly && c.type != AIV) Fail("SyncAll<true> on an AIC core", "SyncAll<true>() synchronises vector cores only; use SyncAll<false>() in mixed kernels");
+    TraceSync(FLA_SIM_TRACE_SYNC_ALL, PIPE_S, PIPE_S, 0, aivOnly ? 1 : 0);
     PipeBarrierImpl(PIPE_ALL);
     const int g = aivOnly ? 0 : 1;
     int members = 0;
@@ -617,6 +683,8 @@ struct LastLaunch {
     std::string error, kernel;
     std::vector<FlaSimCounters> ctr;
     std::vector<FlaSimCoreInfo> info;
+    std::vector<std::vector<FlaSimTraceRecord>> trace;
+    bool traceTruncated = false;
 };
 static LastLaunch& Last() {
     static LastLaunch l;
@@ -631,6 +699,11 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
     L.numBlocks = numBlocks;
     L.prof = &prof;
     if (const char* t = std::getenv("FLA_SIM_DEADLOCK_TIMEOUT")) L.timeoutSec = std::atof(t);
+    const int traceSetting = g_traceSetting.load();
+    const char* traceEnv = std::getenv("FLA_SIM_TRACE");
+    L.tracing = traceSetting == 1 || (traceSetting < 0 && traceEnv && *traceEnv && std::strcmp(traceEnv, "0") != 0);
+    L.traceMax = size_t(8) << 20;
+    if (const char* m = std::getenv("FLA_SIM_TRACE_MAX")) L.traceMax = size_t(std::strtoull(m, nullptr, 10));
     switch (type) {
     case KERNEL_TYPE_AIV_ONLY: case KERNEL_TYPE_MIX_AIV_1_0: L.aivPerBlock = 1; break;
     case KERNEL_TYPE_AIC_ONLY: case KERNEL_TYPE_MIX_AIC_1_0: L.aicPerBlock = 1; break;
@@ -654,7 +727,7 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
             L.cores.push_back(std::move(c));
         }
     }
-    for (auto& c : L.cores) c->L = &L;
+    for (auto& c : L.cores) { c->L = &L; c->tracing = L.tracing; }
     L.alive = static_cast<int>(L.cores.size());
 
     auto record = [&](const std::string& msg) {
@@ -706,7 +779,11 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
         last.kernel = name;
         last.ctr.clear();
         last.info.clear();
+        last.trace.clear();
+        last.traceTruncated = false;
         for (auto& c : L.cores) {
+            last.trace.push_back(std::move(c->trace));
+            last.traceTruncated = last.traceTruncated || c->traceTruncated;
             last.ctr.push_back(c->ctr);
             last.info.push_back(FlaSimCoreInfo{c->type == AIC ? 0 : 1, int32_t(c->blockIdx), c->sub, 0});
         }
@@ -742,6 +819,24 @@ int fla_sim_last_core_counters(int i, FlaSimCounters* out, FlaSimCoreInfo* info)
     if (info) *info = Last().info[i];
     return 0;
 }
+int fla_sim_set_trace(int on) {
+    const int prev = AscendC::sim::g_traceSetting.exchange(on ? 1 : 0);
+    return prev == 1 ? 1 : 0;
+}
+int64_t fla_sim_last_trace_length(int i) {
+    std::lock_guard<std::mutex> lk(Last().mu);
+    if (i < 0 || i >= static_cast<int>(Last().trace.size())) return -1;
+    return static_cast<int64_t>(Last().trace[size_t(i)].size());
+}
+int64_t fla_sim_last_trace(int i, FlaSimTraceRecord* out, int64_t capacity) {
+    std::lock_guard<std::mutex> lk(Last().mu);
+    if (i < 0 || i >= static_cast<int>(Last().trace.size())) return -1;
+    const auto& t = Last().trace[size_t(i)];
+    const int64_t n = std::min<int64_t>(capacity, static_cast<int64_t>(t.size()));
+    if (out && n > 0) std::memcpy(out, t.data(), size_t(n) * sizeof(FlaSimTraceRecord));
+    return out ? n : 0;
+}
+int fla_sim_last_trace_truncated(void) { std::lock_guard<std::mutex> lk(Last().mu); return Last().traceTruncated ? 1 : 0; }
 int fla_sim_last_total_counters(FlaSimCounters* out) {
     std::lock_guard<std::mutex> lk(Last().mu);
     if (!out || Last().ok < 0) return -1;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../common/soc_facts.h"
+#include "sim_api.h"
 
 // ---------------------------------------------------------------------------------------------
 // SoC selection (compile time, like the device build): -DFLA_SIM_SOC=FLA_SIM_SOC_A2|A3|A5.
@@ -192,11 +193,18 @@ void DeclareKernelType(KernelMetaType t);
 // in hazard reports and stops the core if another core faulted.
 void BeginOp(pipe_t pipe, const char* op);
 
-// Counters of the current core.
+// Counters of the current core (and the size of its current instruction in the trace).
 void CountGmToLocal(uint64_t bytes);
 void CountLocalToGm(uint64_t bytes);
-void CountVector(uint64_t elems);
-void CountCube(uint64_t macs);
+void CountVector(uint64_t elems, uint64_t passes);  // passes: 256-byte repeats the vector unit makes
+void CountCube(uint64_t macs, uint64_t fractalSteps);  // fractalSteps: 16 x 16 x C0 steps of the Cube
+
+// The trace (sim_api.h): an on-chip move's bytes and where they go (FLA_SIM_MEM_*), and the
+// synchronisation records. No-ops unless tracing.
+void TraceBytes(uint64_t bytes, uint8_t where);
+void TraceSync(uint8_t kind, pipe_t pipe, pipe_t peer, uint32_t key, uint8_t detail = 0);
+// The 256-byte repeats a count-form vector instruction over `count` elements of T makes.
+template <class T> constexpr uint64_t VectorPasses(uint64_t count) { return (count * sizeof(T) + kRepeatBytes - 1) / kRepeatBytes; }
 
 }  // namespace sim
 }  // namespace AscendC

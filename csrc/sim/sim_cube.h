@@ -161,6 +161,7 @@ template <class T, class U> inline void InitConstValue(const LocalTensor<T>& dst
     dst.SimAlign(static_cast<uint32_t>(blk), "dst");
     if (p.repeatTimes == 0 || p.blockNum == 0) return;
     const uint64_t pitch = (uint64_t(p.blockNum) + p.dstGap) * blk, len = uint64_t(p.blockNum) * blk;
+    TraceBytes(uint64_t(p.repeatTimes) * len, l1 ? FLA_SIM_MEM_ONCHIP : (s->arena == ArenaKind::L0A ? FLA_SIM_MEM_L0A : FLA_SIM_MEM_L0B));
     const uint64_t span = (uint64_t(p.repeatTimes) - 1) * pitch + len;
     if (span % sizeof(T)) Fail("InitConstValue", "the filled span is not a whole number of elements");
     uint8_t* d = reinterpret_cast<uint8_t*>(dst.SimData(span / sizeof(T), "dst"));
@@ -209,6 +210,7 @@ template <class T> inline void LoadData(const LocalTensor<T>& dst, const LocalTe
         Fail("LoadData transpose", Fmt("ifTranspose with %zu-byte elements: LoadData2DParams transposes 16 x 16 fractals of 2-byte "
                                        "types only (load B^T from GM instead, or LoadDataWithTranspose — not simulated)", sizeof(T)));
     if (p.repeatTimes == 0) return;
+    TraceBytes(uint64_t(p.repeatTimes) * kFractalBytes, ds->arena == ArenaKind::L0A ? FLA_SIM_MEM_L0A : FLA_SIM_MEM_L0B);
     constexpr uint64_t fr = kFractalBytes / sizeof(T);
     const uint64_t srcSpan = (uint64_t(p.startIndex) + (uint64_t(p.repeatTimes) - 1) * p.srcStride + 1) * fr;
     const uint64_t dstSpan = ((uint64_t(p.repeatTimes) - 1) * (1 + uint64_t(p.dstGap)) + 1) * fr;
@@ -329,7 +331,7 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& fm, const Loca
             for (uint64_t j = 0; j < kp; ++j) acc = std::fmaf(ar[j], bc[j], acc);
             c[co] = acc;
         }
-    CountCube(uint64_t(p.m) * p.n * p.k);
+    CountCube(uint64_t(p.m) * p.n * p.k, (mp / kFractalRows) * (np / kFractalRows) * (kp / c0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -456,6 +458,7 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     dst.SimAlign(kBlock, "dst");
     const U* s = FixpipeSource<T>(src, p, config.format);
     if (!s) return;
+    TraceBytes(uint64_t(p.mSize) * p.nSize * sizeof(T), FLA_SIM_MEM_ONCHIP);
     T* d = dst.SimData(FixpipeDstSpan(config.format, p), "dst");
     if (config.format == CO2Layout::NZ) {
         for (uint64_t b = 0; b < (uint64_t(p.nSize) + 15) / 16; ++b)

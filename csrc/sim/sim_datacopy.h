@@ -103,6 +103,7 @@ template <class T> inline void DataCopy(const LocalTensor<T>& dst, const LocalTe
     src.SimTouch(0, count, false);
     dst.SimTouch(0, count, true);
     std::memmove(d, s, uint64_t(count) * sizeof(T));
+    sim::TraceBytes(uint64_t(count) * sizeof(T), FLA_SIM_MEM_ONCHIP);
 }
 
 // GM -> UB/L1 in 32-byte blocks.
@@ -163,6 +164,7 @@ template <class T> inline void DataCopy(const LocalTensor<T>& dst, const LocalTe
         dst.SimTouchBytes(dof, len, true);
         std::memmove(d + dof, s + so, len);
     }
+    sim::TraceBytes(uint64_t(p.blockCount) * len, FLA_SIM_MEM_ONCHIP);
 }
 
 // GM -> UB with byte lengths; each UB row is padded to 32 bytes (pad = paddingValue when isPad,

@@ -180,6 +180,7 @@ struct QueueBase {
     size_t next = 0;  // round-robin allocation cursor
     std::string name;
     bool inited = false;
+    uint32_t traceId = 0;  // the queue's number on its core (trace keys)
 
     Slot* Alloc();
     void EnQue(Slot* s, uint32_t gen);

@@ -143,7 +143,7 @@ inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTenso
     b.SimTouch(0, count, false);
     dst.SimTouch(0, count, true);
     for (int32_t i = 0; i < count; ++i) pd[i] = St<T>(f(Ld(pa[i]), Ld(pb[i])));
-    CountVector(count);
+    CountVector(count, VectorPasses<T>(count));
 }
 template <class T, class F>
 inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const LaneMask& lm,
@@ -157,7 +157,7 @@ inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTens
     for (uint32_t r = 0; r < repeat; ++r)
         for (uint32_t l = 0; l < kRepeatBytes / sizeof(T); ++l)
             if (lm.On(l)) pd[LaneOff<T>(r, l, sd)] = St<T>(f(Ld(pa[LaneOff<T>(r, l, sa)]), Ld(pb[LaneOff<T>(r, l, sb)])));
-    CountVector(ActiveLanes<T>(lm) * repeat);
+    CountVector(ActiveLanes<T>(lm) * repeat, repeat);
 }
 template <class T, class F>
 inline void UnCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t count, F f) {
@@ -168,7 +168,7 @@ inline void UnCount(const char* op, const LocalTensor<T>& dst, const LocalTensor
     a.SimTouch(0, count, false);
     dst.SimTouch(0, count, true);
     for (int32_t i = 0; i < count; ++i) pd[i] = St<T>(f(Ld(pa[i])));
-    CountVector(count);
+    CountVector(count, VectorPasses<T>(count));
 }
 template <class T, class F>
 inline void UnRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LaneMask& lm, uint8_t repeat,
@@ -181,7 +181,7 @@ inline void UnRepeat(const char* op, const LocalTensor<T>& dst, const LocalTenso
     for (uint32_t r = 0; r < repeat; ++r)
         for (uint32_t l = 0; l < kRepeatBytes / sizeof(T); ++l)
             if (lm.On(l)) pd[LaneOff<T>(r, l, sd)] = St<T>(f(Ld(pa[LaneOff<T>(r, l, sa)])));
-    CountVector(ActiveLanes<T>(lm) * repeat);
+    CountVector(ActiveLanes<T>(lm) * repeat, repeat);
 }
 
 }  // namespace sim
@@ -288,7 +288,7 @@ template <typename T> inline void Duplicate(const LocalTensor<T>& dst, const T& 
     T* pd = sim::VecOperand(dst, count, "dst");
     dst.SimTouch(0, count, true);
     for (int32_t i = 0; i < count; ++i) pd[i] = scalarValue;
-    sim::CountVector(count);
+    sim::CountVector(count, sim::VectorPasses<T>(count));
 }
 template <typename T, bool isSetMask = true>
 inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t mask, const uint8_t repeatTime,
@@ -303,7 +303,7 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t 
     for (uint32_t r = 0; r < repeatTime; ++r)
         for (uint32_t l = 0; l < sim::kRepeatBytes / sizeof(T); ++l)
             if (lm.On(l)) pd[sim::LaneOff<T>(r, l, sd)] = scalarValue;
-    sim::CountVector(sim::ActiveLanes<T>(lm) * repeatTime);
+    sim::CountVector(sim::ActiveLanes<T>(lm) * repeatTime, repeatTime);
 }
 
 // ---- Cast ------------------------------------------------------------------------------------
@@ -334,7 +334,7 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
         else tmp[i] = sim::FromFloat<T>(static_cast<float>(ps[i]), roundMode);
     }
     std::memcpy(pd, tmp.data(), count * sizeof(T));
-    sim::CountVector(count);
+    sim::CountVector(count, std::max(sim::VectorPasses<T>(count), sim::VectorPasses<U>(count)));
 }
 
 // ---- reductions (count form) -----------------------------------------------------------------
@@ -370,7 +370,7 @@ inline void ReduceCount(const char* op, const LocalTensor<T>& dst, const LocalTe
         if constexpr (sizeof(T) == 4) { const uint32_t b = idx; std::memcpy(&pd[1], &b, 4); }
         else { const uint16_t b = uint16_t(idx); std::memcpy(&pd[1], &b, 2); }
     }
-    CountVector(count);
+    CountVector(count, VectorPasses<T>(count));
 }
 }  // namespace sim
 
@@ -420,7 +420,7 @@ inline void WholeReduce(const char* op, const LocalTensor<T>& dst, const LocalTe
             else { const uint16_t b = uint16_t(at); std::memcpy(&pd[dstPitch * r + 1], &b, 2); }
         }
     }
-    CountVector(ActiveLanes<T>(lm) * repeatTimes);
+    CountVector(ActiveLanes<T>(lm) * repeatTimes, repeatTimes);
 }
 }  // namespace sim
 
@@ -466,7 +466,7 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
             dst.SimTouch(off, epb, true);
             for (uint32_t e = 0; e < epb; ++e) pd[off + e] = in[r * 8 + b];
         }
-    sim::CountVector(uint64_t(repeatTime) * 8 * epb);
+    sim::CountVector(uint64_t(repeatTime) * 8 * epb, repeatTime);
 }
 
 // ---- Compare / CompareScalar / Select ------------------------------------------------------------
@@ -531,7 +531,7 @@ inline void CmpCount(const char* op, const LocalTensor<uint8_t>& dst, const Loca
     for (uint32_t i = 0; i < count; ++i)
         if (CmpEval(m, Ld(pa[i]), pb ? Ld(pb[i]) : Ld(s))) bits[i >> 3] |= uint8_t(1u << (i & 7));
     std::memcpy(pd, bits.data(), bits.size());
-    CountVector(count);
+    CountVector(count, VectorPasses<T>(count));
 }
 template <class T>
 inline void CmpRepeat(const char* op, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, const LocalTensor<T>* b, T s, CMPMODE m,
@@ -552,7 +552,7 @@ inline void CmpRepeat(const char* op, const LocalTensor<uint8_t>& dst, const Loc
                 bits[i >> 3] |= uint8_t(1u << (i & 7));
             }
     std::memcpy(pd, bits.data(), bits.size());
-    CountVector(ActiveLanes<T>(lm) * repeat);
+    CountVector(ActiveLanes<T>(lm) * repeat, repeat);
 }
 
 inline void SelModeRule(SELMODE mode, bool scalar) {
@@ -586,7 +586,7 @@ inline void SelCount(const LocalTensor<T>& dst, const LocalTensor<U>& sel, const
     std::vector<T> tmp(count);
     for (uint32_t i = 0; i < count; ++i) tmp[i] = BitAt(pm, spr ? i % lanes : i) ? pa[i] : (pb ? pb[i] : s);
     std::memcpy(static_cast<void*>(pd), tmp.data(), uint64_t(count) * sizeof(T));
-    CountVector(count);
+    CountVector(count, VectorPasses<T>(count));
 }
 template <class T, class U>
 inline void SelRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& sel, const LocalTensor<T>& a, const LocalTensor<T>* b, T s,
@@ -606,7 +606,7 @@ inline void SelRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& sel, cons
                 const bool bit = BitAt(pm, spr ? l : uint64_t(r) * lanes + l);
                 pd[LaneOff<T>(r, l, sd)] = bit ? pa[LaneOff<T>(r, l, sa)] : (pb ? pb[LaneOff<T>(r, l, sb)] : s);
             }
-    CountVector(ActiveLanes<T>(lm) * repeat);
+    CountVector(ActiveLanes<T>(lm) * repeat, repeat);
 }
 }  // namespace sim
 

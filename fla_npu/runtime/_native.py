@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from . import profile
 from .aclnn import AclnnError, describe
 
 LIBRARY_NAME = "libfla_npu_kernels.so"
@@ -62,6 +63,30 @@ class FlaSimCounters(ctypes.Structure):
 class FlaSimCoreInfo(ctypes.Structure):
     _fields_ = [("core_type", ctypes.c_int32), ("block_idx", ctypes.c_int32), ("sub_block_idx", ctypes.c_int32),
                 ("reserved", ctypes.c_int32)]
+
+
+class FlaSimTraceRecord(ctypes.Structure):
+    """One record of a simulated core's instruction trace (``sim_api.h``; read by :mod:`fla_npu.perf.trace`)."""
+    _fields_ = [("kind", ctypes.c_uint8), ("pipe", ctypes.c_uint8), ("peer", ctypes.c_uint8), ("detail", ctypes.c_uint8),
+                ("key", ctypes.c_uint32), ("amount", ctypes.c_uint64), ("passes", ctypes.c_uint64)]
+
+
+def declare_sim_trace(lib: ctypes.CDLL) -> bool:
+    """Declare the instruction-trace functions of a library built with the simulation (the kernel
+    library, or a test library linking the simulation); False if it has none."""
+    if not hasattr(lib, "fla_sim_last_trace"):
+        return False
+    lib.fla_sim_set_trace.restype = ctypes.c_int
+    lib.fla_sim_set_trace.argtypes = [ctypes.c_int]
+    lib.fla_sim_last_trace_length.restype = ctypes.c_int64
+    lib.fla_sim_last_trace_length.argtypes = [ctypes.c_int]
+    lib.fla_sim_last_trace.restype = ctypes.c_int64
+    lib.fla_sim_last_trace.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64]
+    lib.fla_sim_last_trace_truncated.restype = ctypes.c_int
+    lib.fla_sim_last_core_count.restype = ctypes.c_int
+    lib.fla_sim_last_kernel.restype = ctypes.c_char_p
+    lib.fla_sim_last_launch_ok.restype = ctypes.c_int
+    return True
 
 
 def library_path() -> Path:
@@ -125,6 +150,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         lib.fla_sim_last_core_counters.argtypes = [ctypes.c_int, P(FlaSimCounters), P(FlaSimCoreInfo)]
         lib.fla_sim_last_total_counters.restype = ctypes.c_int
         lib.fla_sim_last_total_counters.argtypes = [P(FlaSimCounters)]
+        declare_sim_trace(lib)
 
 
 def load_library() -> ctypes.CDLL:
@@ -268,7 +294,7 @@ _launched: dict[str, bool] = {}  # entry -> whether its last call launched a ker
 def run_two_phase(lib: ctypes.CDLL, entry: str, args: tuple, device: torch.device) -> None:
     """Call an op's C entry pair alike for every op: ``<entry>GetWorkspaceSize(*args, &size, &executor)``,
     then ``<entry>(workspace, size, executor, stream)`` with a workspace from torch's allocator; records
-    whether a kernel was launched (see :func:`last_launch`)."""
+    whether a kernel was launched (see :func:`last_launch`) and, inside ``fla_npu.profile()``, the launch."""
     ws_size = ctypes.c_uint64(0)
     executor = ctypes.c_void_p(None)
     check(getattr(lib, entry + "GetWorkspaceSize")(*args, ctypes.byref(ws_size), ctypes.byref(executor)),
@@ -276,7 +302,10 @@ def run_two_phase(lib: ctypes.CDLL, entry: str, args: tuple, device: torch.devic
     workspace = allocate_workspace(ws_size.value, device)
     ws_ptr = None if workspace is None else workspace.data_ptr()
     check(getattr(lib, entry)(ws_ptr, ws_size.value, executor, current_stream(device)), entry)
-    _launched[entry] = read_last_tiling(entry)["block_dim"] > 0
+    block_dim = read_last_tiling(entry)["block_dim"]
+    _launched[entry] = block_dim > 0
+    if block_dim > 0 and profile.recording():
+        profile.record(entry, block_dim, device, last_sim_launch())
 
 
 def forget_launch(entry: str) -> None:

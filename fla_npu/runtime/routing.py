@@ -51,3 +51,39 @@ def use_sim(op: str, x: torch.Tensor, supported_dtypes=(torch.float32, torch.flo
     load_library()
     log_once(op, "the Ascend C kernel on the host simulation", f"{ENV}=sim")
     return True
+
+
+class KernelRouteError(NotImplementedError):
+    """A call on NPU tensors that the kernels cannot take (the adapter's verifier refuses such calls,
+    so through FLA they run FLA's own path; called directly, fla_npu says why instead of running the
+    PyTorch reference on the NPU)."""
+
+
+def chunk_route(op: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int) -> dict | None:
+    """Where the forward of a chunked delta-rule call (``chunk_kda``, ``chunk_gated_delta_rule``) runs:
+    ``None`` for the PyTorch reference, else the kernel chain (:mod:`.chunk_pipeline`) with the dict
+    of the stages that run their reference instead (``{stage: reason}``; always empty on an NPU).
+
+    NPU tensors: every stage on the kernels, or :class:`KernelRouteError` naming what the kernels
+    cannot take. CPU tensors: the reference unless ``FLA_NPU_CPU_IMPL=sim``; with it, the stages
+    whose kernels take the call run on the host simulation, the others on the reference (each
+    reason logged once as a warning)."""
+    from .chunk_pipeline import stage_reasons
+
+    reasons = stage_reasons(q.dtype, chunk_size, q.shape[-1], v.shape[-1])
+    if q.device.type != "cpu":
+        if reasons:
+            raise KernelRouteError(f"{op}: on {q.device.type} tensors the call runs on the Ascend C kernels, which cannot "
+                                   "take it: " + "; ".join(f"{s}: {why}" for s, why in reasons.items()))
+        return {}
+    if cpu_impl() != "sim":
+        log_once(op, "the PyTorch reference")
+        return None
+    for stage, why in reasons.items():
+        log_once(f"{op} ({stage})", "the PyTorch reference", f"{ENV}=sim, but {why}", logging.WARNING)
+    if len(reasons) == 4:  # no stage of 2-5 can run on a kernel
+        return None
+    from ._native import load_library  # a missing library is an error, not a silent fallback
+    load_library()
+    log_once(op, "the Ascend C kernels on the host simulation", f"{ENV}=sim")
+    return reasons

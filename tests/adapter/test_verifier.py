@@ -59,6 +59,27 @@ def test_accepts_fla_call_forms_with_every_switch():
                None, True, out=torch.empty_like(v)) == (True, None)
 
 
+def _cp(**fields):
+    """A context with FLA's field names (the process group is never looked at)."""
+    return SimpleNamespace(**{"group": None, "cu_seqlens": torch.tensor([0, 8]), **fields})
+
+
+# Context-parallel calls fla_npu serves: FLA's context fields, whatever the group object is.
+CP_SERVED = [
+    _cp(),
+    _cp(group=object(), is_first_rank=False, is_last_rank=True),
+    _cp(group=object(), layout="zigzag", part_len=4, front_num_seqs=1, is_first_by_part=(True, False),
+        is_last_by_part=(False, True)),
+]
+
+
+@pytest.mark.parametrize("ctx", CP_SERVED, ids=["no group", "contiguous", "zigzag"])
+def test_cp_context_served(ctx):
+    q, k, v, g, b = tensors()
+    assert make()(q, k, v, g, b, cp_context=ctx) == (True, None)
+    assert make("gated_delta_rule.chunk_gated_delta_rule")(q, k, v, g[..., 0], b, cp_context=ctx) == (True, None)
+
+
 # Invalid calls (whichever implementation runs them): accepted when q is on a served device, so that
 # fla_npu's validation raises FLA's own error. (key, call builder, exact reason)
 INVALID = [
@@ -92,14 +113,27 @@ INVALID = [
      "`cu_seqlens` must be a 1-D int32/int64 tensor, got 1-D torch.float32"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cu_seqlens": [0, 8]}),
      "`cu_seqlens` must be a 1-D int32/int64 tensor, got a list"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(cu_seqlens=None)}),
+     "`cp_context.cu_seqlens` is None"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(cu_seqlens=torch.tensor([0., 8.]))}),
+     "`cp_context.cu_seqlens` must be a 1-D int32/int64 tensor on q's device"),
 ]
 
 # Valid calls fla_npu does not serve, and calls it cannot route (no tensor q): FLA's default path.
 REJECTIONS = [
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": object()}),
-     "context parallelism (`cp_context`) is not supported by fla_npu"),
+     "`cp_context` (object) has no `group` / `cu_seqlens` fields of FLA's context"),
     ("gated_delta_rule.chunk_gated_delta_rule", lambda q, k, v, g, b: ((q, k, v, g[..., 0], b), {"cp_context": 1}),
-     "context parallelism (`cp_context`) is not supported by fla_npu"),
+     "`cp_context` (int) has no `group` / `cu_seqlens` fields of FLA's context"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(group=object())}),
+     "`cp_context.is_first_rank` is not set (contiguous layout)"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(group=object(), layout="zigzag",
+                                                                                  part_len=4, front_num_seqs=1,
+                                                                                  is_first_by_part=(True,),
+                                                                                  is_last_by_part=(True, False))}),
+     "`cp_context.is_first_by_part` is not set (zigzag layout)"),
+    ("kda.chunk_kda", lambda q, k, v, g, b: ((q, k, v, g, b), {"cp_context": _cp(group=object(), layout="ring")}),
+     "`cp_context.layout` 'ring' is not supported (contiguous, zigzag)"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((None, k, v, g, b), {}),
      "verifier error: AttributeError: 'NoneType' object has no attribute 'device'"),
     ("kda.chunk_kda", lambda q, k, v, g, b: ((q.int().tolist(), k, v, g, b), {}),
@@ -143,7 +177,36 @@ def test_wrong_soc_flavour(monkeypatch):
                "npu:Ascend910_9382")
 
 
+def test_a_flavour_claims_its_soc_family(monkeypatch):
+    """An NPU wheel claims ``npu:a2`` (build_wheel); every SoC of the family matches, no other does."""
+    from fla_npu.runtime import chunk_pipeline
+
+    monkeypatch.setattr(chunk_pipeline, "stage_reasons", lambda *facts: {})
+    q, beta = fake((1, 8, 2, 64)), fake((1, 8, 2))
+    verifier = make(devices="cpu,npu:a2")
+    for soc, ok in (("Ascend910B3", True), ("Ascend910B1", True), ("Ascend910_9382", False), ("Ascend950PR_9599", False)):
+        monkeypatch.setattr(_verify, "current_soc", lambda device, soc=soc: soc)
+        verifier.served.clear()
+        assert verifier(q, q, q, q, beta)[0] is ok, soc
+
+
+def test_kernel_device_refuses_what_the_kernels_cannot_take(monkeypatch):
+    """On an NPU the call must fit every stage kernel (fla_npu's chunk_pipeline.stage_reasons), else FLA's path."""
+    monkeypatch.setattr(_verify, "current_soc", lambda device: "Ascend910B3")
+    verifier = make(devices="cpu,npu:a2")
+    q32, beta = fake((1, 8, 2, 64), dtype=torch.float32), fake((1, 8, 2))
+    ok, reason = verifier(q32, q32, q32, q32, beta)
+    assert not ok and reason.startswith("the Ascend C kernels cannot take this call (stage 2: intra-chunk: ")
+    assert "float16 / bfloat16" in reason
+    q, v80 = fake((1, 8, 2, 64)), fake((1, 8, 2, 72))
+    ok, reason = verifier(q, q, v80, q, beta)
+    assert not ok and "V=72" in reason
+
+
 def test_forward_only_device(monkeypatch):
+    from fla_npu.runtime import chunk_pipeline
+
+    monkeypatch.setattr(chunk_pipeline, "stage_reasons", lambda *facts: {})  # the kernel limits: tested above
     monkeypatch.setattr(_verify, "current_soc", lambda device: "ascend910b2")
     verifier = make(devices="cpu,npu:Ascend910B2")
     q, beta = fake((1, 8, 2, 64), requires_grad=True), fake((1, 8, 2))

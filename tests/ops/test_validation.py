@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -224,8 +225,25 @@ def _graph_padding(op):
     return {**inputs(op, B=1), "cu_seqlens": torch.tensor([0, 3, 8]), "use_graph": True, "max_num_seqs": 4}
 
 
+def _cp(op, B=1, **extra):
+    """A context-parallel call: FLA's context fields (no process group: nothing is exchanged)."""
+    cu = torch.tensor([0, 3, 8])
+    ctx = SimpleNamespace(group=None, cu_seqlens=cu, cu_seqlens_cpu=cu)
+    return {**inputs(op, B=B), "cp_context": ctx, **extra}
+
+
+def _cp_without_cu_seqlens(op):
+    kw = _cp(op)
+    kw["cp_context"].cu_seqlens = None
+    return kw
+
+
 # (op, case, builder): FLA rejects these before any kernel launch.
 FLA_REJECTS = [
+    *[(op, "cp_initial_state", lambda op: _cp(op, initial_state=h0(2))) for op in CHUNK_OPS],
+    *[(op, "cp_output_final_state", lambda op: _cp(op, output_final_state=True)) for op in CHUNK_OPS],
+    *[(op, "cp_without_cu_seqlens", _cp_without_cu_seqlens) for op in CHUNK_OPS],
+    *[(op, "cp_batch_not_1", lambda op: _cp(op, B=2)) for op in CHUNK_OPS],
     *[(op, "varlen_batch_not_1", _varlen_batch) for op in OPS],
     *[(op, "varlen_wrong_number_of_states", _varlen_num_states) for op in OPS],
     *[(op, "allow_neg_eigval_without_beta_sigmoid", _neg_eigval) for op in OPS],
@@ -319,6 +337,9 @@ FLA_MISSES = [
     ("fused_recurrent_gated_delta_rule", "HV_not_multiple_of_H", _HV_not_multiple, ValueError, "HV % H == 0"),
     ("fused_recurrent_gated_delta_rule", "g_shape", _g_shape, ValueError, "`g` must have shape"),
     ("fused_recurrent_gated_delta_rule", "beta_shape", _beta_shape, ValueError, "`beta` must have shape"),
+    # FLA refuses this on Ascend only (its CUDA graphs record the CP collectives)
+    ("chunk_kda", "cp_use_graph", lambda op: _cp(op, use_graph=True), NotImplementedError,
+     "graph mode does not currently support context parallelism"),
 ]
 
 
@@ -541,11 +562,11 @@ def test_unknown_keyword(op, form):
     assert "initial_sate" in str(err)
 
 
-@pytest.mark.parametrize("op", CHUNK_OPS)
-def test_cp_context_not_supported(op):
-    fn = getattr(fla_npu, op)
-    err = raise_unchanged(fn, (), {**inputs(op), "cp_context": object()}, NotImplementedError)
-    assert "cp_context" in str(err)
+def test_cp_return_intermediate_states_refused():
+    with torch.inference_mode():
+        err = raise_unchanged(fla_npu.chunk_kda, (), _cp("chunk_kda", return_intermediate_states=True),
+                              NotImplementedError)
+    assert "return_intermediate_states" in str(err) and "cp_context" in str(err)
 
 
 @pytest.mark.parametrize("layout", ["BTHD", "bsnd", "", None])

@@ -356,3 +356,56 @@ EXPORT int32_t aclnnFlaNpuWyFastGetWorkspaceSize(const void* k, const void* v, c
 EXPORT int32_t aclnnFlaNpuWyFast(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
     return second_phase("aclnnFlaNpuWyFast", workspace, workspace_size, executor, stream);
 }
+
+EXPORT int32_t aclnnFlaNpuSolveTrilGetWorkspaceSize(const void* l, const void* akk, uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuSolveTrilGetWorkspaceSize");
+    add_tensor(c, l);
+    add_tensor(c, akk);
+    return first_phase(c, "aclnnFlaNpuSolveTril", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuSolveTril(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuSolveTril", workspace, workspace_size, executor, stream);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkStateGetWorkspaceSize(const void* w, const void* u, const void* kg, const void* e_last,
+                                                     const void* chunk_offsets, const void* h0, const void* h,
+                                                     const void* v_new, const void* final_state, int64_t state_v_first,
+                                                     uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkStateGetWorkspaceSize");
+    add_tensor(c, w);
+    add_tensor(c, u);
+    add_tensor(c, kg);
+    add_tensor(c, e_last);
+    add_tensor(c, chunk_offsets);
+    add_tensor(c, h0);
+    add_tensor(c, h);
+    add_tensor(c, v_new);
+    add_tensor(c, final_state);
+    if (c != NULL) {
+        c->num_ints = 1;
+        c->ints[0] = state_v_first;
+    }
+    return first_phase(c, "aclnnFlaNpuChunkState", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkState(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkState", workspace, workspace_size, executor, stream);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkIntraGetWorkspaceSize(const void* q, const void* k, const void* beta, const void* g,
+                                                     const void* aqk, const void* l, uint64_t* workspace_size,
+                                                     void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkIntraGetWorkspaceSize");
+    add_tensor(c, q);
+    add_tensor(c, k);
+    add_tensor(c, beta);
+    add_tensor(c, g);
+    add_tensor(c, aqk);
+    add_tensor(c, l);
+    return first_phase(c, "aclnnFlaNpuChunkIntra", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkIntra(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkIntra", workspace, workspace_size, executor, stream);
+}

@@ -25,6 +25,8 @@ GATE = "aclnnFlaNpuGateChunkCumsum"
 PSA = "aclnnFlaNpuPrefixSharedAttention"
 CHUNK_OUTPUT = "aclnnFlaNpuChunkOutput"
 WY_FAST = "aclnnFlaNpuWyFast"
+CHUNK_STATE = "aclnnFlaNpuChunkState"
+CHUNK_INTRA = "aclnnFlaNpuChunkIntra"
 ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.bfloat16: 27}
 ACL_FORMAT_ND = 2
 STREAM = 0x5EA0
@@ -208,6 +210,17 @@ def wy_fast_ws(lib, tensors):
     d = [N.tensor_desc(t) for t in tensors]
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
     st = lib.flaNpuWyFastGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
+def chunk_state_ws(lib, tensors, state_v_first):
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuChunkStateGetWorkspaceSize(*[N.ref(x) for x in d], state_v_first, ctypes.byref(ws), ctypes.byref(ex))
+def chunk_intra_ws(lib, tensors):
+    d = [N.tensor_desc(t) for t in tensors]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = lib.flaNpuChunkIntraGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
     return st, ws.value, ex, (tensors, d)
 
 
@@ -446,6 +459,63 @@ def test_wy_fast_forwarded_exactly(bridge, fake):
     assert len(fake.calls()) == 0 and fake.created == 0
 
 
+def test_chunk_state_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=4096)
+    NC, HV, BT, K, V, N_ = 3, 2, 32, 64, 80, 2
+    offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
+    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, V), torch.randn(NC, HV, BT, K).bfloat16(),
+               torch.rand(NC, HV, 1), offsets, None, torch.empty(NC, HV, K, V).bfloat16(), torch.empty(NC, HV, BT, V),
+               torch.empty(N_, HV, V, K))
+    st, ws, ex, _ = chunk_state_ws(bridge, tensors, 1)
+    assert st == 0 and ws == 4096, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{CHUNK_STATE}GetWorkspaceSize".encode()
+    assert call.num_tensors == 9
+    t = tensors_of(call)
+    assert t[5] is None  # no h0: passed as NULL
+    for ft, tensor in zip(t, tensors):
+        if tensor is not None:
+            assert_describes(ft, tensor)
+    assert call.num_ints == 1 and call.ints[0] == 1 and call.num_floats == 0  # state_v_first
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuChunkState(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        CHUNK_STATE.encode(), workspace.data_ptr(), 4096, STREAM)
+    assert launch.executor == call.executor and fake.created == fake.destroyed == 8
+    # Refused before any aclnn call: fp32 Cube inputs, an attribute other than 0 / 1.
+    fake.reset()
+    as_fp32 = (tensors[0].float(), tensors[1], tensors[2].float(), *tensors[3:])
+    assert chunk_state_ws(bridge, as_fp32, 1)[0] == 1 and "float32 `w` and `kg` are not supported" in err(bridge)
+    assert chunk_state_ws(bridge, tensors, 2)[0] == 1 and "`state_v_first` must be 0 or 1" in err(bridge)
+def test_chunk_intra_forwarded_exactly(bridge, fake):
+    fake.reset(workspace_size=4096)
+    NC, HV, BT, K = 3, 2, 64, 128
+    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT),
+               -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16())
+    st, ws, ex, _ = chunk_intra_ws(bridge, tensors)
+    assert st == 0 and ws == 4096, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{CHUNK_INTRA}GetWorkspaceSize".encode()
+    assert call.num_tensors == 6
+    for ft, tensor in zip(tensors_of(call), tensors):
+        assert_describes(ft, tensor)
+    assert call.num_ints == 0 and call.num_floats == 0
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert bridge.flaNpuChunkIntra(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        CHUNK_INTRA.encode(), workspace.data_ptr(), 4096, STREAM)
+    assert launch.executor == call.executor and fake.created == fake.destroyed == 6
+    # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's.
+    fake.reset()
+    as_fp32 = tuple(t.float() for t in tensors)
+    assert chunk_intra_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
+    half_out = tensors[:4] + tuple(t.half() for t in tensors[4:])
+    assert chunk_intra_ws(bridge, half_out)[0] == 1 and "float32 or the dtype of `q`" in err(bridge)
+    assert len(fake.calls()) == 0 and fake.created == 0
+
+
 def test_destroy_executor_destroys_the_tensors(bridge, fake):
     fake.reset()
     st, _, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2), torch.randn(16))
@@ -629,3 +699,35 @@ def test_runtime_gives_an_npu_flavour_its_embedded_operator_package(build, monke
                                                  r"561103 \(ACLNN_ERR_INNER_NULLPTR.*Called by "
                                                  r"flaNpuGateChunkCumsumGetWorkspaceSize"):
         kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2))
+
+
+# ---- the chunked forward's kernel chain, as an NPU flavour runs it --------------------------------
+
+@pytest.mark.parametrize("op", ["kda", "gdn"])
+def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fake, monkeypatch, op):
+    """The NPU route is the simulation's route with the bridge as the library: the chunk op calls the
+    aclnn pair of every stage kernel, in order, each launch on what the previous one wrote (the fake
+    computes nothing, so the numbers are not looked at)."""
+    import fla_npu
+    from fla_npu.runtime import chunk_pipeline
+
+    monkeypatch.setattr(N, "_lib", bridge)
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    fake.reset()
+    B, T, H, K, V = 1, 100, 2, 64, 64
+    q, k = torch.randn(B, T, H, K).bfloat16(), torch.randn(B, T, H, K).bfloat16()
+    v, beta = torch.randn(B, T, H, V).bfloat16(), torch.rand(B, T, H).bfloat16()
+    g = -torch.rand(B, T, H, *((K,) if op == "kda" else ())).bfloat16()
+    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+    with torch.no_grad():
+        fn(q, k, v, g, beta, output_final_state=True)
+    skipped = chunk_pipeline.stage_reasons(torch.bfloat16, 64, K, V)
+    entries = ["GateChunkCumsum"] + [name for stage, names in (
+        ("stage 2: intra-chunk", ("ChunkIntra", "SolveTril")), ("stage 3: WY factors", ("WyFast",)),
+        ("stage 4: state recurrence", ("ChunkState",)), ("stage 5: output", ("ChunkOutput",)))
+        if stage not in skipped for name in names]
+    calls = fake.calls()
+    assert [c.function.decode() for c in calls] == [
+        f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]
+    assert all(c.stream is None for c in calls[1::2])  # CPU tensors: no stream (an NPU call passes the current one)
+    assert fake.created == fake.destroyed

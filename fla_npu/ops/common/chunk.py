@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Callable
 
 import torch
 
-from ...runtime import chunk_output as kout, wy_fast as kwy
-from ...runtime.routing import ENV, cpu_impl, log_once, use_sim
+from ...runtime import chunk_pipeline
+from ...runtime.routing import chunk_route, log_once, use_sim
 from . import chunk_bwd as bwd, chunk_fwd as fwd
 from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
+from .chunk_tensors import ChunkForward, ChunkInputs
 from .decay import ChunkDecay
 
 
@@ -57,40 +57,35 @@ def _expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
     return xc if groups == 1 else xc.repeat_interleave(groups, dim=1)
 
 
-def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool):
-    """Pre-processing and chunk layout. Returns the chunk tensors and what backward needs. With
-    ``sim``, stage 1 (gate activation + chunk-local cumsum) runs as the Ascend C kernel on the host
-    simulation (float32 cumsum, as on the device); otherwise the cumsum is accumulated in float64."""
+def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool) -> ChunkInputs:
+    """Pre-processing and chunk layout. With ``sim``, stage 1 (gate activation + chunk-local cumsum)
+    runs as the Ascend C kernel (float32 cumsum, as on the device); otherwise the cumsum is
+    accumulated in float64."""
     ct = compute_dtype(q, k, v)
-    p = SimpleNamespace(ct=ct, q_rstd=None, k_rstd=None)
     qf, kf = q.to(ct), k.to(ct)
+    q_rstd = k_rstd = None
     if cfg.use_qk_l2norm:
-        qf, p.q_rstd = l2norm_fwd(qf)
-        kf, p.k_rstd = l2norm_fwd(kf)
-    p.qn, p.kn = qf, kf
+        qf, q_rstd = l2norm_fwd(qf)
+        kf, k_rstd = l2norm_fwd(kf)
     bf = beta.to(ct)
-    p.beta = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
-
+    bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
     groups = v.shape[2] // q.shape[2]
-    p.groups = groups
-    p.q = _expand_heads(plan.to_chunks(qf * cfg.scale), groups)
-    p.k = _expand_heads(plan.to_chunks(kf), groups)
-    p.v = plan.to_chunks(v.to(ct))
-    p.b = plan.to_chunks(p.beta)
-    p.decay = ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct)
-    return p
+    return ChunkInputs(
+        ct=ct, groups=groups, qn=qf, kn=kf, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf,
+        q=_expand_heads(plan.to_chunks(qf * cfg.scale), groups), k=_expand_heads(plan.to_chunks(kf), groups),
+        v=plan.to_chunks(v.to(ct)), b=plan.to_chunks(bf),
+        decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct))
 
 
 def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, sim: bool) -> torch.Tensor:
     """Stage 1 in the chunk layout: ``G`` ``[NC, HV, BT, Kg]`` in log2 units, padding rows holding
     their chunk's last value."""
     if sim:
-        from ...runtime.gate import gate_chunk_cumsum
+        from ...runtime import torch_ops  # noqa: F401  (registers torch.ops.fla_npu)
 
-        G = gate_chunk_cumsum(_kernel_gate_input(g, A_log, dt_bias, cfg), cfg.chunk_size, cfg.gate_form, A_log,
-                              dt_bias, cfg.lower_bound, fwd.RCP_LN2, plan.cu_seqlens_cpu)
-        G = plan.fill_padding(plan.to_chunks(G if cfg.per_key_gate else G.unsqueeze(-1)))
-        return G
+        G = torch.ops.fla_npu.gate_chunk_cumsum(_kernel_gate_input(g, A_log, dt_bias, cfg), cfg.chunk_size, cfg.gate_form,
+                                                A_log, dt_bias, cfg.lower_bound, fwd.RCP_LN2, plan.cu_seqlens_cpu)
+        return plan.fill_padding(plan.to_chunks(G if cfg.per_key_gate else G.unsqueeze(-1)))
     gf = fwd.clamp_gate(_activated_gate(g, A_log, dt_bias, cfg, ct))
     if not cfg.per_key_gate:
         gf = gf.unsqueeze(-1)
@@ -123,52 +118,13 @@ def _kernel_gate_input(g, A_log, dt_bias, cfg: DeltaRuleConfig) -> torch.Tensor:
     return torch.minimum(g, x_max.to(g.dtype))
 
 
-def _use_sim_stage(cfg: DeltaRuleConfig, stage: str, kernel, q, v) -> bool:
-    """Whether ``stage`` runs on its simulated kernel (``kernel``: the runtime module of a mixed Cube
-    kernel in the chunk layout, :mod:`...runtime.chunk_output` or :mod:`...runtime.wy_fast`):
-    ``FLA_NPU_CPU_IMPL=sim`` and a call the kernel takes (Cube inputs of ``q``'s dtype, fp16 / bf16;
-    chunk size and head dims within its limits); otherwise the reference, the reason logged once."""
-    op = f"{cfg.name} ({stage})"
-    if q.device.type == "cpu" and cpu_impl() == "sim":
-        why = kernel.unsupported(q.dtype, cfg.chunk_size, q.shape[-1], v.shape[-1])
-        if why is not None:
-            log_once(op, "the PyTorch reference", f"{ENV}=sim, but {why}", logging.WARNING)
-            return False
-    return use_sim(op, q, supported_dtypes=kernel.KERNEL_DTYPES)
-
-
-def _output(p, dtype, sim: bool) -> torch.Tensor:
-    """Stage 5 in the chunk layout: on the simulated kernel (``sim``; Cube inputs ``q``, ``Aqk``,
-    ``v_new`` rounded to the op's input ``dtype``, ``S`` rounded to it inside the kernel, float32
-    accumulation) or the reference."""
-    if sim:
-        from ...runtime.chunk_output import chunk_output
-
-        return chunk_output(p.q.to(dtype), p.decay.e_row.to(torch.float32), p.h.to(torch.float32), p.Aqk.to(dtype),
-                            p.v_new.to(dtype))
-    return fwd.output_fwd(p.q, p.decay, p.h, p.Aqk, p.v_new)
-
-
-def _wy(p, Akk, wy_dtype):
-    """Stage 3 in the chunk layout: on the simulated kernel when ``wy_dtype`` is given (the Cube
-    inputs ``k``, ``v``, ``Akk`` rounded to it; ``beta k e_row`` and ``beta v`` formed in float32 and
-    rounded once to it inside the kernel; float32 accumulation), otherwise the reference."""
-    if wy_dtype is not None:
-        from ...runtime.wy_fast import wy_fast
-
-        f32 = torch.float32
-        return wy_fast(p.k.to(wy_dtype), p.v.to(wy_dtype), p.b.to(f32), Akk.to(wy_dtype), p.decay.e_row.to(f32),
-                       p.decay.e_tail.to(f32))
-    return fwd.wy_fwd(p.k, p.v, p.b, p.decay, Akk)
-
-
-def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None, wy_dtype=None):
+def _stages_fwd(p: ChunkInputs, h0, plan: ChunkPlan, Aqk=None, Akk=None) -> ChunkForward:
+    """Stages 2-4 with the reference (stage 2 skipped when ``Aqk`` and ``Akk`` are given)."""
     if Aqk is None:
         Aqk, Akk = fwd.chunk_intra_fwd(p.q, p.k, p.b, p.decay)
-    p.Aqk, p.Akk = Aqk, Akk
-    p.w, p.u, p.kg = _wy(p, Akk, wy_dtype)
-    p.h, p.v_new, p.final = fwd.state_fwd(p.kg, p.w, p.u, p.decay, h0, plan)
-    return p
+    w, u, kg = fwd.wy_fwd(p.k, p.v, p.b, p.decay, Akk)
+    h, v_new, final = fwd.state_fwd(kg, w, u, p.decay, h0, plan)
+    return ChunkForward(Aqk, Akk, w, u, kg, h, v_new, final)
 
 
 # Value heads computed together. Heads are independent (GVA groups stay whole), so the reference
@@ -176,10 +132,10 @@ def _stages_fwd(p, h0, plan: ChunkPlan, Aqk=None, Akk=None, wy_dtype=None):
 HEADS_PER_SLICE = 8
 
 
-def _head_slices(H: int, HV: int):
+def _head_slices(H: int, HV: int, per_slice: int = HEADS_PER_SLICE):
     """``(h0, h1, hv0, hv1)``: q/k heads ``[h0, h1)`` and their value heads ``[hv0, hv1)``."""
     groups = HV // H
-    per = max(1, HEADS_PER_SLICE // groups)
+    per = max(1, per_slice // groups)
     return [(h, min(h + per, H), h * groups, min(h + per, H) * groups) for h in range(0, H, per)]
 
 
@@ -205,30 +161,39 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         ctx.empty = plan.num_chunks == 0
         if ctx.empty:
             return _empty_forward(ctx, (q, k, v, g, beta, A_log, dt_bias, initial_state), cfg, plan)
-        # FLA_NPU_CPU_IMPL=sim: stage 1 on the simulated kernel (decided once, kept for backward) ...
-        sim = compute_dtype(q, k, v) != torch.float64 and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g)
-        # ... and stage 5 (the output: forward only, the backward recomputes nothing from it) ...
-        sim_out = compute_dtype(q, k, v) != torch.float64 and _use_sim_stage(cfg, "stage 5: output", kout, q, v)
-        # ... and stage 3 (w, u, kg: forward only; the backward always recomputes them, and the
-        # states built on them, with the reference from the kept Akk: see _backward_slice).
-        wy_sim = compute_dtype(q, k, v) != torch.float64 and _use_sim_stage(cfg, "stage 3: WY factors", kwy, q, v)
-        wy_dtype = q.dtype if wy_sim else None
-        slices = _head_slices(q.shape[2], v.shape[2])
+        low = compute_dtype(q, k, v) != torch.float64
+        # Stages 2-5: the kernel chain (NPU tensors; CPU tensors with FLA_NPU_CPU_IMPL=sim) or the reference.
+        skip = chunk_route(cfg.name, q, k, v, cfg.chunk_size) if low else None
+        kernels = skip is not None
+        # Stage 1 on its kernel: with the chain, or alone (FLA_NPU_CPU_IMPL=sim with a float32 call).
+        sim = kernels or (low and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g))
+        if kernels and q.device.type != "cpu" and any(t is not None and t.requires_grad for t in (q, k, v, g, beta)):
+            log_once(cfg.name, "the Ascend C kernels forward; its backward the PyTorch reference on the device",
+                     "no backward kernels yet", logging.WARNING)
+        # The kernels take every head at once; the reference works in head slices to bound its memory.
+        slices = _head_slices(q.shape[2], v.shape[2], v.shape[2] if kernels else HEADS_PER_SLICE)
         o, final, h, kept = [], [], [], []
         for sl in slices:
             qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
             p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim)
-            _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan, wy_dtype=wy_dtype)
-            o.append(plan.from_chunks(_output(p, q.dtype, sim_out)).to(q.dtype))
-            final.append(_state_out(p.final, cfg, torch.float32) if cfg.output_final_state else None)
+            if kernels:
+                oc, f = chunk_pipeline.forward(p, h0s, plan, q.dtype, cfg.state_v_first, skip)
+                final_s = f.final.to(torch.float32) if cfg.output_final_state else None
+            else:
+                f = _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan)
+                oc = fwd.output_fwd(p.q, p.decay, f.h, f.Aqk, f.v_new)
+                final_s = _state_out(f.final, cfg, torch.float32) if cfg.output_final_state else None
+            o.append(plan.from_chunks(oc).to(q.dtype))
+            final.append(final_s)
             if cfg.return_intermediate_states:
-                h.append(plan.chunk_grid(_state_out(p.h, cfg, k.dtype)))
-            # disable_recompute keeps every intermediate (memory for time), as FLA's option does;
+                h.append(plan.chunk_grid(_state_out(f.h, cfg, k.dtype)))
+            # The backward differentiates the reference stages. After the kernels it recomputes them all
+            # (their 16-bit Cube operands would break the cancellations of dA_log); after the reference,
+            # disable_recompute keeps every intermediate (memory for time), as FLA's option does, and
             # otherwise only Aqk and Akk are kept, as FLA's kernels do.
-            kept.append(p if cfg.disable_recompute else SimpleNamespace(Aqk=p.Aqk, Akk=p.Akk))
+            kept.append(None if kernels else (p, f) if cfg.disable_recompute else (None, (f.Aqk, f.Akk)))
 
-        ctx.cfg, ctx.plan, ctx.sim, ctx.slices, ctx.kept = cfg, plan, sim, slices, kept
-        ctx.sim_wy = wy_dtype is not None
+        ctx.cfg, ctx.plan, ctx.sim, ctx.slices, ctx.kept = cfg, plan, sim and not kernels, slices, kept
         ctx.h0_dtype = None if initial_state is None else initial_state.dtype
         ctx.dtypes = (q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype)
         ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state)
@@ -281,29 +246,25 @@ def _empty_backward(ctx, dht):
 
 
 def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, initial_state):
-    """The backward stages for one head slice; returns its ``(dq, dk, dv, dg, dbeta, dA, dbias, dh0)``."""
+    """The backward stages for one head slice; returns its ``(dq, dk, dv, dg, dbeta, dA, dbias, dh0)``.
+    ``kept``: ``(ChunkInputs, ChunkForward)`` of the forward, ``(None, (Aqk, Akk))``, or ``None``
+    (recompute every stage with the reference)."""
     cfg, plan = ctx.cfg, ctx.plan
     _, _, hv0, hv1 = sl
-    p = kept
-    if not cfg.disable_recompute:
+    if kept is not None and kept[0] is not None:
+        p, f = kept
+    else:
         p = _prepare(q, k, v, g, beta, A_log, dt_bias, cfg, plan, ctx.sim)
-        _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, kept.Aqk, kept.Akk)
-    elif ctx.sim_wy:
-        # The kept w, u, kg (and the states and v_new built on them) came from the WY kernel, whose
-        # Cube operands are rounded to the input dtype; the backward differentiates the reference
-        # stages, and feeding it those broke the cancellation in dA_log (bf16 `fla-npu verify`:
-        # 1.5e-5 -> up to 1.3e-2). So stages 3-4 are recomputed with the reference, as without
-        # disable_recompute (the intra-chunk matrices stay the kept ones).
-        _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, p.Aqk, p.Akk)
+        f = _stages_fwd(p, _state_in(initial_state, cfg, p.ct), plan, *(kept[1] if kept is not None else (None, None)))
     ct = p.ct
 
     doc = plan.to_chunks(do[:, :, hv0:hv1].to(ct))
     dht_k = _state_in(dht[:, hv0:hv1], cfg, ct) if cfg.output_final_state else None
-    dAqk, dv_local = bwd.output_bwd_local(doc, p.v_new, p.Aqk)
-    dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, p.kg, p.w, doc, dv_local, dht_k, plan)
-    dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, p.h, dh, p.v_new, dv_new, doc)
+    dAqk, dv_local = bwd.output_bwd_local(doc, f.v_new, f.Aqk)
+    dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, f.kg, f.w, doc, dv_local, dht_k, plan)
+    dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, f.h, dh, f.v_new, dv_new, doc)
     dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
-    dk3, dvc, dbc, dG3, dpairs = bwd.wy_bwd(p.k, p.v, p.b, p.decay, p.Akk, dw, dv_new)
+    dk3, dvc, dbc, dG3, dpairs = bwd.wy_bwd(p.k, p.v, p.b, p.decay, f.Akk, dw, dv_new)
     if p.decay.scalar:  # GDN: the intra-chunk pair terms come as per-step gradients (crossing sums)
         dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG3, dtail, dlast) + dG2 + dpairs
     else:

@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from ..common import validate as V
+from ..common import context_parallel as CP, validate as V
 from ..common.chunk import ChunkDeltaRuleFunction, DeltaRuleConfig
 from ..common.chunk_plan import ChunkPlan
 from .gate import gdn_gate_bwd, gdn_gate_fwd
@@ -48,7 +48,7 @@ def chunk_gated_delta_rule(
         use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, state_v_first,
         cu_seqlens, cu_seqlens_cpu: as in :func:`fla_npu.chunk_kda`.
         chunk_indices: FLA's ``[NT, 2]`` chunk list for varlen; checked against ``cu_seqlens``.
-        cp_context: not supported (``NotImplementedError``).
+        cp_context: FLA's context parallelism, as in :func:`fla_npu.chunk_kda`.
         use_gate_in_kernel (kwarg): ``g <- -exp(A_log) * softplus(g + dt_bias)`` with ``A_log`` and
             optional ``dt_bias`` (kwargs, ``HV`` elements each).
         chunk_size (kwarg): 16, 32 or 64 (default 64).
@@ -80,7 +80,8 @@ def chunk_gated_delta_rule(
         raise DeprecationWarning("head_first has been removed. Inputs must be in `[B, T, H, ...]` format.")
     chunk_size = kwargs.get("chunk_size", 64)
     V.check_chunk_size(chunk_size, (16, 32, 64), "`chunk_size` must be 16, 32, or 64 for Gated Delta Rule")
-    V.reject_cp(fn, cp_context)
+    cu_seqlens, cu_seqlens_cpu = CP.resolve(fn, cp_context, initial_state, output_final_state, cu_seqlens,
+                                            cu_seqlens_cpu)
     V.check_varlen(q, initial_state, cu_seqlens)
     use_gate_in_kernel = kwargs.get("use_gate_in_kernel", False)
     A_log = kwargs.get("A_log") if use_gate_in_kernel else None
@@ -131,5 +132,8 @@ def chunk_gated_delta_rule(
         disable_recompute=False,
         return_intermediate_states=False,
     )
+    if CP.enabled(cp_context):
+        o = CP.chunk_cp(q, k, v, g, beta, A_log, dt_bias, cfg, cu_cpu, cp_context, fn)
+        return (o if layout == "BSND" else o.transpose(1, 2)), None
     o, final = ChunkDeltaRuleFunction.apply(q, k, v, g, beta, A_log, dt_bias, initial_state, cfg, plan)
     return (o if layout == "BSND" else o.transpose(1, 2)), final

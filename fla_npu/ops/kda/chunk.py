@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from ..common import validate as V
+from ..common import context_parallel as CP, validate as V
 from ..common.chunk import ChunkDeltaRuleFunction, DeltaRuleConfig
 from ..common.chunk_plan import ChunkPlan
 from .gate import kda_gate_bwd, kda_gate_fwd
@@ -65,7 +65,10 @@ def chunk_kda(
         state_v_first: state layout ``[..., V, K]``.
         cu_seqlens: ``[N + 1]`` int32/int64 cumulative lengths (``B`` must be 1).
         cu_seqlens_cpu: a CPU copy of ``cu_seqlens`` (saves a device-to-host copy).
-        cp_context: context parallelism is not supported (``NotImplementedError``).
+        cp_context: FLA's context parallelism (``fla.ops.cp.build_cp_context``): this rank's slice
+            of the packed sequences (``B == 1``); ``cu_seqlens`` comes from the context, and
+            ``initial_state`` / ``output_final_state`` / ``return_intermediate_states`` / ``use_graph``
+            are refused. The states crossing ranks travel over the context's process group.
         use_graph, max_num_seqs: FLA's graph-capture padding contract for varlen; checked, and
             zero-length tail sequences are handled.
         chunk_size (kwarg): 32 or 64 (default 64).
@@ -80,7 +83,10 @@ def chunk_kda(
     V.reject_unknown_kwargs(fn, kwargs, _EXTRA_KWARGS)
     layout = kwargs.get("input_layout", "BSND")
     q, k, v, g, beta = V.to_bsnd(layout, fn, q, k, v, g, beta)
-    V.reject_cp(fn, cp_context)
+    if cp_context is not None and use_graph:
+        raise NotImplementedError("Ascend KDA graph mode does not currently support context parallelism.")
+    cu_seqlens, cu_seqlens_cpu = CP.resolve(fn, cp_context, initial_state, output_final_state, cu_seqlens,
+                                            cu_seqlens_cpu, return_intermediate_states)
     V.check_varlen(q, initial_state, cu_seqlens)
     if initial_state is not None:
         assert initial_state.dtype == torch.float32, "initial_state must be in float32."
@@ -156,6 +162,9 @@ def chunk_kda(
         disable_recompute=disable_recompute,
         return_intermediate_states=return_intermediate_states,
     )
+    if CP.enabled(cp_context):
+        o = CP.chunk_cp(q, k, v, g, beta, A_log, dt_bias, cfg, cu_cpu, cp_context, fn)
+        return (o if layout == "BSND" else o.transpose(1, 2)), None
     plan = ChunkPlan.build(B, T, chunk_size, cu_cpu, q.device)
     out = ChunkDeltaRuleFunction.apply(q, k, v, g, beta, A_log, dt_bias, initial_state, cfg, plan)
     o = out[0] if layout == "BSND" else out[0].transpose(1, 2)

@@ -1,0 +1,124 @@
+"""The chunked KDA / GDN forward on the Ascend C kernels, measured by the host simulation's counters.
+
+For ``[1, T, H, 128, 128]`` bf16 with the production switches (KDA: gate, beta sigmoid and q/k
+l2norm in the kernel, safe gate, lower bound -5; GDN: gate, beta sigmoid, q/k l2norm in the
+kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` and
+``fla_npu.profile()``, it prints per op:
+
+- the kernels launched, in order (all five stages should be);
+- the Cube's share of the multiply-adds: ``cube_macs / (cube_macs + vector_ops)``, counting every
+  vector element operation as a multiply-add (casts, exponentials and copies included, so the share is
+  a lower bound);
+- the GM bytes of the whole op (the sum over its launches of bytes read and written) against the
+  compulsory minimum: read q, k, v, g, beta once, write o and the final state once. ``inference``
+  is the no-grad call; ``training`` keeps what the backward needs (today the same kernel chain: the
+  backward is the PyTorch reference). The tensor copies the Python side makes between launches
+  (chunk layout, head expansion, dtype casts) are not counted here;
+- the float32 state error: the final state against the float64 token-by-token gold, at ``--state-T``
+  (default 8192, one head), with the bf16 tolerance of ``fla_npu/testing.py``.
+
+Not a test: nothing here gates CI. Needs the sim flavour's native library (``pip install .``).
+
+    python benchmarks/bench_chunk_kernels.py [--T 512] [--H 2] [--state-T 8192] [--ops kda,gdn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+import fla_npu
+from fla_npu.testing import TOLERANCES, rel_rms
+
+K = V = 128
+
+
+def inputs(op: str, T: int, H: int, dtype=torch.bfloat16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(1, T, H, K, generator=g).to(dtype) for _ in range(2))
+    v = torch.randn(1, T, H, V, generator=g).to(dtype)
+    beta = torch.randn(1, T, H, generator=g)   # KDA: logits (beta sigmoid in the kernel); GDN: post-sigmoid
+    beta = (beta if op == "kda" else torch.sigmoid(beta)).to(dtype)
+    gate = torch.randn(1, T, H, *((K,) if op == "kda" else ()), generator=g).to(dtype)
+    A_log = torch.log(torch.empty(H).uniform_(1, 16, generator=g))
+    dt_bias = torch.randn(H * (K if op == "kda" else 1), generator=g) * 0.1
+    return q, k, v, gate, beta, A_log, dt_bias
+
+
+def call(op: str, x, initial_state=None):
+    q, k, v, gate, beta, A_log, dt_bias = x
+    common = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
+                  initial_state=initial_state, output_final_state=True)
+    if op == "kda":
+        return fla_npu.chunk_kda(q, k, v, gate, beta, use_beta_sigmoid_in_kernel=True, safe_gate=True,
+                                 lower_bound=-5.0, **common)
+    return fla_npu.chunk_gated_delta_rule(q, k, v, gate, beta, **common)
+
+
+def compulsory_bytes(x) -> int:
+    q, k, v, gate, beta, A_log, dt_bias = x
+    reads = sum(t.numel() * t.element_size() for t in x)
+    N, HV = q.shape[0], v.shape[2]
+    writes = v.numel() * v.element_size() + N * HV * K * V * 4   # o, final state (fp32)
+    return reads + writes
+
+
+def profile_op(op: str, T: int, H: int, grad: bool) -> dict:
+    x = inputs(op, T, H)
+    if grad:
+        x = tuple(t.requires_grad_() for t in x)
+    with torch.set_grad_enabled(grad), fla_npu.profile() as prof:
+        call(op, x)
+    cube, vec = prof.total("cube_macs"), prof.total("vector_ops")
+    gm = prof.total("gm_read_bytes") + prof.total("gm_write_bytes")
+    return {"kernels": prof.kernels(), "cube_share": cube / max(1, cube + vec), "gm_bytes": gm,
+            "gm_ratio": gm / compulsory_bytes(x)}
+
+
+def state_error(op: str, T: int) -> float:
+    from fla_npu.ops.gated_delta_rule.naive import naive_recurrent_gated_delta_rule
+    from fla_npu.ops.kda.naive import naive_recurrent_kda
+
+    x = inputs(op, T, 1, seed=1)
+    _, final = call(op, x)
+    # The gold on the same activated inputs, in float64.
+    q, k, v, gate, beta, A_log, dt_bias = (t.double() for t in x)
+    qn, kn = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    if op == "kda":
+        a = (gate + dt_bias.view(1, 1, 1, K))
+        glog = -5.0 * torch.sigmoid(A_log.exp().view(1, 1, 1, 1) * a)
+        _, gold = naive_recurrent_kda(qn, kn, v, glog, torch.sigmoid(beta), scale=K ** -0.5, output_final_state=True)
+    else:
+        glog = -A_log.exp().view(1, 1, 1) * F.softplus(gate + dt_bias.view(1, 1, 1))
+        _, gold = naive_recurrent_gated_delta_rule(qn, kn, v, beta, glog, scale=K ** -0.5, output_final_state=True)
+    return rel_rms(final, gold)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--T", type=int, default=512)
+    ap.add_argument("--H", type=int, default=2)
+    ap.add_argument("--state-T", type=int, default=8192)
+    ap.add_argument("--ops", default="kda,gdn")
+    args = ap.parse_args()
+    os.environ["FLA_NPU_CPU_IMPL"] = "sim"
+    tol = TOLERANCES[torch.bfloat16]
+    for op in args.ops.split(","):
+        for mode, grad in (("inference", False), ("training", True)):
+            t0 = time.time()
+            r = profile_op(op, args.T, args.H, grad)
+            print(f"{op} [1,{args.T},{args.H},{K},{V}] bf16 {mode}: kernels {' '.join(k[6:] for k in r['kernels'])}; "
+                  f"Cube share {100 * r['cube_share']:.1f}%; GM {r['gm_bytes'] / 2**20:.2f} MiB = "
+                  f"{r['gm_ratio']:.2f}x compulsory ({time.time() - t0:.0f} s)", flush=True)
+        t0 = time.time()
+        err = state_error(op, args.state_T)
+        print(f"{op} final-state error at T={args.state_T} (H=1): {err:.2e} (bf16 tolerance {tol:.1e}; "
+              f"{time.time() - t0:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,607 @@
+// Intra-chunk matrices (stage 2 of chunked KDA / Gated DeltaNet), mixed Cube + vector
+// (KERNEL_TYPE_MIX_AIC_1_2):
+//
+//   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])            (j <= i, 0 above)
+//   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] 2^(G[i, d] - G[j, d])    (j <  i, 0 on and above)
+//
+// The factoring that keeps every Cube operand finite, the shapes and the work split:
+// chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
+//   AIV  [i >= 2: wait Free]  KDA: per owned block row I the column operand k_j 2^(G_r - G_j)
+//        (j < 16 (I + 1); the diagonal block's rows zero when max |G_r - G_j| there exceeds
+//        safe_span) and the row operands q_I, beta_I k_I times 2^(G_I - G_r), fp32 then one rounding
+//        to T, into the operand slot (each G and k block read once per AIV, every owned block row
+//        served from it);  set Ready (PIPE_MTE3);  then finish unit i - 1 (below)
+//   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
+//        [slot reused later: set Free]; per block row I one Mmad per part (q, beta k): Fixpipe the
+//        columns [0, 16 I) straight to Aqk and L (fp32, or rounded once to T), the 16 x 16 diagonal
+//        blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad against k^T, Fixpipe (fp32)
+//        to the result slot.  Set Done
+//   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
+//        per pair when unsafe, L times beta), written with the zero columns right of them. GDN, per
+//        owned block row: the result rows times 2^(G_i - G_j), masked, L times beta, whole rows.
+// Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
+// unit i (on MTE3) only after it finished unit i - 2, whose result reads (MTE2) precede the output
+// copies (MTE3) that depend on them. The AIC and the AIVs write disjoint parts of Aqk and L.
+//
+// Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
+// reverse pairs before each buffer is reused); on the AIVs the queues order MTE2 -> V -> MTE3, the
+// masks built by the scalar unit are ordered by S_V, the unsafe-block test reads a reduction by V_S.
+#ifndef FLA_NPU_CHUNK_INTRA_KERNEL_H
+#define FLA_NPU_CHUNK_INTRA_KERNEL_H
+
+#include "kernel_operator.h"
+#include "chunk_intra_tiling.h"
+#include "../common/chunk_cube.h"
+
+namespace fla_npu {
+namespace chunk_intra {
+
+using namespace AscendC;
+using namespace chunk_cube;
+
+constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
+constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
+
+template <class U> struct IsHalf { static constexpr bool value = false; };
+template <> struct IsHalf<half> { static constexpr bool value = true; };
+
+// The result slot of AI core `block`: two slots of `elems` floats after its two operand slots.
+__aicore__ inline void BindResults(GlobalTensor<float>& g, GM_ADDR ws, uint32_t block, const ChunkIntraTiling& t) {
+    g.SetGlobalBuffer((__gm__ float*)((__gm__ uint8_t*)ws + uint64_t(block) * t.ws_bytes_per_core +
+                                      2ull * t.ws_op_elems * t.elem_bytes),
+                      2ull * t.ws_res_elems);
+}
+
+// ------------------------------------------------------------------------------------------------
+// AIC: one Mmad per block row (KDA) or one for the chunk (GDN), fp32 results to the result slot.
+// ------------------------------------------------------------------------------------------------
+template <class T>
+class ChunkIntraCube {
+public:
+    __aicore__ inline ChunkIntraCube() {}
+
+    __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws, const ChunkIntraTiling& t) {
+        t_ = t;
+        kda_ = t.Kg != 1;
+        const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
+        const uint64_t n = uint64_t(t.num_units) * t.BT * t.K, outs = uint64_t(t.num_units) * t.BT * t.BT;
+        gQ_.SetGlobalBuffer((__gm__ T*)q, n);
+        gK_.SetGlobalBuffer((__gm__ T*)k, n);
+        gAF_.SetGlobalBuffer((__gm__ float*)aqk, outs);
+        gLF_.SetGlobalBuffer((__gm__ float*)l, outs);
+        gAT_.SetGlobalBuffer((__gm__ T*)aqk, outs);
+        gLT_.SetGlobalBuffer((__gm__ T*)l, outs);
+        if (kda_) BindSlots(gOp_, ws, block, t.ws_bytes_per_core, t.ws_op_elems);
+        BindResults(gRes_, ws, block, t);
+        pipe_.InitBuffer(l1_, t.l1_bytes_used);
+        pipe_.InitBuffer(aa_, t.l0a_bytes_used);
+        pipe_.InitBuffer(bb_, t.l0b_bytes_used);
+        pipe_.InitBuffer(oc_, t.l0c_bytes_used);
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
+        for (uint32_t i = 0; i < count; ++i) {
+            if (kda_) UnitKda(first + i, i % 2, i + 2 < count);
+            else UnitGdn(first + i, i % 2, i + 2 < count);
+            CrossCoreSetFlag<2, PIPE_FIX>(kFlagDone);  // after the Fixpipes of the unit
+        }
+    }
+
+private:
+    // The A rows (L1 fractal rows aFrac..aFrac + m / 16, as `parts` products of m / parts rows each,
+    // one L0A / L0C region per part) times the transposes of n rows of L1 from fractal row bFrac (the
+    // L1 matrix has rowFrac fractal rows): Mmads into L0C, ready for Fixpipe (part p at
+    // oc[p * pitch]). Orders itself after the previous Mmads (L0A / L0B) and Fixpipes (L0C).
+    __aicore__ inline void Products(uint32_t rowFrac, uint32_t aFrac, uint32_t m, uint32_t parts, uint32_t bFrac, uint32_t n,
+                                    uint32_t pitch) {
+        LocalTensor<T> l1 = l1_.Get<T>(), aa = aa_.Get<T>(), bb = bb_.Get<T>();
+        LocalTensor<float> oc = oc_.Get<float>();
+        const uint32_t K = t_.K, mp = m / parts;
+        Sync<HardEvent::M_MTE1>();  // the previous Mmads have read L0A / L0B
+        for (uint32_t p = 0; p < parts; ++p) LoadARows(aa[p * mp * K], l1, rowFrac, aFrac + p * mp / 16, mp / 16, K);
+        LoadBTransposed(bb, l1, rowFrac, bFrac, n, K);
+        Sync<HardEvent::MTE1_M>();
+        Sync<HardEvent::FIX_M>();   // the previous Fixpipes have read L0C
+        for (uint32_t p = 0; p < parts; ++p)
+            Mmad(oc[p * pitch], aa[p * mp * K], bb,
+                 MmadParams(static_cast<uint16_t>(mp), static_cast<uint16_t>(n), static_cast<uint16_t>(K), 0, false, true));
+        Sync<HardEvent::M_FIX>();
+    }
+
+    // 16 rows x n columns of an L0C product (16-row Nz) to an output at element `at` (row pitch BT):
+    // fp32, or rounded once to T by the Fixpipe (CAST_RINT).
+    __aicore__ inline void ToOutput(const GlobalTensor<float>& gf, const GlobalTensor<T>& gt, uint64_t at,
+                                    const LocalTensor<float>& oc, uint32_t n) {
+        FixpipeParamsV220 p(static_cast<uint16_t>(n), 16, 16, t_.BT, false);
+        if (t_.out_f32) {
+            Fixpipe(gf[at], oc, p);
+        } else {
+            p.quantPre = IsHalf<T>::value ? QuantMode_t::F322F16 : QuantMode_t::F322BF16;
+            Fixpipe<T, float, CFG_ROW_MAJOR>(gt[at], oc, p);
+        }
+    }
+
+    // Block row I: q_I and beta k_I (times 2^(G_I - G_r); row operand rows 32 I and 32 I + 16) times
+    // the column operand (16 (I + 1) rows), one Mmad per part. Columns [0, 16 I) are final: straight
+    // to Aqk and L; the diagonal block (16 x 16 of each) to the result slot at 512 I (q part, then k
+    // part), which the AIVs mask (and compute exactly when it is unsafe).
+    __aicore__ inline void UnitKda(uint32_t u, uint32_t slot, bool slotReused) {
+        const uint32_t rows = t_.row_rows + t_.col_rows, rowFrac = rows / 16, BT = t_.BT;
+        SlotConsumer::Acquire();
+        Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData have read L1
+        LoadNz(l1_.Get<T>(), gOp_[uint64_t(slot) * t_.ws_op_elems], rows, t_.K);
+        SlotConsumer::Release(slotReused);
+        Sync<HardEvent::MTE2_MTE1>();
+        LocalTensor<float> oc = oc_.Get<float>();
+        const uint64_t res = uint64_t(slot) * t_.ws_res_elems;
+        for (uint32_t I = 0; I < t_.nb; ++I) {
+            const uint32_t n = 16 * (I + 1);
+            Products(rowFrac, 2 * I, 32, 2, (t_.row_rows + ColOffset(I)) / 16, n, 16 * BT);
+            for (uint32_t p = 0; p < 2; ++p)
+                Fixpipe(gRes_[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
+            if (I == 0) continue;
+            const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT;
+            ToOutput(gAF_, gAT_, at, oc, 16 * I);
+            ToOutput(gLF_, gLT_, at, oc[16 * BT], 16 * I);
+        }
+    }
+
+    // [q; k] (2 BT rows) from GM times k^T -> result rows [0, BT) q k^T, [BT, 2 BT) k k^T.
+    __aicore__ inline void UnitGdn(uint32_t u, uint32_t slot, bool slotReused) {
+        const uint32_t BT = t_.BT, K = t_.K;
+        LocalTensor<T> l1 = l1_.Get<T>();
+        SlotConsumer::Acquire();       // the AIVs have read this result slot's previous results
+        Sync<HardEvent::MTE1_MTE2>();
+        LoadNz(l1, gQ_[uint64_t(u) * BT * K], BT, K, 2 * BT);
+        LoadNz(l1[BT * 16], gK_[uint64_t(u) * BT * K], BT, K, 2 * BT);
+        SlotConsumer::Release(slotReused);
+        Sync<HardEvent::MTE2_MTE1>();
+        Products(2 * BT / 16, 0, 2 * BT, 1, BT / 16, BT, 0);
+        Fixpipe(gRes_[uint64_t(slot) * t_.ws_res_elems], oc_.Get<float>(),
+                FixpipeParamsV220(static_cast<uint16_t>(BT), static_cast<uint16_t>(2 * BT), static_cast<uint16_t>(2 * BT), BT, false));
+    }
+
+    ChunkIntraTiling t_{};
+    bool kda_ = true;
+    TPipe pipe_;
+    TBuf<TPosition::A1> l1_;
+    TBuf<TPosition::A2> aa_;
+    TBuf<TPosition::B2> bb_;
+    TBuf<TPosition::CO1> oc_;
+    GlobalTensor<T> gQ_, gK_, gOp_, gAT_, gLT_;
+    GlobalTensor<float> gRes_, gAF_, gLF_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// AIV: the scaled operands (KDA) and the outputs, for the block rows this sub-block owns.
+// ------------------------------------------------------------------------------------------------
+template <class T>
+class ChunkIntraVector {
+public:
+    __aicore__ inline ChunkIntraVector() {}
+
+    __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
+                                const ChunkIntraTiling& t) {
+        t_ = t;
+        kda_ = t.Kg != 1;
+        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
+        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
+        const uint64_t rows = uint64_t(t.num_units) * t.BT;
+        gQ_.SetGlobalBuffer((__gm__ T*)q, rows * t.K);
+        gK_.SetGlobalBuffer((__gm__ T*)k, rows * t.K);
+        gB_.SetGlobalBuffer((__gm__ float*)beta, rows);
+        gG_.SetGlobalBuffer((__gm__ float*)g, rows * t.Kg);
+        gAF_.SetGlobalBuffer((__gm__ float*)aqk, rows * t.BT);
+        gLF_.SetGlobalBuffer((__gm__ float*)l, rows * t.BT);
+        gAT_.SetGlobalBuffer((__gm__ T*)aqk, rows * t.BT);
+        gLT_.SetGlobalBuffer((__gm__ T*)l, rows * t.BT);
+        if (kda_) BindSlots(gOp_, ws, block_, t.ws_bytes_per_core, t.ws_op_elems);
+        BindResults(gRes_, ws, block_, t);
+        const uint32_t P = t.piece_elems, BT = t.BT;
+        pipe_.InitBuffer(inF_, 2, P * sizeof(float));
+        pipe_.InitBuffer(inT_, 2, P * sizeof(T));
+        pipe_.InitBuffer(res_, 1, 32 * BT * sizeof(float));
+        pipe_.InitBuffer(inB_, 1, 16 * sizeof(float));
+        pipe_.InitBuffer(inR_, 1, 2 * t.K * sizeof(float));
+        pipe_.InitBuffer(outT_, 2, P * sizeof(T));
+        pipe_.InitBuffer(outF_, 2, 16 * BT * sizeof(float));
+        pipe_.InitBuffer(w0_, P * sizeof(float));
+        pipe_.InitBuffer(w1_, P * sizeof(float));
+        pipe_.InitBuffer(w2_, P * sizeof(float));
+        pipe_.InitBuffer(w3_, P * sizeof(float));
+        pipe_.InitBuffer(bcB_, 16 * 8 * sizeof(float));
+        pipe_.InitBuffer(bcG_, 16 * 8 * sizeof(float));
+        pipe_.InitBuffer(red_, 16 * sizeof(float));
+        maskW_ = kda_ ? 16 : BT;  // KDA masks the diagonal block only, GDN whole rows
+        maskBytes_ = (16 * maskW_ / 8 + 31) / 32 * 32;
+        pipe_.InitBuffer(masks_, 4 * maskBytes_);
+        for (uint32_t I = 0; I < t.nb; ++I)
+            if (BlockRowOwner(I) == sub_) owned_[nOwned_++] = I;
+        BuildMasks();
+        if (kda_) {  // zero rows for the columns right of the diagonal block, in both output types
+            pipe_.InitBuffer(zf_, 16 * BT * sizeof(float));
+            pipe_.InitBuffer(zt_, 16 * BT * sizeof(T));
+            Duplicate(zf_.Get<float>(), 0.0f, static_cast<int32_t>(16 * BT));
+            OrderV();
+            Cast(zt_.Get<T>(), zf_.Get<float>(), RoundMode::CAST_RINT, 16 * BT);
+            SetFlag<HardEvent::V_MTE3>(0);
+            WaitFlag<HardEvent::V_MTE3>(0);
+        }
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, block_, &first, &count);
+        for (uint32_t i = 0; i < count; ++i) {
+            SlotProducer::Acquire(i);
+            if (kda_ && nOwned_ > 0) Form(first + i, i % 2);
+            SlotProducer::Ready();
+            if (i >= 1) Finish(first + i - 1, (i - 1) % 2);
+        }
+        if (count >= 1) Finish(first + count - 1, (count - 1) % 2);
+    }
+
+private:
+    // ---- small pieces -------------------------------------------------------------------------
+    __aicore__ inline LocalTensor<float> LoadF(const GlobalTensor<float>& g, uint32_t n) {
+        LocalTensor<float> x = inF_.template AllocTensor<float>();
+        DataCopy(x, g, n);
+        inF_.EnQue(x);
+        return inF_.template DeQue<float>();
+    }
+    __aicore__ inline LocalTensor<float> LoadTAsFloat(const GlobalTensor<T>& g, const LocalTensor<float>& dst, uint32_t n) {
+        LocalTensor<T> x = inT_.template AllocTensor<T>();
+        DataCopy(x, g, n);
+        inT_.EnQue(x);
+        x = inT_.template DeQue<T>();
+        Cast(dst, x, RoundMode::CAST_NONE, n);
+        inT_.FreeTensor(x);
+        return dst;
+    }
+
+    // dst[r, :] = a[:] - b[r, :] (aRow: a is one row read with repeat stride 0) or a[r, :] - b[:]
+    // for `rows` rows of K fp32 columns.
+    __aicore__ inline void SubRows(const LocalTensor<float>& dst, const LocalTensor<float>& a, const LocalTensor<float>& b,
+                                   uint32_t rows, bool aRow) {
+        const uint32_t K = t_.K;
+        const uint8_t rb = static_cast<uint8_t>(K / 8);
+        const BinaryRepeatParams p(1, 1, 1, rb, aRow ? 0 : rb, aRow ? rb : 0);
+        for (uint32_t c = 0; c < K; c += kFloatLanes)
+            Sub(dst[c], a[c], b[c], K - c < kFloatLanes ? K - c : kFloatLanes, static_cast<uint8_t>(rows), p);
+    }
+
+    // dst[r, :] = src[r, :] * row[:] for `rows` rows of K fp32 columns.
+    __aicore__ inline void MulByRow(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& row,
+                                    uint32_t rows) {
+        const uint32_t K = t_.K;
+        const uint8_t rb = static_cast<uint8_t>(K / 8);
+        const BinaryRepeatParams p(1, 1, 1, rb, rb, 0);
+        for (uint32_t c = 0; c < K; c += kFloatLanes)
+            Mul(dst[c], src[c], row[c], K - c < kFloatLanes ? K - c : kFloatLanes, static_cast<uint8_t>(rows), p);
+    }
+
+    // dst[r] = sum of row r of x (rows x K fp32; x is overwritten): the K / 64 lane groups are
+    // added into the first, then one WholeReduceSum per row.
+    __aicore__ inline void RowSums(const LocalTensor<float>& dst, const LocalTensor<float>& x, uint32_t rows) {
+        const uint32_t K = t_.K;
+        const uint8_t rb = static_cast<uint8_t>(K / 8);
+        const BinaryRepeatParams p(1, 1, 1, rb, rb, rb);
+        for (uint32_t c = kFloatLanes; c < K; c += kFloatLanes) {
+            Add(x, x, x[c], K - c < kFloatLanes ? K - c : kFloatLanes, static_cast<uint8_t>(rows), p);
+            OrderV();
+        }
+        WholeReduceSum(dst, x, static_cast<int32_t>(K < kFloatLanes ? K : kFloatLanes), static_cast<int32_t>(rows), 1, 1, rb);
+    }
+
+    // fp32 -> T into the operand slot at element dst.
+    __aicore__ inline void ToSlot(const LocalTensor<float>& f, uint64_t dst, uint32_t n) {
+        LocalTensor<T> y = outT_.template AllocTensor<T>();
+        Cast(y, f, RoundMode::CAST_RINT, n);
+        outT_.EnQue(y);
+        y = outT_.template DeQue<T>();
+        DataCopy(gOp_[dst], y, n);
+        outT_.FreeTensor(y);
+    }
+
+    // Select masks, 16 x W bits each (element (a, j) at bit a * W + j): [2 o] Aqk's j <= i, [2 o + 1]
+    // L's j < i. GDN: W = BT, row i = 16 I + a of owned block row I = owned_[o]; KDA: the diagonal
+    // block only (W = 16, i = a), the same for every block row.
+    __aicore__ inline void BuildMasks() {
+        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
+        const uint32_t W = maskW_;
+        for (uint32_t o = 0; o < (kda_ ? 1u : nOwned_); ++o)
+            for (uint32_t kind = 0; kind < 2; ++kind)
+                for (uint32_t byte = 0; byte < 16 * W / 8; ++byte) {
+                    uint32_t v = 0;
+                    for (uint32_t b = 0; b < 8; ++b) {
+                        const uint32_t e = byte * 8 + b, a = e / W, j = e % W, i = (kda_ ? 0 : 16 * owned_[o]) + a;
+                        if (kind == 0 ? j <= i : j < i) v |= 1u << b;
+                    }
+                    m.SetValue((2 * o + kind) * maskBytes_ + byte, static_cast<uint8_t>(v));
+                }
+        SetFlag<HardEvent::S_V>(0);
+        WaitFlag<HardEvent::S_V>(0);
+    }
+
+    // ---- KDA operands ----------------------------------------------------------------------------
+    // The owned block rows of unit u into operand slot `slot`, each G and k block read once: for
+    // every block J up to the last owned block row, the column operand rows of block J of every owned
+    // block row I >= J; at J == I also I's row operands. Records in unsafe_[slot] which diagonal
+    // blocks the AIV computes exactly (max |G_r - G_j| over the block above safe_span).
+    __aicore__ inline void Form(uint32_t u, uint32_t slot) {
+        const uint32_t K = t_.K, n = 16 * K;
+        const uint64_t row0 = uint64_t(u) * t_.BT, base = uint64_t(slot) * t_.ws_op_elems;
+        LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
+        LocalTensor<float> gr = inR_.template AllocTensor<float>();  // reference rows r = 16 I, one per owned I
+        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gr[o * K], gG_[(row0 + 16 * owned_[o]) * K], K);
+        inR_.EnQue(gr);
+        gr = inR_.template DeQue<float>();
+        for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
+            LocalTensor<float> gJ = LoadF(gG_[(row0 + 16 * J) * K], n);
+            LoadTAsFloat(gK_[(row0 + 16 * J) * K], kf, n);
+            OrderV();
+            for (uint32_t o = 0; o < nOwned_; ++o) {
+                const uint32_t I = owned_[o];
+                if (I < J) continue;
+                SubRows(d, gr[o * K], gJ, 16, true);  // G_r - G_j
+                OrderV();
+                bool safe = true;
+                if (J == I) {
+                    safe = MaxAbs(d, x, f) <= t_.safe_span;
+                    unsafe_[slot][o] = !safe;
+                }
+                if (safe) {  // column operand rows k_j 2^(G_r - G_j)
+                    Muls(f, d, kLn2, n);
+                    OrderV();
+                    Exp(f, f, n);
+                    OrderV();
+                    Mul(x, kf, f, n);
+                } else {     // the AIV computes this diagonal block exactly: zero operand rows
+                    Duplicate(x, 0.0f, n);
+                }
+                OrderV();
+                ToSlot(x, base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * K, n);
+                if (J == I) RowOperands(u, I, base, d, kf);
+            }
+            inF_.FreeTensor(gJ);
+        }
+        inR_.FreeTensor(gr);
+    }
+
+    // Row operands of block row I: q_I and beta_I k_I (kf, fp32) times 2^(G_i - G_r) = 2^-d (beta
+    // here makes the Cube's k part L itself).
+    __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
+                                       const LocalTensor<float>& kf) {
+        const uint32_t K = t_.K, n = 16 * K;
+        LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>(), bc = bcB_.Get<float>();
+        LocalTensor<float> b = LoadBeta(uint64_t(u) * t_.BT + 16 * I, bc);
+        Muls(f, d, -kLn2, n);
+        OrderV();
+        Exp(f, f, n);
+        OrderV();
+        Mul(x, kf, f, n);
+        OrderV();
+        MulRows(x, x, bc, 16, K);
+        OrderV();
+        inB_.FreeTensor(b);
+        ToSlot(x, base + uint64_t(32 * I + 16) * K, n);
+        LoadTAsFloat(gQ_[(uint64_t(u) * t_.BT + 16 * I) * K], x, n);
+        OrderV();
+        Mul(x, x, f, n);
+        OrderV();
+        ToSlot(x, base + uint64_t(32 * I) * K, n);
+    }
+
+    // max |d| over 16 x K elements (tmp and work: scratch), read back by the scalar unit.
+    __aicore__ inline float MaxAbs(const LocalTensor<float>& d, const LocalTensor<float>& tmp, const LocalTensor<float>& work) {
+        LocalTensor<float> r = red_.Get<float>();
+        const int32_t n = static_cast<int32_t>(16 * t_.K);
+        Abs(tmp, d, n);
+        OrderV();
+        ReduceMax(r, tmp, work, n);
+        SetFlag<HardEvent::V_S>(0);
+        WaitFlag<HardEvent::V_S>(0);
+        const float m = r.GetValue(0);
+        SetFlag<HardEvent::S_V>(0);  // the next reduction may overwrite r
+        WaitFlag<HardEvent::S_V>(0);
+        return m;
+    }
+
+    // ---- outputs ---------------------------------------------------------------------------------
+    __aicore__ inline void Finish(uint32_t u, uint32_t slot) {
+        CrossCoreWaitFlag(kFlagDone);
+        for (uint32_t o = 0; o < nOwned_; ++o) {
+            if (kda_) FinishDiagonal(u, slot, o);
+            else FinishBlockRow(u, slot, o);
+        }
+    }
+
+    // beta of rows [row, row + 16) from GM (returned: free it after use), Brcb'd into bc.
+    __aicore__ inline LocalTensor<float> LoadBeta(uint64_t row, const LocalTensor<float>& bc) {
+        LocalTensor<float> b = inB_.template AllocTensor<float>();
+        DataCopy(b, gB_[row], 16);
+        inB_.EnQue(b);
+        b = inB_.template DeQue<float>();
+        BroadcastRows(bc, b, 16);
+        OrderV();
+        return b;
+    }
+
+    // KDA, owned block row I: the Cube wrote columns [0, 16 I) of Aqk and L; here the diagonal block
+    // (the Cube's 16 x 16 of each part, masked, or computed exactly when unsafe) and the zero columns
+    // right of it.
+    __aicore__ inline void FinishDiagonal(uint32_t u, uint32_t slot, uint32_t o) {
+        const uint32_t BT = t_.BT, I = owned_[o];
+        LocalTensor<float> r = res_.template AllocTensor<float>();
+        DataCopy(r, gRes_[uint64_t(slot) * t_.ws_res_elems + 512 * I], 512);
+        res_.EnQue(r);
+        r = res_.template DeQue<float>();
+        LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
+        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
+        Select(oa, m, r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 256);
+        Select(ol, m[maskBytes_], r[256], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 256);
+        OrderV();
+        res_.FreeTensor(r);
+        if (unsafe_[slot][o]) {  // the Cube's diagonal block is zero there
+            ExactDiagonal(u, I, oa, ol);
+            OrderV();
+            LocalTensor<float> bc = bcB_.Get<float>();
+            LocalTensor<float> b = LoadBeta(uint64_t(u) * BT + 16 * I, bc);
+            MulRows(ol, ol, bc, 16, 16);
+            inB_.FreeTensor(b);
+        }
+        const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT + 16 * I;
+        WriteRows(oa, gAF_, gAT_, at, 16);
+        WriteRows(ol, gLF_, gLT_, at, 16);
+        const uint32_t w = BT - 16 * (I + 1);  // zero columns right of the diagonal block
+        if (w == 0) return;
+        const uint32_t ob = t_.out_f32 ? 4 : sizeof(T);
+        const DataCopyParams z(16, static_cast<uint16_t>(w * ob / 32), 0, static_cast<uint16_t>((BT - w) * ob / 32));
+        if (t_.out_f32) {
+            DataCopy(gAF_[at + 16], zf_.Get<float>(), z);
+            DataCopy(gLF_[at + 16], zf_.Get<float>(), z);
+        } else {
+            DataCopy(gAT_[at + 16], zt_.Get<T>(), z);
+            DataCopy(gLT_[at + 16], zt_.Get<T>(), z);
+        }
+    }
+
+    // GDN, owned block row I: columns [0, 16 (I + 1)) of its q k^T and k k^T rows times
+    // 2^(g_i - g_j), masked, L times beta; whole output rows.
+    __aicore__ inline void FinishBlockRow(uint32_t u, uint32_t slot, uint32_t o) {
+        const uint32_t BT = t_.BT, I = owned_[o], w = 16 * (I + 1), n = 16 * BT;
+        const uint64_t row0 = uint64_t(u) * BT + 16 * I;  // first output row
+        // The written columns [0, w) of the q k^T and k k^T rows; the rest is never read unmasked.
+        LocalTensor<float> r = res_.template AllocTensor<float>();
+        const uint64_t res = uint64_t(slot) * t_.ws_res_elems;
+        const DataCopyParams rows(16, static_cast<uint16_t>(w / 8), static_cast<uint16_t>((BT - w) / 8),
+                                  static_cast<uint16_t>((BT - w) / 8));
+        DataCopy(r, gRes_[res + uint64_t(16 * I) * BT], rows);
+        DataCopy(r[n], gRes_[res + uint64_t(BT + 16 * I) * BT], rows);
+        res_.EnQue(r);
+        LocalTensor<float> bc = bcB_.Get<float>();
+        LocalTensor<float> b = LoadBeta(row0, bc);
+        r = res_.template DeQue<float>();
+        ScaleByDecay(r, u, I);
+        LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
+        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
+        Select(oa, m[2 * o * maskBytes_], r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+        Select(ol, m[(2 * o + 1) * maskBytes_], r[n], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+        OrderV();
+        res_.FreeTensor(r);
+        MulRows(ol, ol, bc, 16, BT);
+        inB_.FreeTensor(b);
+        WriteRows(oa, gAF_, gAT_, row0 * BT, BT);
+        WriteRows(ol, gLF_, gLT_, row0 * BT, BT);
+    }
+
+    // GDN: the result rows of block row I times D[i, j] = 2^(g_i - g_j) (every column; the masks
+    // drop j > i, where D may be infinite).
+    __aicore__ inline void ScaleByDecay(const LocalTensor<float>& r, uint32_t u, uint32_t I) {
+        const uint32_t BT = t_.BT, n = 16 * BT;
+        LocalTensor<float> g = LoadF(gG_[uint64_t(u) * BT], BT), bc = bcG_.Get<float>(), dd = w0_.Get<float>();
+        BroadcastRows(bc, g[16 * I], 16);
+        OrderV();
+        // dd[a, j] = g[16 I + a] - g[j]: g_i alone in block a (block stride 0), g repeated per row.
+        Sub(dd, bc, g, BT, 16, BinaryRepeatParams(1, 0, 1, static_cast<uint8_t>(BT / 8), 1, 0));
+        OrderV();
+        inF_.FreeTensor(g);
+        Muls(dd, dd, kLn2, n);
+        OrderV();
+        Exp(dd, dd, n);
+        OrderV();
+        Mul(r, r, dd, n);
+        Mul(r[n], r[n], dd, n);
+        OrderV();
+    }
+
+    // KDA, a diagonal block whose decay spans more than safe_span: per row a of block row I and
+    // every j <= a of the block, sum_d x_a[d] k_j[d] 2^(G_a[d] - G_j[d]) with x = q (Aqk) and x = k
+    // (L / beta, j < a), into columns [0, a] of row a of the 16 x 16 tiles oa / ol (zero there before).
+    __aicore__ inline void ExactDiagonal(uint32_t u, uint32_t I, const LocalTensor<float>& oa, const LocalTensor<float>& ol) {
+        const uint32_t K = t_.K, n = 16 * K, BT = t_.BT;
+        const uint64_t at = (uint64_t(u) * BT + 16 * I) * K;
+        LocalTensor<float> e = w0_.Get<float>(), x = w1_.Get<float>(), qf = w2_.Get<float>(), kf = w3_.Get<float>();
+        LocalTensor<float> g = LoadF(gG_[at], n);
+        LoadTAsFloat(gQ_[at], qf, n);
+        LoadTAsFloat(gK_[at], kf, n);
+        OrderV();
+        for (uint32_t a = 0; a < 16; ++a) {
+            const uint32_t rows = a + 1, cnt = rows * K;
+            SubRows(e, g[a * K], g, rows, true);  // G_a - G_j
+            OrderV();
+            Muls(e, e, kLn2, cnt);
+            OrderV();
+            Exp(e, e, cnt);
+            OrderV();
+            Mul(e, e, kf, cnt);                    // k_j 2^(G_a - G_j)
+            OrderV();
+            MulByRow(x, e, qf[a * K], rows);
+            OrderV();
+            RowSums(oa[a * 16], x, rows);
+            if (a == 0) continue;
+            OrderV();
+            MulByRow(x, e, kf[a * K], a);
+            OrderV();
+            RowSums(ol[a * 16], x, a);
+        }
+        inF_.FreeTensor(g);
+    }
+
+    // 16 rows of w columns (o holds them contiguously) to an output at element `at`, row pitch BT:
+    // fp32 as computed, or rounded once to T.
+    __aicore__ inline void WriteRows(LocalTensor<float>& o, const GlobalTensor<float>& gf, const GlobalTensor<T>& gt, uint64_t at,
+                                     uint32_t w) {
+        const uint32_t n = 16 * w, BT = t_.BT;
+        if (t_.out_f32) {
+            outF_.EnQue(o);
+            o = outF_.template DeQue<float>();
+            DataCopy(gf[at], o, DataCopyParams(16, static_cast<uint16_t>(w * 4 / 32), 0, static_cast<uint16_t>((BT - w) * 4 / 32)));
+        } else {
+            OrderV();
+            LocalTensor<T> y = outT_.template AllocTensor<T>();
+            Cast(y, o, RoundMode::CAST_RINT, n);
+            outT_.EnQue(y);
+            y = outT_.template DeQue<T>();
+            DataCopy(gt[at], y, DataCopyParams(16, static_cast<uint16_t>(w * sizeof(T) / 32), 0,
+                                               static_cast<uint16_t>((BT - w) * sizeof(T) / 32)));
+            outT_.FreeTensor(y);
+        }
+        outF_.FreeTensor(o);
+    }
+
+    ChunkIntraTiling t_{};
+    bool kda_ = true;
+    uint32_t block_ = 0, sub_ = 0, maskW_ = 16, maskBytes_ = 0;
+    uint32_t owned_[2] = {0, 0}, nOwned_ = 0;
+    bool unsafe_[2][2] = {{false, false}, {false, false}};  // [slot][owned block row]: exact diagonal block
+    TPipe pipe_;
+    TQue<QuePosition::VECIN, 2> inF_, inT_;
+    TQue<QuePosition::VECIN, 1> res_, inB_, inR_;
+    TQue<QuePosition::VECOUT, 2> outT_, outF_;
+    TBuf<TPosition::VECCALC> w0_, w1_, w2_, w3_, bcB_, bcG_, red_, masks_, zf_, zt_;
+    GlobalTensor<T> gQ_, gK_, gOp_, gAT_, gLT_;
+    GlobalTensor<float> gB_, gG_, gAF_, gLF_, gRes_;
+};
+
+template <class T>
+__aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
+                                     const ChunkIntraTiling& t) {
+    if ASCEND_IS_AIC {
+        ChunkIntraCube<T> op;
+        op.Init(q, k, aqk, l, ws, t);
+        op.Process();
+    }
+    if ASCEND_IS_AIV {
+        ChunkIntraVector<T> op;
+        op.Init(q, k, beta, g, aqk, l, ws, t);
+        op.Process();
+    }
+}
+
+}  // namespace chunk_intra
+}  // namespace fla_npu
+
+#endif

@@ -1,0 +1,134 @@
+// Host tiling of the intra-chunk kernel (chunk_intra_kernel.cpp), stage 2 of chunked KDA and Gated
+// DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host
+// (tests/chunk_intra_tiling_test.cpp).
+//
+// The op, per chunk c and value head h (chunk layout, every (c, h) independent), with G the
+// chunk-local cumulative log2 decay:
+//   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])            j <= i (0 above)
+//   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] 2^(G[i, d] - G[j, d])    j <  i (0 on and above)
+// q, k [NC, HV, BT, K] of the Cube input type T (fp16 or bf16); beta [NC, HV, BT] fp32; G [NC, HV,
+// BT, Kg] fp32 (Kg = K: KDA's per-key gate; Kg = 1: GDN's scalar gate); Aqk, L [NC, HV, BT, BT] fp32
+// or T (rounded once on write). G must not increase along a chunk (every FLA gate is a decay).
+//
+// Exactness for any decaying gate, floored ones included (a per-step log decay of -1000): the
+// exponent is never formed as 2^G, only as differences, and each Cube product is factored through a
+// reference row so that no factor overflows.
+//   KDA, block row I (rows [16 I, 16 I + 16), reference row r = 16 I): the Mmads
+//     q_I 2^(G_I - G_r)  and  beta_I k_I 2^(G_I - G_r)  (16 x K each)  @  (k_j 2^(G_r - G_j), j < 16 (I + 1))^T
+//   give rows I of Aqk and of L over the columns up to the diagonal block. Row factors are
+//   <= 1 (i >= r), column factors of the blocks left of the diagonal are <= 1 (j < r): nothing
+//   overflows, and an entry underflows only where its exact value does. In the diagonal block the
+//   column factors are >= 1: the block goes through the Cube only when max |G_r - G_j| over the
+//   block is at most safe_span (factors within 2^+-safe_span); otherwise its column operand rows
+//   are zero and the AIV computes the block exactly per pair (2^(G_i - G_j) <= 1 for j <= i).
+//   GDN: the Cube computes q k^T and k k^T, the AIV multiplies by D[i, j] = 2^(G_i - G_j) (j <= i).
+//
+// Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). AIV sub-block s owns the block rows I with
+// (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows). KDA, per unit (chunk,
+// head): the AIVs form the scaled operands in fp32 (factors from differences of G, beta folded into
+// the k rows, one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix,
+// runs per block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block
+// straight to Aqk and L (Fixpipe: fp32, or rounded once to T) and the 16 x 16 diagonal blocks to a
+// result slot; the AIVs mask those (or compute them exactly) and write them with the zero columns.
+// GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the
+// result slot; the AIVs multiply by the decay, mask, scale by beta and write whole rows. Hand-off:
+// common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC -> AIV) for the
+// results; an AIV forms unit i + 1 before it finishes unit i, so the Cube works while the AIVs form.
+//
+// Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
+// (CoreUnits); the output is bit-identical for any core count.
+//
+// Limits: BT in {16, 32, 64}; K a multiple of 16 in [16, 256]. Float32 Cube inputs are refused.
+#ifndef FLA_NPU_CHUNK_INTRA_TILING_H
+#define FLA_NPU_CHUNK_INTRA_TILING_H
+
+#include <cstdint>
+
+#include "../common/aicore.h"
+#include "../common/soc_facts.h"
+
+namespace fla_npu {
+namespace chunk_intra {
+
+constexpr uint32_t kMaxHeadDim = 256;
+using soc::kL0abBytes;  // L0A / L0B on every SoC
+// Largest |G_r - G_j| (log2) inside a diagonal block that still goes through the Cube: bf16 keeps
+// fp32's exponent range (decay.py's safe_span for fp32); fp16 tops out at 2^16, so its factors stay
+// within 2^+-8 (an operand overflows only for an input of magnitude >= 256; below 2^-14 it loses
+// relative precision only where its share of the sum is itself below 2^-8 of an input's).
+constexpr float kSafeSpanBf16 = 60.0f;
+constexpr float kSafeSpanFp16 = 8.0f;
+
+// Passed by value to the kernel (POD; identical layout on host and device).
+struct ChunkIntraTiling {
+    uint32_t NC, HV, BT, K, Kg;
+    uint32_t elem_bytes;         // sizeof(T): 2
+    uint32_t out_f32;            // 1: Aqk and L are float32; 0: T
+    uint32_t num_units;          // NC * HV
+    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t units_per_core, units_rem;
+    uint32_t nb;                 // BT / 16 block rows
+    uint32_t row_rows;           // KDA operand slot: 32 * nb row-operand rows (block row I at 32 I), then
+    uint32_t col_rows;           //   16 * nb (nb + 1) / 2 column-operand rows (block row I at 8 I (I + 1))
+    uint32_t ws_op_elems;        // one operand slot, elements of T: (row_rows + col_rows) * K (GDN: 0)
+    uint32_t ws_res_elems;       // one result slot, floats: KDA nb diagonal pairs (512 I: q part, beta k part);
+                                 //   GDN 2 BT x BT (q k^T rows, then k k^T rows)
+    uint32_t ws_bytes_per_core;  // two operand slots, then two result slots
+    uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
+    float safe_span;             // kSafeSpanBf16 or kSafeSpanFp16
+    uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
+};
+
+struct ChunkIntraProblem {
+    uint32_t NC = 0, HV = 0, BT = 64, K = 128, Kg = 128;
+    uint32_t elem_bytes = 2;     // of q, k
+    bool fp16 = false;           // T is float16 (else bfloat16)
+    bool out_f32 = true;         // Aqk and L in float32 (else T)
+    bool cube_fp32 = true;       // the SoC's Cube takes float x float
+    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;       // usable UB per vector core (0: unchecked)
+    uint32_t l1_bytes = soc::kA2.l1Bytes;
+    uint32_t l0c_bytes = soc::kA2.l0cBytes;
+};
+
+// Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
+int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err);
+
+// GM workspace the kernel uses: one slice of two operand and two result slots per launched AI core.
+inline uint64_t UserWorkspaceBytes(const ChunkIntraTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
+
+// The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp, which also
+// checks dtypes and strides, and an operator package's tiling). Each step returns nullptr or a
+// message (static, without the op's name); call them in the order declared.
+class ChunkIntraArgs {
+  public:
+    const char* SetRanks(int32_t q, int32_t k, int32_t beta, int32_t g, int32_t aqk, int32_t l);
+    // q, k [NC, HV, BT, K], beta [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and l [NC, HV, BT, BT].
+    const char* SetShapes(const int64_t* q, const int64_t* k, const int64_t* beta, const int64_t* g, const int64_t* aqk,
+                          const int64_t* l);
+    const char* CheckSizes() const;  // BT 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits
+    ChunkIntraProblem Problem(uint32_t elem_bytes, bool fp16, bool out_f32, bool cube_fp32, uint32_t core_num,
+                              uint32_t ub_bytes, uint32_t l0c_bytes) const;
+
+  private:
+    int64_t q_[4] = {0, 0, 0, 0};
+    int64_t Kg_ = 0;
+};
+
+// First unit and unit count of AI core `block`.
+FLA_NPU_AICORE inline void CoreUnits(const ChunkIntraTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
+    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
+    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
+}
+
+// The AIV sub-block that owns block row I (both operand forming and output): equal operand rows
+// for BT 64 ({0, 3} / {1, 2}), 48 / 64 for BT 32, everything on sub-block 0 for BT 16.
+FLA_NPU_AICORE inline uint32_t BlockRowOwner(uint32_t I) { return (I ^ (I >> 1)) & 1u; }
+
+// First row of block row I's column operand in the KDA operand slot (after the row operands).
+FLA_NPU_AICORE inline uint32_t ColOffset(uint32_t I) { return 8u * I * (I + 1u); }
+
+}  // namespace chunk_intra
+}  // namespace fla_npu
+
+#endif

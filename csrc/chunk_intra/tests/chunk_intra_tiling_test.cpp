@@ -1,0 +1,119 @@
+// Unit tests of the intra-chunk host tiling (plain C++, no simulation, no CANN).
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+
+#include "../../common/tests/tiling_test_util.h"
+#include "chunk_intra_tiling.h"
+
+using namespace fla_npu::chunk_intra;
+namespace soc = fla_npu::soc;
+
+static ChunkIntraProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t Kg, uint32_t cores) {
+    ChunkIntraProblem p;
+    p.NC = NC; p.HV = HV; p.BT = BT; p.K = K; p.Kg = Kg; p.core_num = cores;
+    p.ub_bytes = soc::kA2.ubBytes;
+    return p;
+}
+
+// Buffers fit; the operand slot holds 32 row-operand rows and 16 (I + 1) column rows per block row.
+static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) {
+    const bool kda = p.Kg == p.K;
+    CHECK(t.nb * 16 == t.BT);
+    uint32_t cols = 0;
+    for (uint32_t I = 0; I < t.nb; ++I) {
+        CHECK(!kda || ColOffset(I) == cols);
+        cols += 16 * (I + 1);
+    }
+    CHECK(t.row_rows == (kda ? 32 * t.nb : 0) && t.col_rows == (kda ? cols : 0));
+    CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == (kda ? 512 * t.nb : 2 * t.BT * t.BT));
+    CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * t.elem_bytes + 2 * t.ws_res_elems * 4);
+    CHECK((2ull * t.ws_op_elems * t.elem_bytes) % 32 == 0);  // the result slots start 32-byte aligned
+    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
+    CHECK(t.piece_elems >= 16 * t.K && t.piece_elems >= 16 * t.BT);
+    CHECK(t.ub_bytes_used <= p.ub_bytes);
+    CHECK(t.l1_bytes_used <= soc::kA2.l1Bytes && t.l0a_bytes_used <= kL0abBytes && t.l0b_bytes_used <= kL0abBytes &&
+          t.l0c_bytes_used <= p.l0c_bytes);
+    CHECK(t.safe_span == (p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16) && t.out_f32 == (p.out_f32 ? 1u : 0u));
+}
+
+static void TestShapes() {
+    const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 64, 80, 128, 256};
+    for (uint32_t BT : bts)
+        for (uint32_t K : dims)
+            for (uint32_t Kg : {1u, K})
+                for (uint32_t cores : {1u, 3u, 16u})
+                    for (bool fp16 : {false, true}) {
+                        ChunkIntraProblem p = Problem(5, 3, BT, K, Kg, cores);
+                        p.fp16 = fp16;
+                        p.out_f32 = !fp16;
+                        ChunkIntraTiling t;
+                        const char* err = nullptr;
+                        CHECK(ComputeTiling(p, &t, &err) == 0);
+                        CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
+                        tiling_test::CheckCover(t);
+                        CheckBuffers(t, p);
+                    }
+    // The production head (BT 64, K 128, KDA): 288 operand rows per slot.
+    ChunkIntraTiling t;
+    const char* err = nullptr;
+    CHECK(ComputeTiling(Problem(4, 2, 64, 128, 128, 8), &t, &err) == 0 && t.row_rows == 128 && t.col_rows == 160);
+    // No chunk: nothing launched.
+    CHECK(ComputeTiling(Problem(0, 4, 64, 128, 1, 8), &t, &err) == 0 && t.block_dim == 0 && UserWorkspaceBytes(t) == 0);
+}
+
+// The block rows are split over the two AIVs: BT 64 {0, 3} / {1, 2} (equal operand rows), BT 32
+// {0} / {1}, BT 16 {0} / {}.
+static void TestOwners() {
+    CHECK(BlockRowOwner(0) == 0 && BlockRowOwner(1) == 1 && BlockRowOwner(2) == 1 && BlockRowOwner(3) == 0);
+    uint32_t rows[2] = {0, 0};
+    for (uint32_t I = 0; I < 4; ++I) rows[BlockRowOwner(I)] += 32 + 16 * (I + 1);
+    CHECK(rows[0] == rows[1]);
+}
+
+static void TestRefusals() {
+    ChunkIntraTiling t;
+    const char* err = nullptr;
+    auto p = Problem(2, 2, 64, 128, 128, 4);
+    p.elem_bytes = 4;
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "float32") != nullptr);
+    p.cube_fp32 = false;
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "takes no float32") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 48, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 100, 1, 4), &t, &err) != 0 && std::strstr(err, "multiple of 16") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 512, 1, 4), &t, &err) != 0 && std::strstr(err, "multiple of 16") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 7, 4), &t, &err) != 0 && std::strstr(err, "g must") != nullptr);
+    CHECK(ComputeTiling(Problem(2, 2, 64, 128, 1, 0), &t, &err) != 0);
+    auto small = Problem(2, 2, 64, 256, 256, 4);
+    small.ub_bytes = 64 * 1024;
+    CHECK(ComputeTiling(small, &t, &err) != 0 && std::strstr(err, "UB") != nullptr);
+}
+
+static void TestArgs() {
+    const int64_t q[] = {3, 2, 64, 128}, b[] = {3, 2, 64}, g1[] = {3, 2, 64, 1}, gk[] = {3, 2, 64, 128}, a[] = {3, 2, 64, 64};
+    ChunkIntraArgs args;
+    CHECK(args.SetRanks(4, 4, 3, 4, 4, 3) != nullptr);
+    CHECK(args.SetRanks(4, 4, 3, 4, 4, 4) == nullptr);
+    CHECK(args.SetShapes(q, q, b, g1, a, a) == nullptr && args.CheckSizes() == nullptr);
+    ChunkIntraProblem p = args.Problem(2, true, false, true, 8, 100000, 131072);
+    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.out_f32);
+    CHECK(args.SetShapes(q, q, b, gk, a, a) == nullptr && args.Problem(2, false, true, true, 8, 0, 0).Kg == 128);
+    const int64_t badK[] = {3, 2, 64, 64}, badB[] = {3, 2, 32}, badG[] = {3, 2, 64, 7}, badA[] = {3, 2, 64, 32},
+                  badHead[] = {3, 1, 64, 128};
+    CHECK(std::strstr(args.SetShapes(q, badK, b, g1, a, a), "`k`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(q, q, badB, g1, a, a), "`beta`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(q, q, b, badG, a, a), "`g`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(q, q, b, g1, a, badA), "`aqk` and `l`") != nullptr);
+    CHECK(std::strstr(args.SetShapes(q, badHead, b, g1, a, a), "[NC, HV]") != nullptr);
+    const int64_t q48[] = {3, 2, 48, 128}, b48[] = {3, 2, 48}, g48[] = {3, 2, 48, 1}, a48[] = {3, 2, 48, 48};
+    CHECK(args.SetShapes(q48, q48, b48, g48, a48, a48) == nullptr && std::strstr(args.CheckSizes(), "BT") != nullptr);
+}
+
+int main() {
+    TestShapes();
+    TestOwners();
+    TestRefusals();
+    TestArgs();
+    return tiling_test::Report("chunk_intra tiling");
+}

@@ -1,0 +1,447 @@
+// Inter-chunk state recurrence (stage 4 of chunked KDA / Gated DeltaNet), mixed Cube + vector
+// (KERNEL_TYPE_MIX_AIC_1_2). Per unit (sequence n, head h, V block), S on chip in fp32, for each
+// chunk c of the sequence:
+//   h[c] = S,   v_new[c] = u[c] - w[c] @ S,   S = diag(e_last[c]) S + kg[c]^T @ v_new[c]
+// The design, the hand-off per chunk and why the Cube runs on hi + lo halves: chunk_state_tiling.h.
+//
+// Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
+// reverse pairs before each buffer is reused; TileProducts orders L0B and L0C); on the AIVs the
+// queues order MTE2 -> V -> MTE3, OrderV() the dependent vector instructions. Cross-core: four flags per
+// lane, each set once per chunk and waited once (common/chunk_cube.h's slot protocol is for
+// independent units; this recurrence hands four results back and forth per chunk instead).
+#ifndef FLA_NPU_CHUNK_STATE_KERNEL_H
+#define FLA_NPU_CHUNK_STATE_KERNEL_H
+
+#include "kernel_operator.h"
+#include "chunk_state_tiling.h"
+#include "../common/chunk_cube.h"
+
+namespace fla_npu {
+namespace chunk_state {
+
+using namespace AscendC;
+using namespace chunk_cube;
+
+// Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
+// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written).
+constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4;
+
+// A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
+// interleave: while the Cube works on one lane the vector cores work on the other, so neither
+// waits out the other's whole turn. Every matrix of a unit (S in UB, the workspace regions) is
+// stored lane by lane: lane l's rows x w[l] block, row-major, at rows * c[l].
+struct Lanes {
+    uint32_t n, w[2], c[2];  // lane count, widths, first columns within the unit
+};
+
+__aicore__ inline Lanes SplitLanes(uint32_t vw) {
+    if (vw < 32) return Lanes{1, {vw, 0}, {0, vw}};
+    const uint32_t w0 = (vw / 16 + 1) / 2 * 16;
+    return Lanes{2, {w0, vw - w0}, {0, w0}};
+}
+
+__aicore__ inline uint16_t LaneFlag(uint16_t flag, uint32_t lane) { return static_cast<uint16_t>(flag + kLaneFlags * lane); }
+
+// The unit's place: sequence, head, first V column and width.
+struct Unit {
+    uint32_t n, h, v0, vw;
+};
+
+__aicore__ inline Unit DecodeUnit(const ChunkStateTiling& t, uint32_t u) {
+    const uint32_t vb = u % t.num_vb, nh = u / t.num_vb;
+    return Unit{nh / t.HV, nh % t.HV, vb * t.v_block, vb + 1 == t.num_vb ? t.v_last : t.v_block};
+}
+
+// The workspace slice of AI core `block`: elements of T (S_hi, S_lo, v_hi, v_lo), then floats (wS, dS).
+template <class T>
+__aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& wsF, GM_ADDR ws, uint32_t block,
+                                     const ChunkStateTiling& t) {
+    __gm__ uint8_t* base = (__gm__ uint8_t*)ws + uint64_t(block) * t.ws_bytes_per_core;
+    wsT.SetGlobalBuffer((__gm__ T*)base, t.ws_t_elems);
+    wsF.SetGlobalBuffer((__gm__ float*)(base + uint64_t(t.ws_t_elems) * sizeof(T)), t.ws_f_elems);
+}
+
+// ------------------------------------------------------------------------------------------------
+// AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace.
+// ------------------------------------------------------------------------------------------------
+template <class T>
+class ChunkStateCube {
+public:
+    __aicore__ inline ChunkStateCube() {}
+
+    __aicore__ inline void Init(GM_ADDR w, GM_ADDR kg, GM_ADDR chunkOffsets, GM_ADDR ws, const ChunkStateTiling& t) {
+        t_ = t;
+        const uint64_t rows = uint64_t(t.NC) * t.HV * t.BT;
+        gW_.SetGlobalBuffer((__gm__ T*)w, rows * t.K);
+        gKg_.SetGlobalBuffer((__gm__ T*)kg, rows * t.K);
+        gCo_.SetGlobalBuffer((__gm__ int32_t*)chunkOffsets, t.N + 1);
+        BindWorkspace(gWsT_, gWsF_, ws, static_cast<uint32_t>(GetBlockIdx()), t);
+        const uint32_t BT = t.BT, K = t.K, Vb = t.v_block, rows0 = K > BT ? K : BT;
+        pipe_.InitBuffer(w1_, BT * K * sizeof(T));
+        pipe_.InitBuffer(kg1_, BT * K * sizeof(T));
+        pipe_.InitBuffer(sHi1_, K * Vb * sizeof(T));
+        pipe_.InitBuffer(sLo1_, K * Vb * sizeof(T));
+        pipe_.InitBuffer(vHi1_, BT * Vb * sizeof(T));
+        pipe_.InitBuffer(vLo1_, BT * Vb * sizeof(T));
+        pipe_.InitBuffer(wa_, BT * K * sizeof(T));
+        pipe_.InitBuffer(kga_, BT * K * sizeof(T));
+        pipe_.InitBuffer(b2a_, rows0 * t.n_tile * sizeof(T));
+        pipe_.InitBuffer(b2b_, rows0 * t.n_tile * sizeof(T));
+        pipe_.InitBuffer(oc_, rows0 * t.n_tile * sizeof(float));
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
+        for (uint32_t i = 0; i < count; ++i) {
+            const Unit u = DecodeUnit(t_, first + i);
+            const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
+            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u);
+        }
+    }
+
+private:
+    __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
+        const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block;
+        const Lanes L = SplitLanes(u.vw);
+        const uint64_t tile = (uint64_t(c) * t_.HV + u.h) * BT * K, vs = 2ull * K * Vb;
+        LocalTensor<T> w1 = w1_.Get<T>(), kg1 = kg1_.Get<T>(), sHi1 = sHi1_.Get<T>(), sLo1 = sLo1_.Get<T>();
+        LocalTensor<T> vHi1 = vHi1_.Get<T>(), vLo1 = vLo1_.Get<T>(), wa = wa_.Get<T>(), kga = kga_.Get<T>();
+        LocalTensor<T> b2a = b2a_.Get<T>(), b2b = b2b_.Get<T>();
+        LocalTensor<float> oc = oc_.Get<float>();
+
+        Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
+        LoadNz(w1, gW_[tile], BT, K);
+        LoadNz(kg1, gKg_[tile], BT, K);
+        for (uint32_t l = 0; l < L.n; ++l) {  // wS = w @ S_hi + w @ S_lo, per lane
+            const uint32_t w = L.w[l], s0 = K * L.c[l];
+            CrossCoreWaitFlag(LaneFlag(kFlagS, l));
+            LoadNz(sHi1[s0], gWsT_[s0], K, w);
+            LoadNz(sLo1[s0], gWsT_[uint64_t(K) * Vb + s0], K, w);
+            Sync<HardEvent::MTE2_MTE1>();
+            if (l == 0) {
+                Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
+                LoadA(wa, w1, BT, K);
+                LoadAT(kga, kg1, K, BT);    // kg^T: the contraction runs over kg's rows
+            }
+            const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K}, {wa, sLo1[s0], b2b, K}};
+            TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
+            CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
+        }
+        for (uint32_t l = 0; l < L.n; ++l) {  // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
+            const uint32_t w = L.w[l], v0 = BT * L.c[l];
+            CrossCoreWaitFlag(LaneFlag(kFlagV, l));
+            LoadNz(vHi1[v0], gWsT_[vs + v0], BT, w);
+            LoadNz(vLo1[v0], gWsT_[vs + uint64_t(BT) * Vb + v0], BT, w);
+            Sync<HardEvent::MTE2_MTE1>();
+            const CubeProduct<T> ds[2] = {{kga, vHi1[v0], b2a, BT}, {kga, vLo1[v0], b2b, BT}};
+            TileProducts(oc, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
+            CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
+        }
+    }
+
+    ChunkStateTiling t_{};
+    TPipe pipe_;
+    TBuf<TPosition::A1> w1_, kg1_;
+    TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_;
+    TBuf<TPosition::A2> wa_, kga_;
+    TBuf<TPosition::B2> b2a_, b2b_;
+    TBuf<TPosition::CO1> oc_;
+    GlobalTensor<T> gW_, gKg_, gWsT_;
+    GlobalTensor<float> gWsF_;
+    GlobalTensor<int32_t> gCo_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// AIV: the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub BT/2, (sub+1) BT/2)),
+// the hi / lo halves for the Cube and every output.
+// ------------------------------------------------------------------------------------------------
+template <class T>
+class ChunkStateVector {
+public:
+    __aicore__ inline ChunkStateVector() {}
+
+    __aicore__ inline void Init(GM_ADDR u, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR h, GM_ADDR vNew,
+                                GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& t) {
+        t_ = t;
+        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
+        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
+        const uint64_t chunks = uint64_t(t.NC) * t.HV, states = uint64_t(t.N) * t.HV * t.K * t.V;
+        gU_.SetGlobalBuffer((__gm__ float*)u, chunks * t.BT * t.V);
+        gE_.SetGlobalBuffer((__gm__ float*)eLast, chunks * t.Kg);
+        gCo_.SetGlobalBuffer((__gm__ int32_t*)chunkOffsets, t.N + 1);
+        if (t.has_h0) gH0_.SetGlobalBuffer((__gm__ float*)h0, states);
+        gHf_.SetGlobalBuffer((__gm__ float*)h, t.h_f32 ? chunks * t.K * t.V : 0);
+        gHt_.SetGlobalBuffer((__gm__ T*)h, t.h_f32 ? 0 : chunks * t.K * t.V);
+        gVf_.SetGlobalBuffer((__gm__ float*)vNew, t.v_new_f32 ? chunks * t.BT * t.V : 0);
+        gVt_.SetGlobalBuffer((__gm__ T*)vNew, t.v_new_f32 ? 0 : chunks * t.BT * t.V);
+        gFin_.SetGlobalBuffer((__gm__ float*)fin, states);
+        BindWorkspace(gWsT_, gWsF_, ws, block_, t);
+        const uint32_t Vb = t.v_block, rk = t.rows_k, rv = t.rows_v, m = t.vec_rows;
+        pipe_.InitBuffer(s_, rk * Vb * sizeof(float));
+        pipe_.InitBuffer(inA_, 1, m * Vb * sizeof(float));
+        pipe_.InitBuffer(inB_, 1, rv * Vb * sizeof(float));
+        pipe_.InitBuffer(inE_, 1, rk * sizeof(float));
+        pipe_.InitBuffer(bc_, rk * 8 * sizeof(float));
+        pipe_.InitBuffer(res_, m * Vb * sizeof(float));
+        pipe_.InitBuffer(outT_, 2, m * Vb * sizeof(T));  // x_hi held for the output while x_lo goes out
+        pipe_.InitBuffer(outF_, 1, m * Vb * sizeof(float));
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, block_, &first, &count);
+        for (uint32_t i = 0; i < count; ++i) {
+            const Unit u = DecodeUnit(t_, first + i);
+            const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
+            LoadState(u);
+            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u);
+            StoreFinal(u);
+        }
+    }
+
+private:
+    // rows x cols from UB (pitch cols) to GM rows of pitch `pitch` (cols, pitch multiples of 32 bytes).
+    template <class X>
+    __aicore__ inline void CopyRows(const GlobalTensor<X>& dst, const LocalTensor<X>& src, uint32_t rows, uint32_t cols,
+                                    uint32_t pitch) {
+        constexpr uint32_t perBlock = 32 / sizeof(X);
+        DataCopy(dst, src, DataCopyParams(static_cast<uint16_t>(rows), static_cast<uint16_t>(cols / perBlock), 0,
+                                          static_cast<uint16_t>((pitch - cols) / perBlock)));
+    }
+
+    // fp32 x (n elements, already ordered after its writers) through the fp32 staging queue to GM rows.
+    __aicore__ inline void WriteF32(const GlobalTensor<float>& dst, const LocalTensor<float>& x, uint32_t rows, uint32_t cols,
+                                    uint32_t pitch) {
+        LocalTensor<float> f = outF_.template AllocTensor<float>();
+        DataCopy(f, x, rows * cols);
+        outF_.EnQue(f);
+        f = outF_.template DeQue<float>();
+        CopyRows(dst, f, rows, cols, pitch);
+        outF_.FreeTensor(f);
+    }
+
+    // x_hi = T(x), x_lo = T(x - x_hi) (rows x cols, contiguous) to the workspace at hiOff / loOff. With
+    // `held`, x_hi stays allocated there (the once-rounded output, written after the hand-off flag;
+    // the caller frees it), x_lo takes the queue's second buffer.
+    __aicore__ inline void Split(const LocalTensor<float>& x, uint32_t rows, uint32_t cols, uint64_t hiOff, uint64_t loOff,
+                                 LocalTensor<T>* held) {
+        const uint32_t n = rows * cols;
+        LocalTensor<float> r = res_.Get<float>();
+        LocalTensor<T> hi = outT_.template AllocTensor<T>();
+        Cast(hi, x, RoundMode::CAST_RINT, n);
+        OrderV();
+        Cast(r, hi, RoundMode::CAST_NONE, n);
+        OrderV();
+        Sub(r, x, r, static_cast<int32_t>(n));
+        outT_.EnQue(hi);
+        hi = outT_.template DeQue<T>();
+        DataCopy(gWsT_[hiOff], hi, n);
+        if (held != nullptr) *held = hi;
+        else outT_.FreeTensor(hi);
+        OrderV();
+        LocalTensor<T> lo = outT_.template AllocTensor<T>();
+        Cast(lo, r, RoundMode::CAST_RINT, n);
+        outT_.EnQue(lo);
+        lo = outT_.template DeQue<T>();
+        DataCopy(gWsT_[loOff], lo, n);
+        outT_.FreeTensor(lo);
+    }
+
+    // The output x (rows x cols) to GM rows of pitch V: float32, or its T rounding `hi` (then freed).
+    __aicore__ inline void WriteOut(bool f32, const GlobalTensor<float>& outF, const GlobalTensor<T>& outT, uint64_t off,
+                                    const LocalTensor<float>& x, LocalTensor<T>& hi, uint32_t rows, uint32_t cols) {
+        if (f32) {
+            WriteF32(outF[off], x, rows, cols, t_.V);
+        } else {
+            CopyRows(outT[off], hi, rows, cols, t_.V);
+            outT_.FreeTensor(hi);
+        }
+    }
+
+    // GM offset of the first element of this AIV's rows of the unit's state in h0 / final.
+    __aicore__ inline uint64_t StateBase(const Unit& u) const {
+        const uint64_t head = (uint64_t(u.n) * t_.HV + u.h) * t_.K * t_.V, k0 = uint64_t(sub_) * t_.rows_k;
+        return t_.state_v_first ? head + uint64_t(u.v0) * t_.K + k0 : head + k0 * t_.V + u.v0;
+    }
+
+    // S = this AIV's rows of h0[n, h] (columns of it with state_v_first), or zeros; lane by lane.
+    __aicore__ inline void LoadState(const Unit& u) {
+        const uint32_t rk = t_.rows_k, n = rk * u.vw;
+        const Lanes L = SplitLanes(u.vw);
+        LocalTensor<float> S = s_.Get<float>();
+        if (!t_.has_h0) {
+            Duplicate(S, 0.0f, static_cast<int32_t>(n));
+            OrderV();
+            return;
+        }
+        const uint64_t base = StateBase(u);
+        if (!t_.state_v_first) {
+            LocalTensor<float> a = inA_.template AllocTensor<float>();
+            for (uint32_t l = 0; l < L.n; ++l)
+                DataCopy(a[rk * L.c[l]], gH0_[base + L.c[l]],
+                         DataCopyParams(static_cast<uint16_t>(rk), static_cast<uint16_t>(L.w[l] / 8),
+                                        static_cast<uint16_t>((t_.V - L.w[l]) / 8), 0));
+            inA_.EnQue(a);
+            a = inA_.template DeQue<float>();
+            DataCopy(S, a, n);
+            inA_.FreeTensor(a);
+            OrderV();
+            return;
+        }
+        // Row k of S is column k of h0[n, h] ([V, K]): one 4-byte block per element, each landing at
+        // the start of its own 32-byte block, compacted by a one-lane WholeReduceSum per row.
+        const uint32_t P = t_.spread_rows;
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l];
+            const uint64_t col = base + uint64_t(L.c[l]) * t_.K;
+            for (uint32_t r = 0; r < rk; r += P) {
+                const uint32_t rows = rk - r < P ? rk - r : P;
+                LocalTensor<float> a = inA_.template AllocTensor<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    DataCopyPad(a[j * w * 8], gH0_[col + r + j], DataCopyExtParams(static_cast<uint16_t>(w), 4, (t_.K - 1) * 4, 0, 0),
+                                DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+                inA_.EnQue(a);
+                a = inA_.template DeQue<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    WholeReduceSum(S[rk * L.c[l] + (r + j) * w], a[j * w * 8], 1, static_cast<int32_t>(w), 1, 1, 1);
+                inA_.FreeTensor(a);
+            }
+        }
+        OrderV();
+    }
+
+    // final[n, h] = S: this AIV's rows (with state_v_first: columns, spread by Brcb, one 4-byte block
+    // each), lane by lane.
+    __aicore__ inline void StoreFinal(const Unit& u) {
+        const uint32_t rk = t_.rows_k;
+        const Lanes L = SplitLanes(u.vw);
+        LocalTensor<float> S = s_.Get<float>();
+        const uint64_t base = StateBase(u);
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l];
+            LocalTensor<float> Sl = S[rk * L.c[l]];
+            if (!t_.state_v_first) {
+                WriteF32(gFin_[base + L.c[l]], Sl, rk, w, t_.V);
+                continue;
+            }
+            const uint64_t col = base + uint64_t(L.c[l]) * t_.K;
+            const uint32_t P = t_.spread_rows;
+            for (uint32_t r = 0; r < rk; r += P) {
+                const uint32_t rows = rk - r < P ? rk - r : P;
+                LocalTensor<float> f = outF_.template AllocTensor<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    Brcb(f[j * w * 8], Sl[(r + j) * w], static_cast<uint8_t>(w / 8), BrcbRepeatParams(1, 8));
+                outF_.EnQue(f);
+                f = outF_.template DeQue<float>();
+                for (uint32_t j = 0; j < rows; ++j)
+                    DataCopyPad(gFin_[col + r + j], f[j * w * 8], DataCopyExtParams(static_cast<uint16_t>(w), 4, 0, (t_.K - 1) * 4, 0));
+                outF_.FreeTensor(f);
+            }
+        }
+    }
+
+    __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
+        const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v;
+        const uint32_t k0 = sub_ * rk, r0 = sub_ * rv;
+        const Lanes L = SplitLanes(u.vw);
+        const uint64_t ch = uint64_t(c) * t_.HV + u.h, hOff = (ch * K + k0) * V + u.v0, vOff = (ch * BT + r0) * V + u.v0;
+        const uint64_t vs = 2ull * K * Vb;
+        LocalTensor<float> S = s_.Get<float>();
+        LocalTensor<T> hi;
+
+        // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi).
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l];
+            const uint64_t at = uint64_t(K) * L.c[l] + uint64_t(k0) * w;
+            Split(S[rk * L.c[l]], rk, w, at, uint64_t(K) * Vb + at, t_.h_f32 ? nullptr : &hi);
+            CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagS, l));
+            WriteOut(t_.h_f32, gHf_, gHt_, hOff + L.c[l], S[rk * L.c[l]], hi, rk, w);
+        }
+
+        // 2. While the Cube forms w S: fetch u and e_last, S = diag(e_last) S (the decay needs no dS).
+        LocalTensor<float> a = inA_.template AllocTensor<float>();
+        for (uint32_t l = 0; l < L.n; ++l)
+            DataCopy(a[rv * L.c[l]], gU_[vOff + L.c[l]],
+                     DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(L.w[l] / 8), static_cast<uint16_t>((V - L.w[l]) / 8), 0));
+        inA_.EnQue(a);
+        if (t_.Kg != 1) {
+            LocalTensor<float> bc = bc_.Get<float>();
+            LocalTensor<float> e = inE_.template AllocTensor<float>();
+            DataCopy(e, gE_[ch * K + k0], rk);
+            inE_.EnQue(e);
+            e = inE_.template DeQue<float>();
+            BroadcastRows(bc, e, rk);
+            inE_.FreeTensor(e);
+            OrderV();
+            for (uint32_t l = 0; l < L.n; ++l) MulRows(S[rk * L.c[l]], S[rk * L.c[l]], bc, rk, L.w[l]);
+        } else {
+            Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(rk * u.vw));
+        }
+
+        // 3. Per lane: v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once
+        // when T: v_hi).
+        a = inA_.template DeQue<float>();
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l], n = rv * w;
+            const uint64_t at = uint64_t(BT) * L.c[l] + uint64_t(r0) * w;
+            CrossCoreWaitFlag(LaneFlag(kFlagWs, l));
+            LocalTensor<float> vn = inB_.template AllocTensor<float>();
+            DataCopy(vn, gWsF_[at], n);
+            inB_.EnQue(vn);
+            vn = inB_.template DeQue<float>();
+            Sub(vn, a[rv * L.c[l]], vn, static_cast<int32_t>(n));
+            OrderV();
+            Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, t_.v_new_f32 ? nullptr : &hi);
+            CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagV, l));
+            WriteOut(t_.v_new_f32, gVf_, gVt_, vOff + L.c[l], vn, hi, rv, w);
+            inB_.FreeTensor(vn);
+        }
+        inA_.FreeTensor(a);
+
+        // 4. Per lane: S += kg^T v_new.
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const uint32_t w = L.w[l], n = rk * w;
+            CrossCoreWaitFlag(LaneFlag(kFlagDs, l));
+            LocalTensor<float> d = inA_.template AllocTensor<float>();
+            DataCopy(d, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
+            inA_.EnQue(d);
+            d = inA_.template DeQue<float>();
+            OrderV();
+            Add(S[rk * L.c[l]], S[rk * L.c[l]], d, static_cast<int32_t>(n));
+            inA_.FreeTensor(d);
+        }
+        OrderV();
+    }
+
+    ChunkStateTiling t_{};
+    uint32_t block_ = 0, sub_ = 0;
+    TPipe pipe_;
+    TQue<QuePosition::VECIN, 1> inA_, inB_, inE_;
+    TQue<QuePosition::VECOUT, 2> outT_;
+    TQue<QuePosition::VECOUT, 1> outF_;
+    TBuf<TPosition::VECCALC> s_, bc_, res_;
+    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_;
+    GlobalTensor<T> gHt_, gVt_, gWsT_;
+    GlobalTensor<int32_t> gCo_;
+};
+
+template <class T>
+__aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0,
+                                     GM_ADDR h, GM_ADDR vNew, GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& t) {
+    if ASCEND_IS_AIC {
+        ChunkStateCube<T> op;
+        op.Init(w, kg, chunkOffsets, ws, t);
+        op.Process();
+    }
+    if ASCEND_IS_AIV {
+        ChunkStateVector<T> op;
+        op.Init(u, eLast, chunkOffsets, h0, h, vNew, fin, ws, t);
+        op.Process();
+    }
+}
+
+}  // namespace chunk_state
+}  // namespace fla_npu
+
+#endif

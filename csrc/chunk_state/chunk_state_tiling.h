@@ -1,0 +1,131 @@
+// Host tiling of the inter-chunk state kernel (chunk_state_kernel.cpp), stage 4 of chunked KDA and
+// Gated DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host
+// (tests/chunk_state_tiling_test.cpp).
+//
+// The op, per sequence n and value head h, S = h0[n, h] (or zeros), then for each chunk c of the
+// sequence in order (chunks chunk_offsets[n] .. chunk_offsets[n + 1] - 1, read on the device):
+//   h[c, h]     = S                                   [K, V]
+//   v_new[c, h] = u[c, h] - w[c, h] @ S               [BT, V]
+//   S           = diag(e_last[c, h]) S + kg[c, h]^T @ v_new[c, h]
+// and final[n, h] = S after the last chunk. w, kg [NC, HV, BT, K] of the Cube type T (fp16 / bf16),
+// u [NC, HV, BT, V] fp32, e_last [NC, HV, Kg] fp32 (Kg = K: KDA; Kg = 1: GDN), h0 / final [N, HV,
+// K, V] fp32 ([N, HV, V, K] with state_v_first); h and v_new fp32 or T (rounded once on write).
+//
+// Design (why it is this way):
+// - Unit = (sequence, head, V block): sequential over the sequence's chunks, S on chip in fp32 for
+//   the whole unit (the GM copy h is output only). V is split into blocks so that every AI core has
+//   work when N * HV is below the core count; the split never depends on chunk_offsets' values
+//   (the NPU path must not read them on the host), so units of long and short sequences share
+//   cores by count, not by length.
+// - Mixed kernel (KERNEL_TYPE_MIX_AIC_1_2). The two products (w @ S, kg^T @ v_new) contract over
+//   K and over BT; kg's BT is its outer axis, so the Cube needs a transposed load, which LoadData
+//   has for 2-byte types only. Hence the Cube runs in T, and every fp32 operand the vector unit
+//   hands it is split hi + lo: X_hi = T(X), X_lo = T(X - X_hi), w @ S = w @ S_hi + w @ S_lo
+//   (likewise v_new), accumulated in fp32 in L0C. The split keeps about 16 (bf16) or 22 (fp16)
+//   bits of S and v_new, so the kernel's own error stays near fp32's and does not grow with the
+//   chunk count; w and kg are taken as given in T (the caller rounds them once).
+// - Per chunk, AI core b (AIC + 2 AIV, each AIV holds K / 2 rows of S and owns BT / 2 rows of v_new),
+//   through the core's GM workspace (a2/a3 move AIV <-> AIC data through GM only):
+//     AIV  S_hi, S_lo -> ws;                                       set kFlagS
+//          h rows -> GM; fetch u, e_last; S = diag(e_last) S
+//     AIC  wait; wS = w @ S_hi + w @ S_lo (fp32) -> ws;              set kFlagWs
+//     AIV  wait; v_new = u - wS (fp32); v_hi, v_lo -> ws;            set kFlagV
+//          v_new rows -> GM (rounded once)
+//     AIC  wait; dS = kg^T @ v_hi + kg^T @ v_lo (fp32) -> ws;        set kFlagDs
+//     AIV  wait; S += dS
+//   The outputs, the input fetches and the decay run while the other side works, off the chain of
+//   hand-offs. The unit's columns run as two lanes (halves) through this sequence, interleaved
+//   (AIV S lane 0, S lane 1; AIC wS lane 0 while the AIV splits lane 1; ...), so each side works
+//   on one lane while the other works on the other; w and kg are loaded once per chunk for both,
+//   before the AIC waits. Each flag (4 per lane) has at most one pending set, and each workspace
+//   region is rewritten only after the flag that follows its last read.
+// - state_v_first: h0 / final are [V, K]; the AIV moves a column of them to or from a row of S with
+//   one DataCopyPad of 4-byte blocks (each element in its own 32-byte block: WholeReduceSum of one
+//   lane compacts them, Brcb spreads them), once per unit.
+//
+// Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]; Kg in {1, K}.
+#ifndef FLA_NPU_CHUNK_STATE_TILING_H
+#define FLA_NPU_CHUNK_STATE_TILING_H
+
+#include <cstdint>
+
+#include "../common/aicore.h"
+#include "../common/soc_facts.h"
+
+namespace fla_npu {
+namespace chunk_state {
+
+constexpr uint32_t kMaxHeadDim = 256;
+constexpr uint32_t kMaxVBlock = 128;  // widest V block: WholeReduceSum / Brcb repeat counts stay below 256
+using soc::kL0abBytes;
+
+// Passed by value to the kernel (POD; identical layout on host and device).
+struct ChunkStateTiling {
+    uint32_t N, HV, NC, BT, K, V, Kg;
+    uint32_t elem_bytes;         // sizeof(T): 2
+    uint32_t has_h0, state_v_first;
+    uint32_t h_f32, v_new_f32;   // output dtypes: 1 float32, 0 T
+    uint32_t num_vb;             // V blocks per (sequence, head)
+    uint32_t v_block;            // columns of every V block but the last
+    uint32_t v_last;             // columns of the last one (multiple of 16)
+    uint32_t num_units;          // N * HV * num_vb
+    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t units_per_core, units_rem;
+    uint32_t rows_k;             // K / 2 rows of S per AIV
+    uint32_t rows_v;             // BT / 2 rows of v_new per AIV
+    uint32_t vec_rows;           // max(rows_k, rows_v): rows of the AIV's staging buffers
+    uint32_t spread_rows;        // rows of S per state_v_first piece (8 x v_block floats each)
+    uint32_t n_tile;             // columns per L0B / L0C tile (multiple of 16)
+    uint32_t ws_t_elems;         // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block]
+    uint32_t ws_f_elems;         // per core, floats after them: wS [BT, v_block], dS [K, v_block]
+    uint32_t ws_bytes_per_core;
+    uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
+};
+
+struct ChunkStateProblem {
+    uint32_t N = 0, HV = 0, NC = 0, BT = 64, K = 128, V = 128, Kg = 128;
+    uint32_t elem_bytes = 2;     // of w, kg (the Cube type)
+    bool has_h0 = false, state_v_first = false;
+    bool h_f32 = true, v_new_f32 = true;
+    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = soc::kA2.ubBytes;
+    uint32_t l0c_bytes = soc::kA2.l0cBytes;
+};
+
+// Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
+int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** err);
+
+// GM workspace the kernel uses: one slice per launched AI core.
+inline uint64_t UserWorkspaceBytes(const ChunkStateTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
+
+// The shape checks of the op's front ends (the C entry point chunk_state_host.cpp adds dtypes and
+// strides). Each step returns nullptr or a message (static, without the op's name).
+class ChunkStateArgs {
+  public:
+    // Ranks: w, u, kg, h, v_new 4-D; e_last 3-D; chunk_offsets 1-D; h0 (-1: absent), final 4-D.
+    const char* SetRanks(int32_t w, int32_t u, int32_t kg, int32_t e_last, int32_t chunk_offsets, int32_t h0, int32_t h,
+                         int32_t v_new, int32_t final_state);
+    // h0 may be nullptr (absent).
+    const char* SetShapes(const int64_t* w, const int64_t* u, const int64_t* kg, const int64_t* e_last,
+                          const int64_t* chunk_offsets, const int64_t* h0, const int64_t* h, const int64_t* v_new,
+                          const int64_t* final_state, bool state_v_first);
+    const char* CheckSizes() const;  // BT 16/32/64, K and V multiples of 16 up to 256, counts fit 31 bits
+    ChunkStateProblem Problem(uint32_t elem_bytes, bool h_f32, bool v_new_f32, uint32_t core_num, uint32_t ub_bytes,
+                              uint32_t l0c_bytes) const;
+
+  private:
+    int64_t w_[4] = {0, 0, 0, 0};
+    int64_t V_ = 0, Kg_ = 0, N_ = 0;
+    bool has_h0_ = false, v_first_ = false;
+};
+
+// First unit and unit count of AI core `block`.
+FLA_NPU_AICORE inline void CoreUnits(const ChunkStateTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
+    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
+    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
+}
+
+}  // namespace chunk_state
+}  // namespace fla_npu
+
+#endif

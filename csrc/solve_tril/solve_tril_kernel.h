@@ -1,0 +1,202 @@
+// Triangular inverse (second half of stage 2 of chunked KDA / Gated DeltaNet), mixed Cube + vector
+// (KERNEL_TYPE_MIX_AIC_1_2):  Akk = (I + L)^-1, L strictly lower triangular (its diagonal and upper
+// part are never read).
+//
+// The algorithm, the work split and the workspace slot: solve_tril_tiling.h; the pieces (the vector
+// block inverse, the Cube merges), which other kernels can call too: tril_inverse.h.
+// Per unit (chunk, head) u, the i-th of its AI core, workspace slot i % 2 (the hand-off protocol of
+// common/chunk_cube.h; BT = 16 has no merge and no hand-off):
+//   AIV  [i >= 2: wait Free]  for its diagonal blocks b: X_bb and the zeros right of it to Akk;
+//        -X_bb (b > 0) and X_bb^T (b < nb - 1: what the Cube reads) to the slot;  set Ready (PIPE_MTE3)
+//   AIC  wait Ready; block rows 1 .. nb-1 (BlockRowMerge); [slot reused later: set Free]
+//
+// Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX, FIX ->
+// MTE2 for the products it reads back from GM, and the reverse pairs before each buffer is reused);
+// on the AIVs the queues order MTE2 -> V -> MTE3, and one V -> MTE3 pair at start-up covers the
+// constant zero rows.
+#ifndef FLA_NPU_SOLVE_TRIL_KERNEL_H
+#define FLA_NPU_SOLVE_TRIL_KERNEL_H
+
+#include "kernel_operator.h"
+#include "solve_tril_tiling.h"
+#include "tril_inverse.h"
+#include "../common/chunk_cube.h"
+
+namespace fla_npu {
+namespace solve_tril {
+
+using namespace AscendC;
+using namespace chunk_cube;
+
+// ------------------------------------------------------------------------------------------------
+// AIC: the merges of each unit, after the AIVs' hand-off.
+// ------------------------------------------------------------------------------------------------
+template <class O>
+class SolveTrilCube {
+public:
+    __aicore__ inline SolveTrilCube() {}
+
+    __aicore__ inline void Init(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
+        t_ = t;
+        const uint64_t elems = uint64_t(t.num_units) * t.BT * t.BT;
+        gL_.SetGlobalBuffer((__gm__ float*)l, elems);
+        gOut_.SetGlobalBuffer((__gm__ O*)akk, elems);
+        BindSlots(gWs_, ws, static_cast<uint32_t>(GetBlockIdx()), t.ws_bytes_per_core, t.ws_slot_elems);
+        merge_.Init(pipe_, t.BT);
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
+        for (uint32_t i = 0; i < count; ++i) {
+            const uint64_t u = first + i, mat = u * t_.BT * t_.BT, base = uint64_t(i % 2) * t_.ws_slot_elems;
+            SlotConsumer::Acquire();
+            merge_.Run(gL_[mat], gOut_[mat], gWs_[base], gWs_[base + t_.ws_nx_off], gWs_[base + t_.ws_rt_off], t_.BT);
+            SlotConsumer::Release(i + 2 < count);
+        }
+    }
+
+private:
+    SolveTrilTiling t_{};
+    TPipe pipe_;
+    BlockRowMerge<O> merge_;
+    GlobalTensor<float> gL_, gWs_;
+    GlobalTensor<O> gOut_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// AIV: the diagonal blocks, their hand-off, and the zeros above the diagonal.
+// ------------------------------------------------------------------------------------------------
+template <class O> struct ToOutType {  // fp32 -> O, rounded once
+    __aicore__ static inline void Run(const LocalTensor<O>& dst, const LocalTensor<float>& src, uint32_t n) {
+        Cast(dst, src, RoundMode::CAST_RINT, n);
+    }
+};
+template <> struct ToOutType<float> {
+    __aicore__ static inline void Run(const LocalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n) {
+        Adds(dst, src, 0.0f, static_cast<int32_t>(n));
+    }
+};
+
+template <class O>
+class SolveTrilVector {
+public:
+    __aicore__ inline SolveTrilVector() {}
+
+    __aicore__ inline void Init(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
+        t_ = t;
+        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
+        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
+        const uint64_t elems = uint64_t(t.num_units) * t.BT * t.BT;
+        gL_.SetGlobalBuffer((__gm__ float*)l, elems);
+        gOut_.SetGlobalBuffer((__gm__ O*)akk, elems);
+        BindSlots(gWs_, ws, block_, t.ws_bytes_per_core, t.ws_slot_elems);
+        pipe_.InitBuffer(inL_, 1, kBlockElems * sizeof(float));
+        pipe_.InitBuffer(outX_, 1, kBlockElems * sizeof(O));
+        pipe_.InitBuffer(outN_, 1, kBlockElems * sizeof(float));
+        pipe_.InitBuffer(outT_, 1, kBlockElems * sizeof(float));
+        pipe_.InitBuffer(x_, kBlockElems * sizeof(float));
+        inv_.Init(pipe_);
+        const uint32_t side = t.BT - kBlock;
+        if (side > 0) {  // constant zero rows, copied right of the diagonal blocks
+            pipe_.InitBuffer(zO_, kBlock * side * sizeof(O));
+            // Zero bits are zero in every output type: fill them as 16-bit words.
+            Duplicate(zO_.Get<uint16_t>(), uint16_t(0), static_cast<int32_t>(kBlock * side * sizeof(O) / 2));
+            Sync<HardEvent::V_MTE3>();
+        }
+    }
+
+    __aicore__ inline void Process() {
+        uint32_t first = 0, count = 0;
+        CoreUnits(t_, block_, &first, &count);
+        const uint32_t nb = t_.nb;
+        for (uint32_t i = 0; i < count; ++i) {
+            const uint32_t u = first + i;
+            if (nb == 1) {  // no merge: the two AIVs take alternate units
+                if (i % 2 == sub_) Diagonal(u, 0, 0, false);
+                continue;
+            }
+            SlotProducer::Acquire(i);
+            const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
+            for (uint32_t b = sub_ * nb / 2; b < (sub_ + 1) * nb / 2; ++b) Diagonal(u, b, base, true);
+            SlotProducer::Ready();
+        }
+    }
+
+private:
+    // Diagonal block b of unit u: X_bb and the zeros right of it to Akk; with a merge, what the Cube
+    // reads of it to the slot at `base`: -X_bb (b > 0) and X_bb^T on XT's diagonal (b < nb - 1).
+    __aicore__ inline void Diagonal(uint32_t u, uint32_t b, uint64_t base, bool merge) {
+        const uint32_t BT = t_.BT, c0 = b * kBlock, right = BT - c0 - kBlock;
+        const uint64_t at = (uint64_t(u) * BT + c0) * BT + c0;  // element (16 b, 16 b) of unit u
+        const uint16_t fBlk = kBlock * sizeof(float) / 32, oBlk = kBlock * sizeof(O) / 32;
+        const uint16_t fGap = static_cast<uint16_t>((BT - kBlock) * sizeof(float) / 32);
+
+        LocalTensor<float> lb = inL_.AllocTensor<float>();
+        DataCopy(lb, gL_[at], DataCopyParams(kBlock, fBlk, fGap, 0));
+        inL_.EnQue(lb);
+        lb = inL_.DeQue<float>();
+        inv_.Load(lb);
+        inL_.FreeTensor(lb);
+
+        LocalTensor<float> x = x_.Get<float>();
+        inv_.Lower(x);
+        LocalTensor<O> xo = outX_.AllocTensor<O>();
+        ToOutType<O>::Run(xo, x, kBlockElems);
+        outX_.EnQue(xo);
+        xo = outX_.DeQue<O>();
+        DataCopy(gOut_[at], xo, DataCopyParams(kBlock, oBlk, 0, static_cast<uint16_t>((BT - kBlock) * sizeof(O) / 32)));
+        outX_.FreeTensor(xo);
+        if (right > 0)
+            DataCopy(gOut_[at + kBlock], zO_.Get<O>(),
+                     DataCopyParams(kBlock, static_cast<uint16_t>(right * sizeof(O) / 32), 0,
+                                    static_cast<uint16_t>((c0 + kBlock) * sizeof(O) / 32)));
+        if (merge && b > 0) {
+            LocalTensor<float> nx = outN_.AllocTensor<float>();
+            Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
+            outN_.EnQue(nx);
+            nx = outN_.DeQue<float>();
+            DataCopy(gWs_[base + t_.ws_nx_off + b * kBlockElems], nx, kBlockElems);
+            outN_.FreeTensor(nx);
+        }
+        if (merge && b + 1 < t_.nb) {
+            LocalTensor<float> y = outT_.AllocTensor<float>();
+            inv_.Upper(y);
+            outT_.EnQue(y);
+            y = outT_.DeQue<float>();
+            DataCopy(gWs_[base + uint64_t(c0) * BT + c0], y, DataCopyParams(kBlock, fBlk, 0, fGap));
+            outT_.FreeTensor(y);
+        }
+    }
+
+    SolveTrilTiling t_{};
+    uint32_t block_ = 0, sub_ = 0;
+    TPipe pipe_;
+    BlockInverse16 inv_;
+    TQue<QuePosition::VECIN, 1> inL_;
+    TQue<QuePosition::VECOUT, 1> outX_, outN_, outT_;
+    TBuf<TPosition::VECCALC> x_, zO_;
+    GlobalTensor<float> gL_, gWs_;
+    GlobalTensor<O> gOut_;
+};
+
+template <class O>
+__aicore__ inline void RunSolveTril(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
+    if ASCEND_IS_AIC {
+        if (t.nb > 1) {
+            SolveTrilCube<O> op;
+            op.Init(l, akk, ws, t);
+            op.Process();
+        }
+    }
+    if ASCEND_IS_AIV {
+        SolveTrilVector<O> op;
+        op.Init(l, akk, ws, t);
+        op.Process();
+    }
+}
+
+}  // namespace solve_tril
+}  // namespace fla_npu
+
+#endif

@@ -1,0 +1,111 @@
+// Host tiling of the triangular-inverse kernel (solve_tril_kernel.cpp), the second half of stage 2
+// of chunked KDA and Gated DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on
+// the host (tests/solve_tril_tiling_test.cpp).
+//
+// The op, per chunk c and value head h (chunk layout, every (c, h) independent):
+//   Akk[c, h] = (I + L[c, h])^-1
+// L [NC, HV, BT, BT] float32, strictly lower triangular: only the part below the diagonal is read
+// (what lies on and above it is ignored, whatever it holds). Akk [NC, HV, BT, BT] float32, float16 or
+// bfloat16 (rounded once on write): unit lower triangular, exact zeros above the diagonal.
+//
+// Design: blocked forward substitution, one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). With 16 x 16
+// diagonal blocks b (nb = BT / 16 of them) and X = Akk:
+//   AIV  X_bb = (I + L_bb)^-1 and its transpose by forward / backward substitution in fp32 (the
+//        vector unit; the diagonal is one: no division), written: X_bb and the zeros right of it to
+//        Akk; what the Cube reads of it to the core's workspace slot: -X_bb (b > 0) and X_bb^T
+//        (b < nb - 1) on the diagonal of XT, the transpose of X, which the Cube completes block
+//        column by block column (its zero blocks are never written: the Cube fills them in L1).
+//   AIC  for each block row i = 1 .. nb-1, with n = 16 i and XT[:n, :n] the transpose of the inverse
+//        of the leading n x n block (complete in the slot once block rows < i are done):
+//          R^T     = XT  @ L[i, :n]^T          (n x 16; to the slot)
+//          X[i,:n] = (-X_ii) @ R               (16 x n; to Akk, rounded once)
+//          X[i,:n]^T = R^T @ (-X_ii)^T         (n x 16; to the slot's XT, when i < nb - 1)
+//        fp32 x fp32 Mmads with fp32 accumulation. Every Cube operand is handed over row-major with
+//        the right operand as its transpose (B^T), so that no fp32 fractal needs a transposing load
+//        (LoadData transposes 2-byte types only): that is why the vector side also forms X_bb^T.
+// BT = 16 has no merge: the AIVs alone write Akk (units alternate between the two AIVs of a core).
+// Extra GM traffic per unit: the slot round trip (XT's upper blocks, -X_bb, R^T); L is read once,
+// and only its block-lower part (the blocks above the diagonal are never read).
+//
+// Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
+// (CoreUnits); the output is bit-identical for any core count. The AIV sub-block s of a core inverts
+// the diagonal blocks [s nb / 2, (s + 1) nb / 2) of each of its units.
+//
+// Limits: BT in {16, 32, 64}; L float32 (the Cube reads it as it is); a Cube that takes float32
+// inputs (a2, a3, a5).
+#ifndef FLA_NPU_SOLVE_TRIL_TILING_H
+#define FLA_NPU_SOLVE_TRIL_TILING_H
+
+#include <cstdint>
+
+#include "../common/aicore.h"
+#include "../common/soc_facts.h"
+
+namespace fla_npu {
+namespace solve_tril {
+
+constexpr uint32_t kBlock = 16;                   // side of a diagonal block
+constexpr uint32_t kBlockElems = kBlock * kBlock;
+using soc::kL0abBytes;  // L0A / L0B on every SoC
+
+// Output element types (SolveTrilTiling::out_kind).
+constexpr uint32_t kOutFloat32 = 0, kOutFloat16 = 1, kOutBfloat16 = 2;
+
+// Passed by value to the kernel (POD; identical layout on host and device).
+struct SolveTrilTiling {
+    uint32_t NC, HV, BT;
+    uint32_t nb;                 // diagonal blocks per chunk: BT / 16
+    uint32_t out_kind;           // kOutFloat32 / kOutFloat16 / kOutBfloat16
+    uint32_t out_bytes;          // sizeof the output element
+    uint32_t num_units;          // NC * HV
+    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t units_per_core, units_rem;
+    uint32_t ws_nx_off;          // slot layout (fp32 elements): XT [BT, BT] at 0, -X_bb at ws_nx_off
+    uint32_t ws_rt_off;          //   (nb blocks of 16 x 16), R^T [(BT - 16), 16] at ws_rt_off
+    uint32_t ws_slot_elems;      // one slot (0 when BT = 16: no merge)
+    uint32_t ws_bytes_per_core;  // two slots
+    uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
+};
+
+struct SolveTrilProblem {
+    uint32_t NC = 0, HV = 0, BT = 64;
+    uint32_t in_bytes = 4;       // of L: float32 only
+    uint32_t out_kind = kOutFloat32;
+    bool cube_fp32 = true;       // the SoC's Cube takes float x float
+    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;       // usable UB per vector core (0: not checked)
+    uint32_t l1_bytes = soc::kA2.l1Bytes;
+    uint32_t l0c_bytes = soc::kA2.l0cBytes;
+};
+
+// Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
+int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** err);
+
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+inline uint64_t UserWorkspaceBytes(const SolveTrilTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
+
+// The shape checks shared by the op's front ends (the C entry point solve_tril_host.cpp, which also
+// checks dtypes and strides, and an operator package's tiling). Each returns nullptr or a message
+// (static, without the op's name); call them in the order declared.
+class SolveTrilArgs {
+  public:
+    const char* SetRanks(int32_t l, int32_t akk);
+    const char* SetShapes(const int64_t* l, const int64_t* akk);
+    const char* CheckSizes() const;  // BT 16/32/64, NC and HV fit 31 bits
+    SolveTrilProblem Problem(uint32_t in_bytes, uint32_t out_kind, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
+                             uint32_t l0c_bytes) const;
+
+  private:
+    int64_t l_[4] = {0, 0, 0, 0};
+};
+
+// First unit and unit count of AI core `block`.
+FLA_NPU_AICORE inline void CoreUnits(const SolveTrilTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
+    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
+    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
+}
+
+}  // namespace solve_tril
+}  // namespace fla_npu
+
+#endif

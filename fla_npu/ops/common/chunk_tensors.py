@@ -1,0 +1,54 @@
+"""What the chunked delta rule carries between its stages, for one head slice: the pre-processed
+inputs in the chunk layout ``[NC, HV, BT, D]`` (:class:`ChunkInputs`) and the stage results
+(:class:`ChunkForward`). Stage numbers and names, one per stage, as the kernels and docs use them:
+
+====  ==================  ==========================  ==================================
+ no.  name                reference (chunk_fwd.py)     kernel (fla_npu/runtime/, csrc/)
+====  ==================  ==========================  ==================================
+  1   gate cumsum         ``chunk_local_cumsum``       ``gate`` (GateChunkCumsum)
+  2   intra-chunk         ``chunk_intra_fwd``          ``chunk_intra`` + ``solve_tril``
+  3   WY factors          ``wy_fwd``                   ``wy_fast``
+  4   state recurrence    ``state_fwd``                ``chunk_state``
+  5   output              ``output_fwd``               ``chunk_output``
+====  ==================  ==========================  ==================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .decay import ChunkDecay
+
+
+@dataclass
+class ChunkInputs:
+    """Stage inputs of one head slice after pre-processing (l2norm, beta sigmoid, stage 1)."""
+    ct: torch.dtype                 # compute dtype of the reference (float32, float64 for float64 inputs)
+    groups: int                     # GVA: value heads per q/k head
+    qn: torch.Tensor                # q, k after l2norm (token layout, ct), kept for its backward
+    kn: torch.Tensor
+    q_rstd: torch.Tensor | None     # l2norm's reciprocal norms (None without l2norm)
+    k_rstd: torch.Tensor | None
+    beta: torch.Tensor              # activated beta, token layout
+    q: torch.Tensor                 # [NC, HV, BT, K] ct, times the attention scale, heads expanded
+    k: torch.Tensor                 # [NC, HV, BT, K] ct, heads expanded
+    v: torch.Tensor                 # [NC, HV, BT, V] ct
+    b: torch.Tensor                 # [NC, HV, BT] beta
+    decay: ChunkDecay               # factors of G, the stage-1 result [NC, HV, BT, K or 1] (log2 units)
+
+
+@dataclass
+class ChunkForward:
+    """Results of stages 2-4 (``o`` is returned, not kept): ``Aqk``, ``Akk`` ``[NC, HV, BT, BT]``;
+    ``w``, ``kg`` ``[NC, HV, BT, K]``; ``u``, ``v_new`` ``[NC, HV, BT, V]``; ``h`` ``[NC, HV, K, V]``
+    (chunk-start states); ``final`` ``[N, HV, K, V]``."""
+    Aqk: torch.Tensor
+    Akk: torch.Tensor
+    w: torch.Tensor
+    u: torch.Tensor
+    kg: torch.Tensor
+    h: torch.Tensor
+    v_new: torch.Tensor
+    final: torch.Tensor

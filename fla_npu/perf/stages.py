@@ -1,0 +1,221 @@
+"""The stage kernels the bench runs, one row per kernel: which op and stage it belongs to, its runtime
+module, how to launch it on random inputs at a (scaled) shape, and its unit of work (what its launch
+splits over the cores) at any shape. A stage whose kernel does not exist yet has ``launch=None``
+and is reported as "reference (no kernel)".
+
+Adding a kernel: write ``_launch_<stage>(shape, dtype)`` (random inputs of the stage's layout at
+``shape``, one call of the runtime function) and put it in the stage's row with its runtime module
+in ``module``: the bench reports the stage without a kernel while that module is missing. The
+launchers of stages 2 and 4 are written to the calls of ``runtime/chunk_pipeline.py`` and start
+running when their modules appear.
+
+Units: the chunk kernels split (chunk, value head) pairs over the AI cores; the gate kernel
+(token, head) pairs; prefix-shared attention (batch, query tile, K/V tile) triples. Note that the
+state recurrence (stage 4) is sequential over the chunks of a sequence: its units are independent
+only across heads and sequences, so its extrapolation by chunks x heads / cores holds when there are
+at least as many (sequence, head) pairs as cores."""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+BT = 64  # the chunk size of the production configuration
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    title: str
+    module: str | None                 # fla_npu.runtime module of the kernel (None: no kernel yet)
+    launch: Callable | None            # (shape, dtype name) -> runs the kernel once
+    units: Callable                    # shape -> units of work of one launch
+    scale: Callable                    # full shape -> the shape the simulation runs
+
+    def available(self) -> str | None:
+        """Why the stage has no kernel to run here (``None`` if it has)."""
+        if self.launch is None or self.module is None:
+            return "reference (no kernel)"
+        try:
+            importlib.import_module(self.module)
+        except ImportError:
+            return "reference (no kernel)"
+        return None
+
+
+def _torch_dtype(name: str):
+    import torch
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def _gen(seed: int = 0):
+    import torch
+    return torch.Generator().manual_seed(seed)
+
+
+# ---- shapes ---------------------------------------------------------------------------------------
+
+def chunks(shape: dict) -> int:
+    return shape["B"] * math.ceil(shape["T"] / BT)
+
+
+def scale_delta_rule(shape: dict) -> dict:
+    """The simulated shape of a delta-rule stage: 8 chunks (B = 1, T = 512) and 4 value heads (GVA
+    ratio kept when it fits), K and V kept: enough units for every simulated core to take several."""
+    groups = max(1, shape["HV"] // shape["H"])
+    HV = max(groups, min(shape["HV"], 4))
+    return {"B": 1, "T": min(shape["T"], 8 * BT), "H": max(1, HV // groups), "HV": HV, "K": shape["K"], "V": shape["V"]}
+
+
+def scale_psa(shape: dict) -> dict:
+    """The simulated shape of prefix-shared attention: one batch, at most two 128-row query tiles
+    (G kept), at most 8 K/V tiles of 128 keys."""
+    G = shape["G"]
+    lq = max(1, min(shape["len_q"], 256 // G)) if G <= 256 else 1
+    return {"bs": 1, "G": G, "len_q": lq, "len_kv": min(shape["len_kv"], 1024), "D": shape["D"]}
+
+
+def units_tokens(shape: dict) -> int:
+    return shape["B"] * shape["T"] * shape["HV"]
+
+
+def units_chunks(shape: dict) -> int:
+    return chunks(shape) * shape["HV"]
+
+
+def units_psa(shape: dict) -> int:
+    """(batch, 128-row query tile, 128-key K/V tile) triples."""
+    return shape["bs"] * math.ceil(shape["G"] * shape["len_q"] / 128) * math.ceil(shape["len_kv"] / 128)
+
+
+# ---- launchers ------------------------------------------------------------------------------------
+
+def _launch_gate(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
+
+        from ..runtime.gate import gate_chunk_cumsum
+        g = _gen()
+        B, T, HV, K = shape["B"], shape["T"], shape["HV"], shape["K"]
+        x = torch.randn((B, T, HV, K) if per_key else (B, T, HV), generator=g).to(_torch_dtype(dtype))
+        A_log = torch.rand(HV, generator=g)
+        if per_key:  # KDA production: the lower-bound (sigmoid) gate with dt_bias per key
+            dt = torch.randn(HV * K, generator=g)
+            gate_chunk_cumsum(x, BT, "sigmoid", A_log, dt, -5.0, 1.0)
+        else:        # GDN: -exp(A_log) softplus(g + dt_bias)
+            dt = torch.randn(HV, generator=g)
+            gate_chunk_cumsum(x, BT, "softplus", A_log, dt, None, 1.0)
+    return run
+
+
+def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
+    import torch
+    g = _gen(1)
+    NC, HV, K, V = chunks(shape), shape["HV"], shape["K"], shape["V"]
+    dt = _torch_dtype(dtype)
+    k = torch.nn.functional.normalize(torch.randn(NC, HV, BT, K, generator=g), dim=-1).to(dt)
+    v = torch.randn(NC, HV, BT, V, generator=g).to(dt)
+    A = (torch.tril(torch.randn(NC, HV, BT, BT, generator=g), -1) * 0.05 + torch.eye(BT)).to(dt)
+    e = torch.rand(NC, HV, BT, K if per_key else 1, generator=g) * 0.5 + 0.5
+    return k, v, A, e
+
+
+def _launch_wy(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
+
+        from ..runtime.wy_fast import wy_fast
+        k, v, A, e = _chunk_tensors(shape, dtype, per_key)
+        beta = torch.rand(k.shape[:3], generator=_gen(2))
+        wy_fast(k, v, beta, A, e, e.clone())
+    return run
+
+
+def _launch_output(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
+
+        from ..runtime.chunk_output import chunk_output
+        q, v, A, e = _chunk_tensors(shape, dtype, per_key)
+        S = torch.randn(q.shape[0], q.shape[1], shape["K"], shape["V"], generator=_gen(3)) * 0.1
+        chunk_output(q, e, S, A, v)
+    return run
+
+
+# Stages 2 and 4: the calls of fla_npu.runtime.chunk_pipeline.forward (the stage's module name
+# and function, the chunk layout); active once the kernel's runtime module exists.
+def _launch_intra(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
+
+        from ..runtime.chunk_intra import chunk_intra
+        q, k, _, e = _chunk_tensors(shape, dtype, per_key)
+        beta = torch.rand(q.shape[:3], generator=_gen(2))
+        G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=2)
+        chunk_intra(q, k, beta, G, _torch_dtype(dtype))
+    return run
+
+
+def _launch_solve_tril(shape: dict, dtype: str):
+    import torch
+
+    from ..runtime.solve_tril import solve_tril
+    NC, HV = chunks(shape), shape["HV"]
+    L = torch.tril(torch.randn(NC, HV, BT, BT, generator=_gen(6)), -1) * 0.05
+    solve_tril(L, _torch_dtype(dtype))
+
+
+def _launch_state(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
+
+        from ..runtime.chunk_state import chunk_state
+        g = _gen(7)
+        NC, HV, K, V = chunks(shape), shape["HV"], shape["K"], shape["V"]
+        w = torch.randn(NC, HV, BT, K, generator=g) * 0.1
+        u = torch.randn(NC, HV, BT, V, generator=g)
+        kg = torch.randn(NC, HV, BT, K, generator=g) * 0.1
+        e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
+        per_seq = math.ceil(shape["T"] / BT)
+        offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
+        chunk_state(w, u, kg, e_last, offsets, None, False, h_dtype=torch.float32, v_new_dtype=_torch_dtype(dtype))
+    return run
+
+
+def _launch_psa(shape: dict, dtype: str):
+    import torch
+
+    from ..runtime.prefix_shared_attention import prefix_shared_attention
+    g = _gen(4)
+    dt = _torch_dtype(dtype)
+    bs, G, lq, lkv, D = (shape[k] for k in ("bs", "G", "len_q", "len_kv", "D"))
+    q = torch.randn(bs, G, lq, D, generator=g).to(dt)
+    k = torch.randn(bs, lkv, D, generator=g).to(dt)
+    v = torch.randn(bs, lkv, D, generator=g).to(dt)
+    prefix_shared_attention(q, k, v, D ** -0.5)
+
+
+def _delta_rule_stages(per_key: bool) -> tuple:
+    s = scale_delta_rule
+    return (
+        Stage("gate_cumsum", "1: gate + chunk-local cumsum", "fla_npu.runtime.gate", _launch_gate(per_key), units_tokens, s),
+        Stage("chunk_intra", "2a: intra-chunk Aqk, L", "fla_npu.runtime.chunk_intra", _launch_intra(per_key), units_chunks, s),
+        Stage("solve_tril", "2b: triangular inverse", "fla_npu.runtime.solve_tril", _launch_solve_tril, units_chunks, s),
+        Stage("wy_fast", "3: w, u (WY)", "fla_npu.runtime.wy_fast", _launch_wy(per_key), units_chunks, s),
+        Stage("chunk_state", "4: inter-chunk state", "fla_npu.runtime.chunk_state", _launch_state(per_key),
+              units_chunks, s),
+        Stage("chunk_output", "5: output", "fla_npu.runtime.chunk_output", _launch_output(per_key), units_chunks, s),
+    )
+
+
+# op -> the stages of its forward, in order
+FWD_STAGES = {
+    "kda": _delta_rule_stages(per_key=True),
+    "gdn": _delta_rule_stages(per_key=False),
+    "prefix_shared_attention": (
+        Stage("prefix_shared_attention", "attention forward", "fla_npu.runtime.prefix_shared_attention", _launch_psa,
+              units_psa, scale_psa),
+    ),
+}

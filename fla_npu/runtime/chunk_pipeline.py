@@ -1,0 +1,112 @@
+"""The chunked KDA / Gated DeltaNet forward, stages 2 to 5, on the Ascend C kernels.
+
+One chain for both targets: on NPU tensors the kernels run on the device (the aclnn bridge of the
+NPU flavour), on CPU tensors with ``FLA_NPU_CPU_IMPL=sim`` on the host simulation; the only
+difference is the library :func:`~fla_npu.runtime._native.run_two_phase` calls, so nothing here
+knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custom op
+(:mod:`.torch_ops`), which ``torch.compile`` and graph capture can trace.
+
+Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
+layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
+
+  2  ``Aqk``, ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
+  3  ``w``, ``u``, ``kg`` (fp32) = wy_fast(k, v, beta, Akk, e_row, e_tail)
+  4  ``h`` (fp32), ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
+  5  ``o`` (fp32) = chunk_output(q, e_row, h, Aqk, v_new)
+
+A stage whose kernel cannot take the call (:func:`stage_reasons`) runs its reference stage instead on
+the host simulation (logged once as a warning by the caller); on an NPU the caller refuses the call.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from ..ops.common import chunk_fwd as ref
+from ..ops.common.chunk_plan import ChunkPlan
+from ..ops.common.chunk_tensors import ChunkForward, ChunkInputs
+
+# Stage -> its kernels: (runtime module, why that kernel cannot take a call: (module, dtype, BT, K, V)
+# -> reason or None), the dtype being the op's input dtype (the Cube type).
+STAGE_KERNELS = {
+    "stage 2: intra-chunk": (("chunk_intra", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K)),
+                             ("solve_tril", lambda m, dt, BT, K, V: m.unsupported(torch.float32, BT, dt))),
+    "stage 3: WY factors": (("wy_fast", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
+    "stage 4: state recurrence": (("chunk_state", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
+    "stage 5: output": (("chunk_output", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
+}
+
+
+def _module(name: str):
+    """The runtime module of a kernel, or ``None`` when this build has none."""
+    try:
+        return importlib.import_module(f".{name}", __package__)
+    except ImportError:
+        return None
+
+
+def stage_reasons(dtype: torch.dtype, BT: int, K: int, V: int) -> dict:
+    """``{stage: reason}`` for every stage whose kernels cannot take a call with these facts (an empty
+    dict: the whole chain runs on kernels)."""
+    reasons = {}
+    for stage, kernels in STAGE_KERNELS.items():
+        for name, why_not in kernels:
+            mod = _module(name)
+            why = f"the {name} kernel does not exist yet" if mod is None else why_not(mod, dtype, BT, K, V)
+            if why is not None:
+                reasons[stage] = why
+                break
+    return reasons
+
+
+def chunk_offsets(plan: ChunkPlan, device) -> torch.Tensor:
+    """``[N + 1]`` int32: the chunks of sequence ``n`` are ``[offsets[n], offsets[n + 1])`` (from the
+    plan's host-side chunk counts: no device synchronisation)."""
+    counts = torch.tensor((0, *plan.chunk_counts), dtype=torch.int64)
+    return counts.cumsum(0).to(device=device, dtype=torch.int32)
+
+
+def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
+            skip: dict) -> tuple[torch.Tensor, ChunkForward]:
+    """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (fp32) and the stage results. ``T``: the
+    Cube input dtype (float16 / bfloat16); ``h0`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if
+    ``state_v_first``) or ``None``; ``skip``: the stages that run their reference instead
+    (:func:`stage_reasons`). ``final`` is returned in the layout ``state_v_first`` asks for."""
+    from . import torch_ops  # noqa: F401  (registers torch.ops.fla_npu)
+
+    ops = torch.ops.fla_npu
+    f32 = torch.float32
+    d = p.decay
+    q, k = p.q.to(T), p.k.to(T)
+    b = p.b.to(f32)
+    G = d.G.to(f32)
+    e_row = d.e_row.to(f32)
+
+    if "stage 2: intra-chunk" in skip:
+        Aqk, Akk = ref.chunk_intra_fwd(p.q, p.k, p.b, d)
+    else:
+        Aqk, L = ops.chunk_intra(q, k, b, G, f32)   # L in float32: the inverse reads it so
+        Akk = ops.solve_tril(L, T)
+
+    if "stage 3: WY factors" in skip:
+        w, u, kg = ref.wy_fwd(p.k, p.v, p.b, d, Akk.to(p.ct))
+    else:
+        w, u, kg = ops.wy_fast(k, p.v.to(T), b, Akk.to(T), e_row, d.e_tail.to(f32))
+
+    if "stage 4: state recurrence" in skip:
+        h0_k = None if h0 is None else (h0.transpose(-1, -2) if state_v_first else h0)
+        h, v_new, final = ref.state_fwd(kg.to(p.ct), w.to(p.ct), u.to(p.ct), d, h0_k, plan)
+        if state_v_first:
+            final = final.transpose(-1, -2)
+    else:
+        offsets = chunk_offsets(plan, q.device)
+        h0_f = None if h0 is None else h0.to(f32).contiguous()
+        h, v_new, final = ops.chunk_state(w.to(T), u, kg.to(T), d.e_last.to(f32), offsets, h0_f, state_v_first, f32, T, T)
+
+    if "stage 5: output" in skip:
+        o = ref.output_fwd(p.q, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))
+    else:
+        o = ops.chunk_output(q, e_row, h.to(f32), Aqk.to(T), v_new.to(T))
+    return o, ChunkForward(Aqk, Akk, w, u, kg, h, v_new, final)

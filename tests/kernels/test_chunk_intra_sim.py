@@ -1,0 +1,241 @@
+"""Stage 2 kernel (csrc/chunk_intra/): the intra-chunk matrices Aqk and L (the L of Akk = (I + L)^-1)
+per (chunk, head), mixed Cube + vector, run on the host simulation of Ascend C through the installed
+library and fla_npu.runtime.
+
+Against the reference stage in float64 (``ChunkDecay.tril`` as ``chunk_fwd.chunk_intra_fwd`` uses it,
+on the same float32 G), relative RMS within the dtype's tolerance (fla_npu/testing.py), and exact
+zeros above the diagonal; inputs built in the chunk layout from token tensors (``ChunkPlan``: tails
+and varlen, padding rows of q and k zero and G filled with the chunk's last value, as the chunked
+reference has them); gates mild (every diagonal block on the Cube), strong (per-step decays down to
+the floor: diagonal blocks wider than the safe span, computed exactly on the vector unit, next to
+mild heads) and all at the floor; outputs NaN-poisoned before the launch (tests/conftest.py);
+bit-identical for 1, 3 and 16 AI cores; hazard checker clean (a hazard fails the launch); GM bytes
+and Cube multiply-adds from the counters.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from fla_npu.ops.common import chunk_fwd as fwd
+from fla_npu.ops.common.chunk_plan import ChunkPlan
+from fla_npu.ops.common.decay import ChunkDecay
+from fla_npu.runtime import _native, chunk_intra as ki
+from fla_npu.testing import check_close
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sim_helpers import run_tiling_unit_test  # noqa: E402
+
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+
+
+def _gate(kind: str, B, T, HV, Kg, gen):
+    """Per-step log decay (natural log) ``[B, T, HV, Kg]``: "mild" (within the safe span over any 16
+    rows), "wide" (-2.3 to -2.6 per step: 50 to 57 log2 units over a 16-row block, inside bf16's safe
+    span, outside fp16's), "strong" (odd heads: down to -8 per step with 5 % at the floor, spans of
+    hundreds of log2 units in a block; even heads mild) or "floor" (every step at GATE_FLOOR)."""
+    mild = -torch.rand(B, T, HV, Kg, generator=gen) * 0.2 - 0.01
+    if kind == "mild":
+        return mild
+    if kind == "wide":
+        return -2.3 - torch.rand(B, T, HV, Kg, generator=gen) * 0.3
+    if kind == "floor":
+        return torch.full_like(mild, fwd.GATE_FLOOR)
+    strong = -torch.rand(B, T, HV, Kg, generator=gen) * 8.0
+    strong = torch.where(torch.rand(strong.shape, generator=gen) < 0.05, torch.full_like(strong, fwd.GATE_FLOOR), strong)
+    odd = (torch.arange(HV) % 2 == 1).view(1, 1, HV, 1)
+    return torch.where(odd, strong, mild)
+
+
+def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0):
+    """Stage-2 inputs in the chunk layout: (q, k, beta, G, plan), q / k in ``dtype`` (padding rows
+    zero), beta and G float32 (G the chunk-local log2 cumsum, padding rows the chunk's last value)."""
+    gen = torch.Generator().manual_seed(seed)
+    cu_t = None if cu is None else torch.tensor(cu)
+    plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
+    Kg = K if per_key else 1
+    q = plan.to_chunks(torch.randn(B, T, HV, K, generator=gen) * K ** -0.5)
+    k = plan.to_chunks(torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen), dim=-1))
+    beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen))
+    g = plan.to_chunks(fwd.clamp_gate(_gate(gate, B, T, HV, Kg, gen)))
+    G = plan.fill_padding(fwd.chunk_local_cumsum(g, torch.float64)).float()
+    return q.to(dtype), k.to(dtype), beta.contiguous(), G.contiguous(), plan
+
+
+def _reference(q, k, beta, G):
+    """The reference stage in float64 on the kernel's inputs: Aqk and L (before the inverse)."""
+    d = lambda t: t.double()  # noqa: E731
+    decay = ChunkDecay(d(G), torch.float64)
+    return decay.tril(d(q), d(k), diagonal=True), d(beta).unsqueeze(-1) * decay.tril(d(k), d(k), diagonal=False)
+
+
+def _gm_bytes(q, k, beta, G, out_dtype):
+    """Compulsory minimum (q, k, beta, G read once, Aqk and L written once) and, when every diagonal
+    block goes through the Cube (mild gates), the kernel's own count, from its design
+    (chunk_intra_tiling.h). KDA: the AIV owning block rows S (sub-block (I ^ (I >> 1)) & 1) reads G and
+    k of blocks 0..max(S), q and the reference row of G of each I in S, and writes per I the operand
+    rows (32 + 16 (I + 1)) the AIC reads back; the AIC writes the columns left of the diagonal block
+    to the outputs and the two 16 x 16 fp32 diagonal blocks to the workspace, which the AIV reads
+    back. GDN: the AIC reads q and k and writes 2 BT x BT fp32 results; the AIV reads per block row
+    the 32 x 16 (I + 1) it needs and g of the chunk."""
+    NC, HV, BT, K = q.shape
+    Kg, eb, ob, units, nb = G.shape[-1], q.element_size(), torch.finfo(out_dtype).bits // 8, NC * HV, BT // 16
+    minimum = 2 * q.numel() * eb + beta.numel() * 4 + G.numel() * 4 + 2 * units * BT * BT * ob
+    per_unit = 2 * BT * BT * ob + BT * 4  # outputs, beta
+    for i in range(nb):
+        results = 32 * 16 * (i + 1) * 4
+        if Kg == K:
+            operands = (32 + 16 * (i + 1)) * K * eb
+            per_unit += 16 * K * eb + K * 4 + 2 * operands + 2 * 2 * 16 * 16 * 4  # diagonal blocks only
+        else:
+            per_unit += results + BT * 4
+    if Kg == K:
+        for sub in (0, 1):
+            owned = [i for i in range(nb) if (i ^ (i >> 1)) & 1 == sub]
+            per_unit += (max(owned) + 1) * 16 * K * (4 + eb) if owned else 0
+    else:
+        per_unit += 2 * BT * K * eb + 2 * BT * BT * 4
+    return minimum, units * per_unit
+
+
+CASES = [  # (B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu)
+    pytest.param(2, 100, 2, 128, 64, True, BF16, "mild", FP32, None, id="kda-bt64-k128-tail-bf16-mild"),
+    pytest.param(1, 150, 2, 64, 64, True, FP16, "strong", FP32, None, id="kda-bt64-k64-fp16-strong"),
+    pytest.param(2, 70, 2, 80, 32, True, BF16, "strong", BF16, None, id="kda-bt32-k80-bf16-strong-out-bf16"),
+    pytest.param(1, 160, 2, 96, 32, True, FP16, "mild", FP16, (0, 1, 1, 70, 150, 160), id="kda-bt32-k96-varlen-fp16-out-fp16"),
+    pytest.param(1, 90, 2, 128, 64, True, BF16, "floor", FP32, None, id="kda-bt64-k128-bf16-floor"),
+    pytest.param(1, 40, 2, 64, 16, True, BF16, "strong", FP32, None, id="kda-bt16-k64-bf16-strong"),
+    pytest.param(1, 70, 2, 256, 64, True, BF16, "strong", BF16, None, id="kda-bt64-k256-bf16-strong-out-bf16"),
+    pytest.param(1, 100, 2, 64, 16, False, FP16, "mild", FP32, (0, 37, 37, 100), id="gdn-bt16-k64-varlen-fp16"),
+    pytest.param(2, 90, 2, 128, 64, False, BF16, "strong", BF16, None, id="gdn-bt64-k128-tail-bf16-strong-out-bf16"),
+    pytest.param(1, 70, 3, 96, 32, False, FP16, "floor", FP32, None, id="gdn-bt32-k96-fp16-floor"),
+]
+
+
+@pytest.mark.parametrize("B,T,HV,K,BT,per_key,dtype,gate,out_dtype,cu", CASES)
+def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu):
+    q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
+    Aqk, L = ki.chunk_intra(q, k, beta, G, out_dtype=out_dtype)
+    launch = ki.last_launch()
+    assert launch is not None and launch.ok, launch and launch.error
+    refs = _reference(q, k, beta, G)
+    for name, x, ref, diag in (("Aqk", Aqk, refs[0], 1), ("L", L, refs[1], 0)):
+        assert x.dtype == out_dtype and torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned)"
+        assert not x.triu(diag).any(), f"{name}: nonzero above the lower triangle"
+        # The chunk layout, padding rows included (zero q and k there: zero rows).
+        check_close(name, x, ref, dtype)
+    t = ki.last_tiling()
+    assert (t["NC"], t["HV"], t["BT"], t["K"], t["Kg"]) == (plan.num_chunks, HV, BT, K, K if per_key else 1)
+    assert t["out_f32"] == (out_dtype == FP32)
+
+
+def test_strong_gates_take_the_exact_path():
+    """With strong gates the diagonal blocks of the strongly decaying heads exceed the safe span: the
+    vector unit computes them (more vector work, same Cube work), and the result stays within the
+    tolerance (a Cube product there would overflow: the floor alone spans 1443 log2 units a row)."""
+    counts = {}
+    for gate in ("mild", "strong"):
+        q, k, beta, G, _ = _stage_inputs(1, 128, 2, 64, 64, True, BF16, gate, seed=4)
+        Aqk, L = ki.chunk_intra(q, k, beta, G)
+        counts[gate] = ki.last_launch().totals
+        refs = _reference(q, k, beta, G)
+        check_close(f"Aqk ({gate})", Aqk, refs[0], BF16)
+        check_close(f"L ({gate})", L, refs[1], BF16)
+    assert counts["strong"].cube_macs == counts["mild"].cube_macs
+    assert counts["strong"].vector_elem_ops > 2 * counts["mild"].vector_elem_ops
+
+
+def test_safe_span_per_dtype():
+    """Diagonal blocks spanning 50 to 57 log2 units: bf16 takes them on the Cube (factors up to 2^57,
+    no more vector work than mild gates), fp16 (safe span 8) computes them exactly on the vector
+    unit; both within their tolerance."""
+    vector_ops = {}
+    for dtype in (BF16, FP16):
+        for gate in ("mild", "wide"):
+            q, k, beta, G, _ = _stage_inputs(1, 128, 2, 128, 64, True, dtype, gate, seed=9)
+            Aqk, L = ki.chunk_intra(q, k, beta, G)
+            vector_ops[dtype, gate] = ki.last_launch().totals.vector_elem_ops
+            refs = _reference(q, k, beta, G)
+            check_close(f"Aqk ({dtype}, {gate})", Aqk, refs[0], dtype)
+            check_close(f"L ({dtype}, {gate})", L, refs[1], dtype)
+    assert vector_ops[BF16, "wide"] == vector_ops[BF16, "mild"] == vector_ops[FP16, "mild"]
+    assert vector_ops[FP16, "wide"] > 2 * vector_ops[FP16, "mild"]
+
+
+@pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])
+def test_core_count_invariance_and_counters(monkeypatch, per_key):
+    """1, 3 and 16 AI cores give bit-identical outputs; GM bytes and Cube multiply-adds as designed."""
+    q, k, beta, G, _ = _stage_inputs(2, 150, 3, 128, 64, per_key, BF16, "mild", seed=3)
+    outs = []
+    for cores in (1, 3, 16):
+        monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
+        outs.append(ki.chunk_intra(q, k, beta, G))
+        assert ki.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
+        launch = ki.last_launch()
+        assert launch.ok and len(launch.cores) == 3 * ki.last_tiling()["block_dim"]
+        NC, HV, BT, K = q.shape
+        _, expected = _gm_bytes(q, k, beta, G, FP32)
+        tot = launch.totals
+        assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected
+        # KDA: per block row I a 32 x K x 16 (I + 1) product; GDN: [q; k] (2 BT rows) times k^T.
+        macs = sum(32 * K * 16 * (i + 1) for i in range(BT // 16)) if per_key else 2 * BT * BT * K
+        assert tot.cube_macs == NC * HV * macs
+    for o in outs[1:]:
+        for x, x0 in zip(o, outs[0]):
+            assert torch.equal(x, x0)
+
+
+@pytest.mark.parametrize("per_key,gate,expect_ratio,expect_share", [
+    (True, "mild", 3.057, 0.765), (True, "strong", 3.391, 0.581),
+    (False, "mild", 1.818, 0.969), (False, "strong", 1.818, 0.969)])
+def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, expect_share):
+    """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs): GM bytes over
+    the compulsory minimum, and the Cube's share of the multiply-adds (vector element operations
+    counted as one multiply-add each)."""
+    q, k, beta, G, _ = _stage_inputs(4, 128, 4, 128, 64, per_key, BF16, gate, seed=5)
+    assert q.shape[0] == 8
+    ki.chunk_intra(q, k, beta, G)
+    tot = ki.last_launch().totals
+    minimum, _ = _gm_bytes(q, k, beta, G, FP32)
+    ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
+    share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
+    print(f"chunk_intra {'KDA' if per_key else 'GDN'} {gate}: read {tot.gm_to_local_bytes} written {tot.local_to_gm_bytes} "
+          f"minimum {minimum}, GM bytes / minimum {ratio:.3f}, Cube share {share:.3f}")
+    assert round(ratio, 3) == expect_ratio and round(share, 3) == expect_share, (ratio, share)
+
+
+def test_no_chunk_launches_nothing():
+    q, k, beta, G, _ = _stage_inputs(1, 64, 2, 64, 64, True, BF16)
+    Aqk, L = ki.chunk_intra(q[:0], k[:0], beta[:0], G[:0])
+    assert Aqk.shape == L.shape == (0, 2, 64, 64) and ki.last_launch() is None
+
+
+def test_refusals():
+    q, k, beta, G, _ = _stage_inputs(1, 64, 2, 64, 64, True, BF16)
+    with pytest.raises(_native.KernelError, match="float32 Cube inputs are not supported"):
+        ki.chunk_intra(q.float(), k.float(), beta, G)
+    with pytest.raises(_native.KernelError, match="one dtype"):
+        ki.chunk_intra(q, k.half(), beta, G)
+    with pytest.raises(_native.KernelError, match="`beta` and `g` must be float32"):
+        ki.chunk_intra(q, k, beta.bfloat16(), G)
+    with pytest.raises(_native.KernelError, match="float32 or the dtype of `q`"):
+        ki.chunk_intra(q, k, beta, G, out_dtype=FP16)
+    with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
+        ki.chunk_intra(q, k, beta[..., :32], G)
+    with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, HV, BT, 1\] or \[NC, HV, BT, K\]"):
+        ki.chunk_intra(q, k, beta, G[..., :7])
+    with pytest.raises(_native.KernelError, match="multiple of 16"):
+        ki.chunk_intra(q[..., :40], k[..., :40], beta, G[..., :40])
+    with pytest.raises(_native.KernelError, match="BT must be 16, 32 or 64"):
+        ki.chunk_intra(q[:, :, :48], k[:, :, :48], beta[:, :, :48], G[:, :, :48])
+    assert ki.unsupported(FP32, 64, 128) and ki.unsupported(BF16, 128, 128) and ki.unsupported(BF16, 64, 100)
+    assert ki.unsupported(BF16, 64, 128) is None and ki.unsupported(FP16, 16, 256) is None
+
+
+def test_tiling_unit_tests(native_build):
+    """The C++ unit tests of the host tiling (csrc/chunk_intra/tests/), from the session's native build."""
+    run_tiling_unit_test(native_build, "chunk_intra")

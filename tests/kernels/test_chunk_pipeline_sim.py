@@ -1,0 +1,129 @@
+"""The chunked forward's kernel chain (fla_npu/runtime/chunk_pipeline.py) and what surrounds it: the
+router (routing.chunk_route), the launches fla_npu.profile() records, the kernels as torch custom ops
+(fake implementations checked by torch.library.opcheck, traced by torch.compile)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fla_npu
+from fla_npu.runtime import chunk_pipeline, routing
+from fla_npu.runtime.routing import KernelRouteError, chunk_route
+
+from sim_helpers import Switches, check_chunk_op
+
+CHAIN = ("flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuSolveTril", "flaNpuWyFast", "flaNpuChunkState",
+         "flaNpuChunkOutput")
+
+
+def _expected_chain(dtype: torch.dtype, BT: int, K: int, V: int) -> list:
+    """The entry points the chain launches for these facts, in order (stages the build has no kernel for skipped)."""
+    skip = chunk_pipeline.stage_reasons(dtype, BT, K, V)
+    names = {"stage 2: intra-chunk": CHAIN[1:3], "stage 3: WY factors": CHAIN[3:4],
+             "stage 4: state recurrence": CHAIN[4:5], "stage 5: output": CHAIN[5:]}
+    out = [CHAIN[0]]
+    for stage, entries in names.items():
+        if stage not in skip:
+            out.extend(entries)
+    return out
+
+
+@pytest.mark.parametrize("op", ["kda", "gdn"])
+def test_profile_records_every_launch_of_the_chain(monkeypatch, op):
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+    with fla_npu.profile() as prof:
+        check_chunk_op(fn, op, 1, 70, 2, 2, 32, 32, Switches(chunk_size=32), torch.bfloat16, seed=3)
+    assert prof.kernels() == _expected_chain(torch.bfloat16, 32, 32, 32)
+    for launch in prof.launches:
+        assert launch["block_dim"] > 0 and launch["device"] == "cpu" and launch["sim_kernel"]
+        assert launch["gm_read_bytes"] > 0 and launch["gm_write_bytes"] > 0
+    assert prof.total("gm_read_bytes") == sum(x["gm_read_bytes"] for x in prof.launches)
+    cube = [x["cube_macs"] for x in prof.launches if x["kernel"] in ("flaNpuWyFast", "flaNpuChunkOutput")]
+    assert cube and all(c > 0 for c in cube)
+
+
+def test_profile_scopes(monkeypatch):
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    g, A_log = torch.randn(1, 40, 2), torch.randn(2)
+
+    def gate(x):
+        return fla_npu.gdn_gate_chunk_cumsum(x, A_log, chunk_size=32)
+
+    with fla_npu.profile() as outer:
+        gate(g)
+        with fla_npu.profile() as inner:
+            gate(g)
+    gate(g)   # outside every block: recorded nowhere
+    assert outer.kernels() == ["flaNpuGateChunkCumsum"] * 2 and inner.kernels() == ["flaNpuGateChunkCumsum"]
+    with fla_npu.profile() as empty:
+        gate(g[:, :0])   # no token: nothing launched
+    assert empty.launches == []
+
+
+def test_profile_total_refuses_launches_without_counters():
+    from fla_npu.runtime import profile as P
+
+    with fla_npu.profile() as prof:
+        P.record("flaNpuWyFast", 4, "npu:0", None)
+    assert prof.launches[0]["cube_macs"] is None
+    with pytest.raises(ValueError, match="host simulation only"):
+        prof.total("cube_macs")
+
+
+def test_router_on_device_tensors_never_falls_back_to_the_reference():
+    q = torch.empty(1, 64, 2, 32, dtype=torch.float32, device="meta")
+    with pytest.raises(KernelRouteError, match="float16 / bfloat16"):
+        chunk_route("chunk_kda", q, q, q, 64)
+    q16 = q.to(torch.bfloat16)
+    with pytest.raises(KernelRouteError, match="chunk_size 48"):
+        chunk_route("chunk_kda", q16, q16, q16, 48)
+
+
+def test_router_on_cpu(monkeypatch):
+    q = torch.zeros(1, 64, 2, 32, dtype=torch.bfloat16)
+    monkeypatch.delenv("FLA_NPU_CPU_IMPL", raising=False)
+    assert chunk_route("chunk_kda", q, q, q, 64) is None
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    monkeypatch.setattr(routing, "_logged", set())
+    assert chunk_route("chunk_kda", q, q, q, 64) == chunk_pipeline.stage_reasons(torch.bfloat16, 64, 32, 32)
+    assert chunk_route("chunk_kda", q.float(), q.float(), q.float(), 64) is None   # no stage takes float32
+
+
+def _wy_inputs(dtype=torch.bfloat16):
+    torch.manual_seed(0)
+    NC, HV, BT, K, V = 2, 2, 32, 32, 48
+    k, v = torch.randn(NC, HV, BT, K).to(dtype), torch.randn(NC, HV, BT, V).to(dtype)
+    beta = torch.rand(NC, HV, BT) + 0.1
+    Akk = (torch.randn(NC, HV, BT, BT) * 0.1).tril(-1) + torch.eye(BT)
+    e = torch.rand(NC, HV, BT, K) + 0.5
+    return k, v, beta, Akk.to(dtype), e, e.flip(-2)
+
+
+def test_custom_ops_pass_opcheck():
+    from fla_npu.runtime import torch_ops  # noqa: F401
+
+    torch.library.opcheck(torch.ops.fla_npu.wy_fast.default, _wy_inputs())
+    NC, HV, BT, K, V = 2, 2, 32, 32, 48
+    torch.manual_seed(1)
+    q = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
+    args = (q, torch.rand(NC, HV, BT, K) + 0.5, torch.randn(NC, HV, K, V), torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16),
+            torch.randn(NC, HV, BT, V).to(torch.bfloat16))
+    torch.library.opcheck(torch.ops.fla_npu.chunk_output.default, args)
+    g = torch.randn(1, 40, 2, 16)
+    torch.library.opcheck(torch.ops.fla_npu.gate_chunk_cumsum.default, (g, 32, "none", None, None, None, 1.0, None))
+
+
+def test_custom_op_traced_by_torch_compile():
+    from fla_npu.runtime import torch_ops  # noqa: F401
+
+    def f(k, v, beta, Akk, e_row, e_tail):
+        w, u, kg = torch.ops.fla_npu.wy_fast(k, v, beta, Akk, e_row, e_tail)
+        return w + 1, u * 2, kg
+
+    args = _wy_inputs()
+    eager = f(*args)
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)(*args)
+    for a, b in zip(eager, compiled):
+        assert torch.equal(a, b)
