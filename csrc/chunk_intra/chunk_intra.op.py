@@ -3,8 +3,30 @@ vector): read at build time by csrc/tools/ (format: csrc/tools/op_descriptor.py)
 
 OP = {
     "name": "ChunkIntra",
-    "args": [("q", "in"), ("k", "in"), ("beta", "in"), ("g", "in"), ("aqk", "out"), ("l", "out")],
+    "doc": """intra-chunk matrices (stage 2 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
+
+  q    [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused); carries the scale
+  k    [NC, HV, BT, K]   q's dtype
+  beta [NC, HV, BT]      float32
+  g    [NC, HV, BT, Kg]  float32, G: the chunk-local cumulative log2 decay; Kg = K (KDA) or 1 (GDN).
+                         G must not increase along a chunk (a decay); padding rows hold the last value
+  aqk  [NC, HV, BT, BT]  float32 or T:  aqk[i, j] = sum_d q_id k_jd 2^(G_id - G_jd)  (j <= i, else 0)
+  l    [NC, HV, BT, BT]  aqk's dtype:   l[i, j] = beta_i sum_d k_id k_jd 2^(G_id - G_jd)  (j < i, else 0)
+All contiguous; BT 16, 32 or 64; K a multiple of 16 in [16, 256]; NC or HV may be 0 (nothing runs).
+Exact for any decaying gate (floored per-step decays included): products go through the Cube
+factored through a reference row (factors <= 1 off the diagonal blocks, within 2^+-60 (bf16) or
+2^+-8 (fp16) inside them), the scaled operands rounded once to T; a diagonal 16 x 16 block whose
+decay is wider is computed exactly per pair on the vector unit. A T output is rounded once.
+
+Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K elements
+of T each; GDN: none) and two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
+floats). NPU flavours forward to
+aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is called when there is no chunk.""",
+    "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
+             ("aqk", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"]), ("l", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"])],
+    "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "tiling": ("chunk_intra_tiling.h", "fla_npu::chunk_intra::ChunkIntraTiling"),
+    "body": ("chunk_intra_kernel.h", "fla_npu::chunk_intra::RunChunkIntra"),
     "kernels": {"float16": "fla_chunk_intra_f16", "bfloat16": "fla_chunk_intra_bf16"},
     "kernel_type": "mix",
     "workspace": True,

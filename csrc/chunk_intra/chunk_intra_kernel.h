@@ -44,6 +44,10 @@ constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
 
 template <class U> struct IsHalf { static constexpr bool value = false; };
 template <> struct IsHalf<half> { static constexpr bool value = true; };
+template <class U> struct IsFloat { static constexpr bool value = false; };
+template <> struct IsFloat<float> { static constexpr bool value = true; };
+template <class U, class V> struct IsSame { static constexpr bool value = false; };
+template <class U> struct IsSame<U, U> { static constexpr bool value = true; };
 
 // The result slot of AI core `block`: two slots of `elems` floats after its two operand slots.
 __aicore__ inline void BindResults(GlobalTensor<float>& g, GM_ADDR ws, uint32_t block, const ChunkIntraTiling& t) {
@@ -586,9 +590,14 @@ private:
     GlobalTensor<float> gB_, gG_, gAF_, gLF_, gRes_;
 };
 
-template <class T>
+// The kernel body: T the Cube input type (q, k), O the dtype of aqk and l (float or T). O decides the
+// output path; the tiling's out_f32 of a checked call says the same.
+template <class T, class O>
 __aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
-                                     const ChunkIntraTiling& t) {
+                                     const ChunkIntraTiling& tiling) {
+    static_assert(IsFloat<O>::value || IsSame<O, T>::value, "aqk and l: float or the Cube input type");
+    ChunkIntraTiling t = tiling;
+    t.out_f32 = IsFloat<O>::value ? 1u : 0u;
     if ASCEND_IS_AIC {
         ChunkIntraCube<T> op;
         op.Init(q, k, aqk, l, ws, t);

@@ -1,4 +1,4 @@
-// Host tiling of the intra-chunk kernel (chunk_intra_kernel.cpp), stage 2 of chunked KDA and Gated
+// Host tiling of the intra-chunk kernel (chunk_intra_kernel.h), stage 2 of chunked KDA and Gated
 // DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host
 // (tests/chunk_intra_tiling_test.cpp).
 //
@@ -48,6 +48,10 @@
 #include "../common/soc_facts.h"
 
 namespace fla_npu {
+
+struct ShapeArg;  // common/shape_args.h
+struct DeviceFacts;
+
 namespace chunk_intra {
 
 constexpr uint32_t kMaxHeadDim = 256;
@@ -98,8 +102,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 inline uint64_t UserWorkspaceBytes(const ChunkIntraTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
 
 // The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp, which also
-// checks dtypes and strides, and an operator package's tiling). Each step returns nullptr or a
-// message (static, without the op's name); call them in the order declared.
+// checks dtypes and strides, and the operator package's tiling, TilingFromShapes below). Each step
+// returns nullptr or a message (static, without the op's name); call them in the order declared.
 class ChunkIntraArgs {
   public:
     const char* SetRanks(int32_t q, int32_t k, int32_t beta, int32_t g, int32_t aqk, int32_t l);
@@ -114,6 +118,11 @@ class ChunkIntraArgs {
     int64_t q_[4] = {0, 0, 0, 0};
     int64_t Kg_ = 0;
 };
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): the checks above on the call's shapes, in the C entry point's order, then
+// ComputeTiling. nullptr, or the message of the first defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraTiling* tiling);
 
 // First unit and unit count of AI core `block`.
 FLA_NPU_AICORE inline void CoreUnits(const ChunkIntraTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {

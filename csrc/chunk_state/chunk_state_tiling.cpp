@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "../common/chunk_tiling.h"
+#include "../common/shape_args.h"
 
 namespace fla_npu {
 namespace chunk_state {
@@ -170,6 +171,27 @@ ChunkStateProblem ChunkStateArgs::Problem(uint32_t elem_bytes, bool h_f32, bool 
     p.ub_bytes = ub_bytes;
     p.l0c_bytes = l0c_bytes;
     return p;
+}
+
+const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
+    // w, u, kg, e_last, chunk_offsets, h0 (ndim -1: absent), h, v_new, final
+    if (state_v_first != 0 && state_v_first != 1) return "`state_v_first` must be 0 or 1";
+    ChunkStateArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetRanks(a[0].ndim, a[1].ndim, a[2].ndim, a[3].ndim, a[4].ndim, a[5].ndim, a[6].ndim, a[7].ndim,
+                                a[8].ndim)))
+        return bad;
+    if ((bad = checked.SetShapes(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].present() ? a[5].d : nullptr, a[6].d, a[7].d,
+                                 a[8].d, state_v_first != 0)))
+        return bad;
+    if ((bad = checked.CheckSizes())) return bad;
+    // The registration takes float16 / bfloat16 w and kg, h and v_new float32 or w's dtype.
+    const char* err = "";
+    return ComputeTiling(checked.Problem(2, a[6].dtype == FLA_NPU_FLOAT32, a[7].dtype == FLA_NPU_FLOAT32, dev.ai_cores,
+                                         dev.ub_bytes, dev.l0c_bytes),
+                         tiling, &err) != 0
+               ? err
+               : nullptr;
 }
 
 }  // namespace chunk_state

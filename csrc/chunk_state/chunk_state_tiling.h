@@ -1,4 +1,4 @@
-// Host tiling of the inter-chunk state kernel (chunk_state_kernel.cpp), stage 4 of chunked KDA and
+// Host tiling of the inter-chunk state kernel (chunk_state_kernel.h), stage 4 of chunked KDA and
 // Gated DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host
 // (tests/chunk_state_tiling_test.cpp).
 //
@@ -53,6 +53,10 @@
 #include "../common/soc_facts.h"
 
 namespace fla_npu {
+
+struct ShapeArg;  // common/shape_args.h
+struct DeviceFacts;
+
 namespace chunk_state {
 
 constexpr uint32_t kMaxHeadDim = 256;
@@ -99,7 +103,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 inline uint64_t UserWorkspaceBytes(const ChunkStateTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
 
 // The shape checks of the op's front ends (the C entry point chunk_state_host.cpp adds dtypes and
-// strides). Each step returns nullptr or a message (static, without the op's name).
+// strides; the operator package's tiling is TilingFromShapes below). Each step returns nullptr or a message (static, without the op's name).
 class ChunkStateArgs {
   public:
     // Ranks: w, u, kg, h, v_new 4-D; e_last 3-D; chunk_offsets 1-D; h0 (-1: absent), final 4-D.
@@ -118,6 +122,11 @@ class ChunkStateArgs {
     int64_t V_ = 0, Kg_ = 0, N_ = 0;
     bool has_h0_ = false, v_first_ = false;
 };
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): the checks above on the call's shapes, in the C entry point's order, then
+// ComputeTiling. nullptr, or the message of the first defect.
+const char* TilingFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling);
 
 // First unit and unit count of AI core `block`.
 FLA_NPU_AICORE inline void CoreUnits(const ChunkStateTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {

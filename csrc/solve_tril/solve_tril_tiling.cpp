@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "../common/chunk_tiling.h"
+#include "../common/shape_args.h"
 
 namespace fla_npu {
 namespace solve_tril {
@@ -94,6 +95,23 @@ SolveTrilProblem SolveTrilArgs::Problem(uint32_t in_bytes, uint32_t out_kind, bo
     p.ub_bytes = ub_bytes;
     p.l0c_bytes = l0c_bytes;
     return p;
+}
+
+const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, SolveTrilTiling* tiling) {
+    // l, akk
+    SolveTrilArgs checked;
+    const char* bad = nullptr;
+    if ((bad = checked.SetRanks(a[0].ndim, a[1].ndim))) return bad;
+    if ((bad = checked.SetShapes(a[0].d, a[1].d))) return bad;
+    if ((bad = checked.CheckSizes())) return bad;
+    // The registration takes a float32 l and an akk of float32, float16 or bfloat16; a2/a3/a5 Cubes take fp32.
+    const uint32_t out_kind = a[1].dtype == FLA_NPU_FLOAT16    ? kOutFloat16
+                              : a[1].dtype == FLA_NPU_BFLOAT16 ? kOutBfloat16
+                                                               : kOutFloat32;
+    const char* err = "";
+    return ComputeTiling(checked.Problem(4, out_kind, true, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0
+               ? err
+               : nullptr;
 }
 
 }  // namespace solve_tril

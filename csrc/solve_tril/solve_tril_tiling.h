@@ -1,4 +1,4 @@
-// Host tiling of the triangular-inverse kernel (solve_tril_kernel.cpp), the second half of stage 2
+// Host tiling of the triangular-inverse kernel (solve_tril_kernel.h), the second half of stage 2
 // of chunked KDA and Gated DeltaNet. Plain C++: no Ascend C, no CANN, no simulation; unit-tested on
 // the host (tests/solve_tril_tiling_test.cpp).
 //
@@ -42,6 +42,10 @@
 #include "../common/soc_facts.h"
 
 namespace fla_npu {
+
+struct ShapeArg;  // common/shape_args.h
+struct DeviceFacts;
+
 namespace solve_tril {
 
 constexpr uint32_t kBlock = 16;                   // side of a diagonal block
@@ -85,8 +89,8 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
 inline uint64_t UserWorkspaceBytes(const SolveTrilTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
 
 // The shape checks shared by the op's front ends (the C entry point solve_tril_host.cpp, which also
-// checks dtypes and strides, and an operator package's tiling). Each returns nullptr or a message
-// (static, without the op's name); call them in the order declared.
+// checks dtypes and strides, and the operator package's tiling, TilingFromShapes below). Each
+// returns nullptr or a message (static, without the op's name); call them in the order declared.
 class SolveTrilArgs {
   public:
     const char* SetRanks(int32_t l, int32_t akk);
@@ -98,6 +102,11 @@ class SolveTrilArgs {
   private:
     int64_t l_[4] = {0, 0, 0, 0};
 };
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): the checks above on the call's shapes, in the C entry point's order, then
+// ComputeTiling. nullptr, or the message of the first defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilTiling* tiling);
 
 // First unit and unit count of AI core `block`.
 FLA_NPU_AICORE inline void CoreUnits(const SolveTrilTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {

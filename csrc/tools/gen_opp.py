@@ -87,6 +87,18 @@ def _tiling_function(op: Op) -> str:
 }}"""
 
 
+def _split_dim(dim: str) -> tuple:
+    """``"<input>[<i>]"`` or ``"<input>[<i>]-<n>"`` -> (input, i, n)."""
+    ref, _, minus = dim.partition("-")
+    name, i = ref[:-1].split("[")
+    return name, int(i), int(minus or 0)
+
+
+def _dim_value(dim: str) -> str:
+    name, i, minus = _split_dim(dim)
+    return f"{name}->GetDim({i})" + (f" - {minus}" if minus else "")
+
+
 def _infer_shape(op: Op) -> str:
     index = {t.name: t.index for t in op.inputs}
     used = sorted({name for t in op.outputs for name in ([t.shape] if isinstance(t.shape, str) else
@@ -102,7 +114,7 @@ def _infer_shape(op: Op) -> str:
             continue
         lines.append(f"    {t.name}_shape->SetDimNum({len(t.shape)});")
         for i, dim in enumerate(t.shape):
-            value = str(dim) if isinstance(dim, int) else "{}->GetDim({})".format(*str(dim)[:-1].split("["))
+            value = str(dim) if isinstance(dim, int) else _dim_value(str(dim))
             lines.append(f"    {t.name}_shape->SetDim({i}, {value});")
     return "\n".join(lines)
 
@@ -272,8 +284,8 @@ def _dim_rule(op: Op, t: Tensor) -> str:
         if isinstance(d, int):
             dims.append(f"{{-1, {d}}}")
         else:
-            name, i = str(d)[:-1].split("[")
-            dims.append(f"{{{index[name]}, {i}}}")
+            name, i, minus = _split_dim(str(d))
+            dims.append(f"{{{index[name]}, {i}, {minus}}}" if minus else f"{{{index[name]}, {i}}}")
     return "{" + ", ".join(dims) + "}"
 
 

@@ -19,7 +19,8 @@ kernel"):
                  ``(name, "float")`` (the operator package's Int / Float attributes).
                  ``dtype`` is a dtype (``float32``, ``float16``, ``bfloat16``, ``int32``) or the name of a
                  type variable of ``dtypes``. ``shape`` (for the operator package's shape inference)
-                 is an input's name (its shape) or a list of dimensions, each ``"<input>[<i>]"`` or an
+                 is an input's name (its shape) or a list of dimensions, each ``"<input>[<i>]"``,
+                 ``"<input>[<i>]-<n>"`` (``n`` less: a count from an offsets tensor ``[N + 1]``) or an
                  int.
 ``dtypes``       optional, the type variables: ``{var: [choice, ...]}``; a choice is a dtype or an
                  earlier variable (``"O": ["float32", "T"]``: float32, or whatever T is). The
@@ -231,7 +232,7 @@ def _dtype_vars(path: Path, d: dict) -> tuple:
 def _shape(path: Path, name: str, shape, inputs: dict):
     def bad():
         return DescriptorError(f"{path}: output `{name}`: shape {shape!r} must be an input's name or a list of "
-                               "\"<input>[<i>]\" / int dimensions")
+                               "\"<input>[<i>]\" / \"<input>[<i>]-<n>\" / int dimensions")
     if isinstance(shape, str):
         if shape not in inputs or inputs[shape].optional:
             raise bad()
@@ -241,7 +242,7 @@ def _shape(path: Path, name: str, shape, inputs: dict):
     for dim in shape:
         if isinstance(dim, int):
             continue
-        m = re.fullmatch(r"(\w+)\[(\d+)\]", str(dim))
+        m = re.fullmatch(r"(\w+)\[(\d+)\](?:-\d+)?", str(dim))
         if m is None or m.group(1) not in inputs or inputs[m.group(1)].optional:
             raise bad()
     return tuple(shape)

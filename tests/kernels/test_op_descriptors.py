@@ -130,6 +130,15 @@ def test_format_expresses_the_next_kernels(tmp_path):
            "DTYPE_A=bfloat16_t,DTYPE_H=float" in cmake
 
 
+def test_output_dimension_from_an_offsets_tensor():
+    """``"<input>[<i>]-<n>"``: a count from an offsets tensor [N + 1] (the state kernel's final states)."""
+    op = load(CSRC / "chunk_state" / "chunk_state.op.py")
+    host = gen_opp.op_host(op)
+    assert "final_shape->SetDim(0, chunk_offsets->GetDim(0) - 1);" in host
+    assert '{"final", false, false, {' + ", ".join(["FLA_NPU_FLOAT32"] * 8) + "}, {{4, 0, 1}, {0, 1}, {0, 3}, {1, 3}}}," \
+        in gen_opp.test_glue(op)
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
 def test_generated_op_host_of_the_next_kernels_compiles(tmp_path):
     """The generated registration, inference and tiling compile against the stand-in of CANN's op_host API."""

@@ -66,14 +66,20 @@ struct AttrValue {
     float f = 0.0f;
 };
 
+struct DimRule {
+    int input;
+    int64_t dim;        // or the value, without an input
+    int64_t minus = 0;  // subtracted from the input's dimension
+};
+
 struct TensorDef {
     const char* name;
     bool input;
     bool optional;
     std::vector<int32_t> dtypes;  // FlaNpuDtype per dtype combination (one OPP kernel binary each)
-    // Outputs: the inferred shape, {(input, -1)}: that input's shape; else per dimension (input, i):
-    // dimension i of that input, or (-1, n): n.
-    std::vector<std::pair<int, int64_t>> shape_rule;
+    // Outputs: the inferred shape, {(input, -1)}: that input's shape; else per dimension (input, i[, m]):
+    // dimension i of that input (less m), or (-1, n): n.
+    std::vector<DimRule> shape_rule;
 };
 
 struct AttrDef {
@@ -456,10 +462,12 @@ inline int Registration(const OpSpec& spec, const CallSpec& c) {
     for (size_t o = 0; o < outs.size(); ++o) {
         std::vector<int64_t> want;
         const auto& rule = outs[o]->shape_rule;
-        if (rule.size() == 1 && rule[0].second < 0) want = c.t[static_cast<size_t>(rule[0].first)].shape;
-        for (size_t k = 0; want.empty() && k < rule.size(); ++k)
-            want.push_back(rule[k].first < 0 ? rule[k].second
-                                             : c.t[static_cast<size_t>(rule[k].first)].shape[static_cast<size_t>(rule[k].second)]);
+        const bool whole = rule.size() == 1 && rule[0].dim < 0;  // an input's shape
+        if (whole) want = c.t[static_cast<size_t>(rule[0].input)].shape;
+        for (size_t k = 0; !whole && k < rule.size(); ++k)
+            want.push_back(rule[k].input < 0 ? rule[k].dim
+                                             : c.t[static_cast<size_t>(rule[k].input)].shape[static_cast<size_t>(rule[k].dim)] -
+                                                   rule[k].minus);
         OPP_CHECK(shape_ctx.outputs[o] == gert::Shape(want));
         OPP_CHECK(dtype_ctx.outputs[o] == GeType(outs[o]->dtypes[static_cast<size_t>(combo)]));
     }
