@@ -287,8 +287,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"kernels: {', '.join(info['kernels']) or 'none'}")
     print("CPU tensors: the chunked PyTorch reference (fla_npu.ops.common.chunk; decode: fla_npu.ops.common.recurrent)")
     print(f"FLA_NPU_CPU_IMPL: {info['cpu_impl']} (sim: kda_gate_chunk_cumsum, gdn_gate_chunk_cumsum, prefix_shared_attention "
-          "(fp16/bf16) and stages 1 (gate cumsum), 3 (WY factors, fp16/bf16) and 5 (output, fp16/bf16) of chunk_kda / "
-          "chunk_gated_delta_rule run the simulated kernels; their other stages and the backward run the reference)")
+          "(fp16/bf16) and the forward of chunk_kda / chunk_gated_delta_rule (fp16/bf16: all five stages; fp32: the "
+          "gate cumsum) run the simulated kernels; the backward runs the reference)")
     _print_fla_backends(info["fla_backends"])
     return 0
 

@@ -35,8 +35,9 @@ the final state, the gradient error the largest over the gradients of every inpu
 when both are finite and within ``fla_npu.testing.TOLERANCES[dtype]``. Decode rows are forward only.
 
 Implementations live in a registry: ``reference`` (fla_npu's public ops on CPU tensors), ``sim``
-(the chunk ops with their stages 1, 3 and 5 run as Ascend C kernels on the host simulation; available
-when the native library is installed) and ``npu`` (the public ops on NPU tensors; available with
+(the chunk ops' forward on the Ascend C stage kernels on the host simulation, for fp16/bf16 all five
+stages, for fp32 stage 1 alone; the backward on the reference; available when the native library is
+installed) and ``npu`` (the public ops on NPU tensors; available with
 torch_npu and a device). Another one joins with
 ``register_implementation(Implementation(name, description, ops={"chunk_kda": ..., ...}))`` and is
 then checked on every case whose function it provides.
@@ -373,10 +374,9 @@ def implementations(include_unavailable: bool = False) -> list[Implementation]:
     return [i for i in _REGISTRY.values() if include_unavailable or i.reason_unavailable() is None]
 
 
-def _with_simulated_stage1(fn: Callable) -> Callable:
-    """``fn`` with ``FLA_NPU_CPU_IMPL=sim`` during the call: its stage 1 (and, for fp16/bf16, its
-    stages 3 and 5) runs as an Ascend C kernel on the host simulation (the choice is kept for the backward
-    pass)."""
+def _on_simulated_kernels(fn: Callable) -> Callable:
+    """``fn`` with ``FLA_NPU_CPU_IMPL=sim`` during the call: its forward runs on the Ascend C stage
+    kernels on the host simulation (fp16/bf16: stages 1-5; fp32: stage 1, the only one taking fp32)."""
     def call(*args, **kwargs):
         old = os.environ.get(ENV_CPU_IMPL)
         os.environ[ENV_CPU_IMPL] = "sim"
@@ -410,11 +410,11 @@ register_implementation(Implementation(
 
 register_implementation(Implementation(
     name="sim",
-    description="the chunk ops with stage 1 (gate activation + chunk-local cumsum) and, for fp16/bf16, stages 3 "
-                "(the WY factors) and 5 (the output) as Ascend C kernels on the host simulation, the other stages "
-                "on the reference",
-    ops={"chunk_kda": _with_simulated_stage1(chunk_kda),
-         "chunk_gated_delta_rule": _with_simulated_stage1(chunk_gated_delta_rule)},
+    description="the chunk ops' forward on the Ascend C stage kernels on the host simulation (fp16/bf16: the "
+                "gate cumsum, intra-chunk matrices, triangular inverse, WY factors, state recurrence and output; "
+                "fp32: the gate cumsum), the backward on the reference",
+    ops={"chunk_kda": _on_simulated_kernels(chunk_kda),
+         "chunk_gated_delta_rule": _on_simulated_kernels(chunk_gated_delta_rule)},
     unavailable=_simulation_unavailable,
 ))
 

@@ -3,11 +3,13 @@ hand it the embedded operator package's aclnn library), describe torch tensors t
 (pointer, dtype, shape, strides), allocate workspaces with torch, launch, and read the host
 simulation's counters of the last launch.
 
-Routing (``routing``): CPU tensors go to the PyTorch reference unless ``FLA_NPU_CPU_IMPL=sim``,
-which sends the ops that have a kernel to that kernel on the host simulation.
+Routing (``routing``): NPU tensors go to the kernels; CPU tensors to the PyTorch reference unless
+``FLA_NPU_CPU_IMPL=sim``, which sends the ops that have kernels to them on the host simulation.
 
-Kernels so far: ``gate.gate_chunk_cumsum`` (gate activation + chunk-local cumsum, stage 1 of
-chunked KDA / GDN), behind ``kda_gate_chunk_cumsum`` and ``gdn_gate_chunk_cumsum``.
+Kernels, one module each: ``gate`` (stage 1 of chunked KDA / GDN: gate activation + chunk-local
+cumsum), ``chunk_intra`` and ``solve_tril`` (stage 2), ``wy_fast`` (3), ``chunk_state`` (4),
+``chunk_output`` (5), chained by ``chunk_pipeline`` and exposed as ``torch.ops.fla_npu`` custom ops
+(``torch_ops``); ``prefix_shared_attention``. ``fla_npu.profile()`` (``profile``) records launches.
 """
 
 # Imported on first access (PEP 562), so that ``fla_npu.runtime.flavour`` (checked when fla_npu is

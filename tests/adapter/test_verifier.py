@@ -179,9 +179,6 @@ def test_wrong_soc_flavour(monkeypatch):
 
 def test_a_flavour_claims_its_soc_family(monkeypatch):
     """An NPU wheel claims ``npu:a2`` (build_wheel); every SoC of the family matches, no other does."""
-    from fla_npu.runtime import chunk_pipeline
-
-    monkeypatch.setattr(chunk_pipeline, "stage_reasons", lambda *facts: {})
     q, beta = fake((1, 8, 2, 64)), fake((1, 8, 2))
     verifier = make(devices="cpu,npu:a2")
     for soc, ok in (("Ascend910B3", True), ("Ascend910B1", True), ("Ascend910_9382", False), ("Ascend950PR_9599", False)):
@@ -204,9 +201,6 @@ def test_kernel_device_refuses_what_the_kernels_cannot_take(monkeypatch):
 
 
 def test_forward_only_device(monkeypatch):
-    from fla_npu.runtime import chunk_pipeline
-
-    monkeypatch.setattr(chunk_pipeline, "stage_reasons", lambda *facts: {})  # the kernel limits: tested above
     monkeypatch.setattr(_verify, "current_soc", lambda device: "ascend910b2")
     verifier = make(devices="cpu,npu:Ascend910B2")
     q, beta = fake((1, 8, 2, 64), requires_grad=True), fake((1, 8, 2))

@@ -53,3 +53,22 @@ def test_without_initial_state(monkeypatch):
     with fla_npu.profile() as prof:
         check_chunk_op(fla_npu.chunk_kda, "kda", 1, 100, 2, 2, 64, 64, PRODUCTION_KDA, BF16, initial_state=False, seed=6)
     assert prof.kernels() == CHAIN
+
+
+def test_kernel_forward_reads_nothing_back_to_the_host(monkeypatch):
+    """The kernel route forms only the per-row decay factors: the reference's pairwise factorisation,
+    whose block size is chosen from G's range read on the host (a device synchronisation on an NPU),
+    is never built in a forward on the kernels."""
+    from fla_npu.ops.common import decay
+
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+
+    def no_host_read(*args):
+        raise AssertionError("the pairwise decay factors were built in a kernel forward")
+
+    monkeypatch.setattr(decay, "safe_span", no_host_read)
+    q, k = torch.randn(1, 100, 2, 64).to(BF16), torch.randn(1, 100, 2, 64).to(BF16)
+    v, beta, g = torch.randn(1, 100, 2, 64).to(BF16), torch.rand(1, 100, 2).to(BF16), -torch.rand(1, 100, 2, 64).to(BF16)
+    with torch.no_grad(), fla_npu.profile() as prof:
+        o, _ = fla_npu.chunk_kda(q, k, v, g, beta, output_final_state=True)
+    assert prof.kernels() == CHAIN and torch.isfinite(o).all()

@@ -217,6 +217,9 @@ def chunk_state_ws(lib, tensors, state_v_first):
     d = [N.tensor_desc(t) for t in tensors]
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
     st = lib.flaNpuChunkStateGetWorkspaceSize(*[N.ref(x) for x in d], state_v_first, ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
 def chunk_intra_ws(lib, tensors):
     d = [N.tensor_desc(t) for t in tensors]
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
@@ -488,6 +491,9 @@ def test_chunk_state_forwarded_exactly(bridge, fake):
     as_fp32 = (tensors[0].float(), tensors[1], tensors[2].float(), *tensors[3:])
     assert chunk_state_ws(bridge, as_fp32, 1)[0] == 1 and "float32 `w` and `kg` are not supported" in err(bridge)
     assert chunk_state_ws(bridge, tensors, 2)[0] == 1 and "`state_v_first` must be 0 or 1" in err(bridge)
+    assert len(fake.calls()) == 0 and fake.created == 0
+
+
 def test_chunk_intra_forwarded_exactly(bridge, fake):
     fake.reset(workspace_size=4096)
     NC, HV, BT, K = 3, 2, 64, 128

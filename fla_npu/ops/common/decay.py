@@ -64,38 +64,50 @@ class ChunkDecay:
     def __init__(self, G: torch.Tensor, dtype: torch.dtype):
         # Differences of G are formed from G as given (pass the cumsum in float64: with strongly
         # decaying gates |G| reaches 1e4, where float32 would lose the small differences that
-        # matter); the differences, then the factors, are in the compute dtype ``dtype``.
+        # matter); the differences, then the factors, are in the compute dtype ``dtype``. The pairwise
+        # factors are formed on first use: the kernels need only the per-row factors, and choosing
+        # the block size reads G's range on the host (a device synchronisation on an NPU).
         self.G = G.to(dtype)
         self._G = G
         self.dtype = dtype
-        self.BT = BT = G.shape[-2]
+        self.BT = G.shape[-2]
         self.scalar = G.shape[-1] == 1
-        if self.scalar:
-            g = G[..., 0]
-            mask = torch.ones(BT, BT, dtype=torch.bool, device=G.device).tril()
-            self.D = self._exp2((g[..., :, None] - g[..., None, :]).masked_fill(~mask, float("-inf")))
-            return
-        span = safe_span(dtype)
+
+    @cached_property
+    def D(self) -> torch.Tensor:
+        """Scalar gate: the decay matrix ``2**(G_i - G_j)`` (``j <= i``, 0 above) ``[..., BT, BT]``."""
+        g = self._G[..., 0]
+        mask = torch.ones(self.BT, self.BT, dtype=torch.bool, device=g.device).tril()
+        return self._exp2((g[..., :, None] - g[..., None, :]).masked_fill(~mask, float("-inf")))
+
+    @cached_property
+    def _factors(self):
+        """Per-key gate: ``(leaf, Ea, Eb, levels)`` of the block factorisation (module docstring)."""
+        G, BT = self._G, self.BT
         s = BT
         while s > 1:  # the largest blocks whose range of G stays within the span (a cheap, safe bound)
             Gb = _blocks(self.G, BT // s, s)
-            if float((Gb.amax(-2) - Gb.amin(-2)).amax()) <= span:
+            if float((Gb.amax(-2) - Gb.amin(-2)).amax()) <= safe_span(self.dtype):
                 break
             s //= 2
-        self.leaf = s
         Gb = _blocks(G, BT // s, s)
-        rel = (Gb - Gb[..., s // 2:s // 2 + 1, :]).to(dtype)
-        self.Ea = torch.exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
-        self.Eb = torch.exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
-        self.levels = []                                 # (n, b, row factor of lower half, column factor of upper half)
+        rel = (Gb - Gb[..., s // 2:s // 2 + 1, :]).to(self.dtype)
+        Ea = torch.exp2(rel).reshape(G.shape)       # row factor   2**(G[i] - G[mid])
+        Eb = torch.exp2(-rel).reshape(G.shape)      # column factor 2**(G[mid] - G[j])
+        levels = []                                 # (n, b, row factor of lower half, column factor of upper half)
         b = BT // 2
         while b >= s:
             n = BT // (2 * b)
             Gv = G.reshape(*G.shape[:-2], n, 2, b, G.shape[-1])
             G_up, G_lo = Gv[..., 0, :, :], Gv[..., 1, :, :]
             G_ref = G_lo[..., :1, :]
-            self.levels.append((n, b, self._exp2(G_lo - G_ref), self._exp2(G_ref - G_up)))
+            levels.append((n, b, self._exp2(G_lo - G_ref), self._exp2(G_ref - G_up)))
             b //= 2
+        return s, Ea, Eb, levels
+
+    @property
+    def leaf(self) -> int:
+        return self._factors[0]
 
     def _exp2(self, x: torch.Tensor) -> torch.Tensor:
         return torch.exp2(x.to(self.dtype))
@@ -122,15 +134,15 @@ class ChunkDecay:
         if self.scalar:
             D = self.D if diagonal else self.D.tril(-1)
             return (x @ y.transpose(-1, -2)) * D
-        BT, s = self.BT, self.leaf
+        BT, (s, Ea, Eb, levels) = self.BT, self._factors
         n = BT // s
-        leaf = (_blocks(x * self.Ea, n, s) @ _blocks(y * self.Eb, n, s).transpose(-1, -2))
+        leaf = (_blocks(x * Ea, n, s) @ _blocks(y * Eb, n, s).transpose(-1, -2))
         leaf = leaf.masked_fill_(~self._leaf_mask(diagonal), 0)
         if s == BT:
             return leaf.reshape(*x.shape[:-2], BT, BT)
         A = x.new_zeros(*x.shape[:-2], BT, BT)
         _block_diag_view(A, n, s).copy_(leaf)
-        for nl, b, E_lo, E_up in self.levels:
+        for nl, b, E_lo, E_up in levels:
             x_lo = x.reshape(*x.shape[:-2], nl, 2, b, x.shape[-1])[..., 1, :, :]
             y_up = y.reshape(*y.shape[:-2], nl, 2, b, y.shape[-1])[..., 0, :, :]
             _off_block_view(A, nl, b).copy_((x_lo * E_lo) @ (y_up * E_up).transpose(-1, -2))
@@ -140,13 +152,13 @@ class ChunkDecay:
         """``out[i, d] = sum_{j<=i} M[i,j] y[j,d] 2**(G[i,d]-G[j,d])`` (``M`` lower triangular)."""
         if self.scalar:
             return (M * self.D) @ y
-        BT, s = self.BT, self.leaf
+        BT, (s, Ea, Eb, levels) = self.BT, self._factors
         n = BT // s
         M = M.contiguous()
         if s == BT:
-            return self.Ea * (M @ (y * self.Eb))
-        out = self.Ea * (_block_diag_view(M, n, s) @ _blocks(y * self.Eb, n, s)).reshape(y.shape)
-        for nl, b, E_lo, E_up in self.levels:
+            return Ea * (M @ (y * Eb))
+        out = Ea * (_block_diag_view(M, n, s) @ _blocks(y * Eb, n, s)).reshape(y.shape)
+        for nl, b, E_lo, E_up in levels:
             y_up = y.reshape(*y.shape[:-2], nl, 2, b, y.shape[-1])[..., 0, :, :]
             out_lo = out.view(*out.shape[:-2], nl, 2, b, out.shape[-1])[..., 1, :, :]
             out_lo += E_lo * (_off_block_view(M, nl, b) @ (y_up * E_up))
@@ -156,13 +168,13 @@ class ChunkDecay:
         """``out[j, d] = sum_{i>=j} M[i,j] x[i,d] 2**(G[i,d]-G[j,d])`` (``M`` lower triangular)."""
         if self.scalar:
             return (M * self.D).transpose(-1, -2) @ x
-        BT, s = self.BT, self.leaf
+        BT, (s, Ea, Eb, levels) = self.BT, self._factors
         n = BT // s
         M = M.contiguous()
         if s == BT:
-            return self.Eb * (M.transpose(-1, -2) @ (x * self.Ea))
-        out = self.Eb * (_block_diag_view(M, n, s).transpose(-1, -2) @ _blocks(x * self.Ea, n, s)).reshape(x.shape)
-        for nl, b, E_lo, E_up in self.levels:
+            return Eb * (M.transpose(-1, -2) @ (x * Ea))
+        out = Eb * (_block_diag_view(M, n, s).transpose(-1, -2) @ _blocks(x * Ea, n, s)).reshape(x.shape)
+        for nl, b, E_lo, E_up in levels:
             x_lo = x.reshape(*x.shape[:-2], nl, 2, b, x.shape[-1])[..., 1, :, :]
             out_up = out.view(*out.shape[:-2], nl, 2, b, out.shape[-1])[..., 0, :, :]
             out_up += E_up * (_off_block_view(M, nl, b).transpose(-1, -2) @ (x_lo * E_lo))
