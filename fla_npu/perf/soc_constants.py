@@ -82,31 +82,26 @@ _COMMON_SOURCES = {
     "launch_overhead_s": "assumption: 10 us per kernel launch",
 }
 
+# What every SoC shares (the a5 values are assumptions until published: see its sources).
+_SHARED = dict(clock_hz=1.91e9, cube_macs_per_cycle=4096, hbm_bytes_per_s=1.6e12, hbm_efficiency=0.8,
+               gm_port_bytes_per_cycle=128, l0a_bytes_per_cycle=256, l0b_bytes_per_cycle=128,
+               onchip_bytes_per_cycle=128, vector_passes_per_cycle=1.0, latency_cycles=_LAT, gm_latency_cycles=300,
+               barrier_drain_cycles=16, flag_latency_cycles=10, cross_core_latency_s=0.5e-6, sync_all_s=2e-6,
+               launch_overhead_s=10e-6)
+
 SOCS: dict[str, SocPerf] = {
     "a2": SocPerf(
-        name="a2", part="Ascend 910B3", ai_cores=20, clock_hz=1.91e9, cube_macs_per_cycle=4096,
-        hbm_bytes_per_s=1.6e12, hbm_efficiency=0.8, gm_port_bytes_per_cycle=128, l0a_bytes_per_cycle=256,
-        l0b_bytes_per_cycle=128, onchip_bytes_per_cycle=128, vector_passes_per_cycle=1.0, latency_cycles=_LAT,
-        gm_latency_cycles=300, barrier_drain_cycles=16, flag_latency_cycles=10, cross_core_latency_s=0.5e-6,
-        sync_all_s=2e-6, launch_overhead_s=10e-6,
+        name="a2", part="Ascend 910B3", ai_cores=20, **_SHARED,
         sources={**_COMMON_SOURCES, "ai_cores": "[910B] 20 AIC / 40 AIV (910B3)",
                  "clock_hz": "derived: [910B] 313 TFLOPS = 2 x 20 cores x 4096 MAC/cycle x f -> f = 1.91 GHz",
                  "hbm_bytes_per_s": "[910B] about 1.6 TB/s"}),
     "a3": SocPerf(
-        name="a3", part="Ascend 910C, one die", ai_cores=24, clock_hz=1.91e9, cube_macs_per_cycle=4096,
-        hbm_bytes_per_s=1.6e12, hbm_efficiency=0.8, gm_port_bytes_per_cycle=128, l0a_bytes_per_cycle=256,
-        l0b_bytes_per_cycle=128, onchip_bytes_per_cycle=128, vector_passes_per_cycle=1.0, latency_cycles=_LAT,
-        gm_latency_cycles=300, barrier_drain_cycles=16, flag_latency_cycles=10, cross_core_latency_s=0.5e-6,
-        sync_all_s=2e-6, launch_overhead_s=10e-6,
+        name="a3", part="Ascend 910C, one die", ai_cores=24, **_SHARED,
         sources={**_COMMON_SOURCES, "ai_cores": "[CM384] 24 AIC / 48 AIV per die",
                  "clock_hz": "derived: [CM384] 376 TFLOPS per die = 2 x 24 x 4096 x f -> f = 1.91 GHz",
                  "hbm_bytes_per_s": "[CM384] 1.6 TB/s per die"}),
     "a5": SocPerf(
-        name="a5", part="Ascend 950PR", ai_cores=32, clock_hz=1.91e9, cube_macs_per_cycle=4096,
-        hbm_bytes_per_s=1.6e12, hbm_efficiency=0.8, gm_port_bytes_per_cycle=128, l0a_bytes_per_cycle=256,
-        l0b_bytes_per_cycle=128, onchip_bytes_per_cycle=128, vector_passes_per_cycle=1.0, latency_cycles=_LAT,
-        gm_latency_cycles=300, barrier_drain_cycles=16, flag_latency_cycles=10, cross_core_latency_s=0.5e-6,
-        sync_all_s=2e-6, launch_overhead_s=10e-6,
+        name="a5", part="Ascend 950PR", ai_cores=32, **_SHARED,
         sources={**_COMMON_SOURCES,
                  "ai_cores": "assumption: 32 AIC / 64 AIV (not published)",
                  "clock_hz": "assumption: as 2201 (not published)",
