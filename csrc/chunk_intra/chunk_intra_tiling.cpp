@@ -132,11 +132,12 @@ const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkInt
     if ((bad = checked.SetRanks(a[0].ndim, a[1].ndim, a[2].ndim, a[3].ndim, a[4].ndim, a[5].ndim))) return bad;
     if ((bad = checked.SetShapes(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d))) return bad;
     if ((bad = checked.CheckSizes())) return bad;
-    // The registration takes float16 / bfloat16 q and k (2-byte Cube inputs), aqk and l float32 or q's
-    // dtype; a2/a3/a5 Cubes take fp32 too.
+    // The registration takes float16 / bfloat16 q and k, aqk and l float32 or q's dtype; the C entry
+    // point passes float32 q and k here too (refused by ComputeTiling with its reason).
+    const uint32_t elem_bytes = a[0].dtype == FLA_NPU_FLOAT32 ? 4u : 2u;
     const char* err = "";
-    return ComputeTiling(checked.Problem(2, a[0].dtype == FLA_NPU_FLOAT16, a[4].dtype == FLA_NPU_FLOAT32, true, dev.ai_cores,
-                                         dev.ub_bytes, dev.l0c_bytes),
+    return ComputeTiling(checked.Problem(elem_bytes, a[0].dtype == FLA_NPU_FLOAT16, a[4].dtype == FLA_NPU_FLOAT32, dev.cube_fp32,
+                                         dev.ai_cores, dev.ub_bytes, dev.l0c_bytes),
                          tiling, &err) != 0
                ? err
                : nullptr;

@@ -107,9 +107,13 @@ const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOut
     if ((bad = checked.SetRanks(q.ndim, e_row.ndim, s.ndim, aqk.ndim, v_new.ndim, out.ndim))) return bad;
     if ((bad = checked.SetShapes(q.d, e_row.d, s.d, aqk.d, v_new.d, out.d))) return bad;
     if ((bad = checked.CheckSizes())) return bad;
-    // The registration takes float16 / bfloat16 only (2-byte Cube inputs); a2/a3/a5 Cubes take fp32 too.
+    // The registration takes float16 / bfloat16 only; the C entry point passes float32 here too (refused
+    // by ComputeTiling with its reason).
+    const uint32_t elem_bytes = q.dtype == FLA_NPU_FLOAT32 ? 4u : 2u;
     const char* err = "";
-    return ComputeTiling(checked.Problem(2, true, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0 ? err : nullptr;
+    return ComputeTiling(checked.Problem(elem_bytes, dev.cube_fp32, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0
+               ? err
+               : nullptr;
 }
 
 }  // namespace chunk_output

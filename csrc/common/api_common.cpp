@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "soc_facts.h"
 #if defined(FLA_NPU_TARGET_SIM)
@@ -71,6 +72,34 @@ const char* DtypeName(int32_t dtype) {
     case FLA_NPU_INT64: return "int64";
     default: return "unknown dtype";
     }
+}
+
+bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n, int optional) {
+    for (int i = 0; i < n; ++i)
+        if (!(i == optional && t[i] == nullptr) && !CheckPresent(op, names[i], t[i])) return false;
+    return true;
+}
+
+int CheckStridesAndTile(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n,
+                        const std::function<const char*(const ShapeArg*, const DeviceFacts&)>& hook) {
+    std::vector<ShapeArg> args(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        if (t[i] == nullptr) continue;  // absent: ndim -1
+        if (!CheckContiguous(op, names[i], t[i])) return FLA_NPU_ERR_INVALID_ARGUMENT;
+        ShapeArg& a = args[static_cast<size_t>(i)];
+        a.ndim = t[i]->ndim;
+        for (int d = 0; d < t[i]->ndim; ++d) a.d[d] = t[i]->shape[d];
+        a.numel = Numel(t[i]);
+        a.dtype = t[i]->dtype;
+    }
+    DeviceFacts dev;
+    dev.aiv_cores = static_cast<uint32_t>(flaNpuVectorCoreNum());
+    dev.ai_cores = MixedLaunchAiCoreNum();
+    dev.ub_bytes = TargetUbBytes();
+    dev.l0c_bytes = TargetL0cBytes();
+    dev.cube_fp32 = TargetCubeTakesFp32();
+    const char* bad = hook(args.data(), dev);
+    return bad == nullptr ? static_cast<int>(FLA_NPU_OK) : InvalidArgument(op, bad);
 }
 
 bool CheckPresent(const char* op, const char* name, const FlaNpuTensor* t) {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "fla_npu/kernels.h"
+#include "shape_args.h"
 
 struct FlaNpuExecutor {
     const char* op = "";
@@ -35,6 +36,14 @@ int InvalidArgument(const char* op, const std::string& message);
 bool CheckPresent(const char* op, const char* name, const FlaNpuTensor* t);
 bool CheckContiguous(const char* op, const char* name, const FlaNpuTensor* t);
 int64_t Numel(const FlaNpuTensor* t);
+// CheckPresent on each of the `n` tensors `t` (named `names`), but tensor `optional` may be null.
+bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n, int optional = -1);
+// The end of a C entry point's checks, after its dtype checks: CheckContiguous on each given tensor,
+// then `hook`, the op's TilingFromShapes (the shape checks and tiling the operator package runs), on
+// their shapes (a null tensor: absent) and the flavour's launch facts. FLA_NPU_OK, or the first
+// defect refused (InvalidArgument).
+int CheckStridesAndTile(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n,
+                        const std::function<const char*(const ShapeArg*, const DeviceFacts&)>& hook);
 const char* DtypeName(int32_t dtype);
 
 // Opening of every `<op>GetWorkspaceSize`: clears the error, refuses null out-pointers and zeroes

@@ -25,6 +25,7 @@ struct DeviceFacts {
     uint32_t ai_cores = 1;   // AI cores (one AIC + two AIVs each)
     uint32_t ub_bytes = 0;   // usable UB per vector core
     uint32_t l0c_bytes = 0;  // L0C per AI core
+    bool cube_fp32 = true;   // the Cube takes float x float inputs (a2, a3 and a5 do)
 };
 
 }  // namespace fla_npu

@@ -104,12 +104,12 @@ const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, SolveTri
     if ((bad = checked.SetRanks(a[0].ndim, a[1].ndim))) return bad;
     if ((bad = checked.SetShapes(a[0].d, a[1].d))) return bad;
     if ((bad = checked.CheckSizes())) return bad;
-    // The registration takes a float32 l and an akk of float32, float16 or bfloat16; a2/a3/a5 Cubes take fp32.
+    // l is float32, akk float32, float16 or bfloat16 (the registration's; the C entry point checks them).
     const uint32_t out_kind = a[1].dtype == FLA_NPU_FLOAT16    ? kOutFloat16
                               : a[1].dtype == FLA_NPU_BFLOAT16 ? kOutBfloat16
                                                                : kOutFloat32;
     const char* err = "";
-    return ComputeTiling(checked.Problem(4, out_kind, true, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0
+    return ComputeTiling(checked.Problem(4, out_kind, dev.cube_fp32, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0
                ? err
                : nullptr;
 }
