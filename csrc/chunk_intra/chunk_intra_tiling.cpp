@@ -135,12 +135,9 @@ const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkInt
     // The registration takes float16 / bfloat16 q and k, aqk and l float32 or q's dtype; the C entry
     // point passes float32 q and k here too (refused by ComputeTiling with its reason).
     const uint32_t elem_bytes = a[0].dtype == FLA_NPU_FLOAT32 ? 4u : 2u;
-    const char* err = "";
-    return ComputeTiling(checked.Problem(elem_bytes, a[0].dtype == FLA_NPU_FLOAT16, a[4].dtype == FLA_NPU_FLOAT32, dev.cube_fp32,
-                                         dev.ai_cores, dev.ub_bytes, dev.l0c_bytes),
-                         tiling, &err) != 0
-               ? err
-               : nullptr;
+    return TilingOrMessage(checked.Problem(elem_bytes, a[0].dtype == FLA_NPU_FLOAT16, a[4].dtype == FLA_NPU_FLOAT32,
+                                           dev.cube_fp32, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes),
+                           tiling);
 }
 
 }  // namespace chunk_intra

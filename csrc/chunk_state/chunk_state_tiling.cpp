@@ -186,12 +186,9 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const Dev
         return bad;
     if ((bad = checked.CheckSizes())) return bad;
     // The registration takes float16 / bfloat16 w and kg, h and v_new float32 or w's dtype.
-    const char* err = "";
-    return ComputeTiling(checked.Problem(2, a[6].dtype == FLA_NPU_FLOAT32, a[7].dtype == FLA_NPU_FLOAT32, dev.ai_cores,
-                                         dev.ub_bytes, dev.l0c_bytes),
-                         tiling, &err) != 0
-               ? err
-               : nullptr;
+    return TilingOrMessage(checked.Problem(2, a[6].dtype == FLA_NPU_FLOAT32, a[7].dtype == FLA_NPU_FLOAT32, dev.ai_cores,
+                                           dev.ub_bytes, dev.l0c_bytes),
+                           tiling);
 }
 
 }  // namespace chunk_state

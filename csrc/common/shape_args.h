@@ -28,6 +28,14 @@ struct DeviceFacts {
     bool cube_fp32 = true;   // the Cube takes float x float inputs (a2, a3 and a5 do)
 };
 
+// A hook's last step: the op's ComputeTiling (found through the problem's namespace) on the checked
+// problem; nullptr, or its message.
+template <typename Problem, typename Tiling>
+const char* TilingOrMessage(const Problem& p, Tiling* tiling) {
+    const char* err = "";
+    return ComputeTiling(p, tiling, &err) != 0 ? err : nullptr;
+}
+
 }  // namespace fla_npu
 
 #endif

@@ -199,10 +199,7 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t chunk_size, int64_t gate
         if ((bad = checked.SetVarlenBatch())) return bad;
     }
     const uint32_t in_elem_bytes = g.dtype == FLA_NPU_FLOAT32 ? 4u : 2u;
-    const char* err = "";
-    return ComputeTiling(checked.Problem(chunk_size, in_elem_bytes, lower_bound, scale, dev.aiv_cores, dev.ub_bytes), tiling, &err) != 0
-               ? err
-               : nullptr;
+    return TilingOrMessage(checked.Problem(chunk_size, in_elem_bytes, lower_bound, scale, dev.aiv_cores, dev.ub_bytes), tiling);
 }
 
 }  // namespace gate

@@ -147,8 +147,7 @@ const char* TilingFromShapes(const ShapeArg* a, float scale, const DeviceFacts& 
     if ((bad = checked.SetRanks(q.ndim, k.ndim, v.ndim))) return bad;
     if ((bad = checked.SetShapes(q.d, k.d, v.d, out.ndim, out.d))) return bad;
     if ((bad = checked.CheckSizes())) return bad;
-    const char* err = "";
-    return ComputeTiling(checked.Problem(scale, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0 ? err : nullptr;
+    return TilingOrMessage(checked.Problem(scale, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling);
 }
 
 }  // namespace psa

@@ -108,10 +108,7 @@ const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, SolveTri
     const uint32_t out_kind = a[1].dtype == FLA_NPU_FLOAT16    ? kOutFloat16
                               : a[1].dtype == FLA_NPU_BFLOAT16 ? kOutBfloat16
                                                                : kOutFloat32;
-    const char* err = "";
-    return ComputeTiling(checked.Problem(4, out_kind, dev.cube_fp32, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0
-               ? err
-               : nullptr;
+    return TilingOrMessage(checked.Problem(4, out_kind, dev.cube_fp32, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling);
 }
 
 }  // namespace solve_tril

@@ -119,10 +119,7 @@ const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastTi
     // The registration takes float16 / bfloat16 only; the C entry point passes float32 here too (refused
     // by ComputeTiling with its reason).
     const uint32_t elem_bytes = a[0].dtype == FLA_NPU_FLOAT32 ? 4u : 2u;
-    const char* err = "";
-    return ComputeTiling(checked.Problem(elem_bytes, dev.cube_fp32, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling, &err) != 0
-               ? err
-               : nullptr;
+    return TilingOrMessage(checked.Problem(elem_bytes, dev.cube_fp32, dev.ai_cores, dev.ub_bytes, dev.l0c_bytes), tiling);
 }
 
 }  // namespace wy_fast
