@@ -110,18 +110,14 @@ const char* ChunkIntraArgs::CheckSizes() const {
 ChunkIntraProblem ChunkIntraArgs::Problem(uint32_t elem_bytes, bool fp16, bool out_f32, bool cube_fp32, uint32_t core_num,
                                           uint32_t ub_bytes, uint32_t l0c_bytes) const {
     ChunkIntraProblem p;
-    p.NC = static_cast<uint32_t>(q_[0]);
-    p.HV = static_cast<uint32_t>(q_[1]);
-    p.BT = static_cast<uint32_t>(q_[2]);
+    chunk_tiling::SetUnits(q_, &p);
     p.K = static_cast<uint32_t>(q_[3]);
     p.Kg = static_cast<uint32_t>(Kg_);
     p.elem_bytes = elem_bytes;
     p.fp16 = fp16;
     p.out_f32 = out_f32;
     p.cube_fp32 = cube_fp32;
-    p.core_num = core_num;
-    p.ub_bytes = ub_bytes;
-    p.l0c_bytes = l0c_bytes;
+    chunk_tiling::SetLaunchFacts(core_num, ub_bytes, l0c_bytes, &p);
     return p;
 }
 

@@ -156,9 +156,7 @@ ChunkStateProblem ChunkStateArgs::Problem(uint32_t elem_bytes, bool h_f32, bool 
                                           uint32_t ub_bytes, uint32_t l0c_bytes) const {
     ChunkStateProblem p;
     p.N = static_cast<uint32_t>(N_);
-    p.HV = static_cast<uint32_t>(w_[1]);
-    p.NC = static_cast<uint32_t>(w_[0]);
-    p.BT = static_cast<uint32_t>(w_[2]);
+    chunk_tiling::SetUnits(w_, &p);
     p.K = static_cast<uint32_t>(w_[3]);
     p.V = static_cast<uint32_t>(V_);
     p.Kg = static_cast<uint32_t>(Kg_);
@@ -167,9 +165,7 @@ ChunkStateProblem ChunkStateArgs::Problem(uint32_t elem_bytes, bool h_f32, bool 
     p.state_v_first = v_first_;
     p.h_f32 = h_f32;
     p.v_new_f32 = v_new_f32;
-    p.core_num = core_num;
-    p.ub_bytes = ub_bytes;
-    p.l0c_bytes = l0c_bytes;
+    chunk_tiling::SetLaunchFacts(core_num, ub_bytes, l0c_bytes, &p);
     return p;
 }
 

@@ -1,5 +1,6 @@
-// Host tiling pieces shared by the mixed Cube ops in the chunk layout (chunk_output, wy_fast): the
-// split of (chunk, head) units over AI cores and the shape facts common to their Args classes.
+// Host tiling pieces shared by the mixed Cube ops in the chunk layout (chunk_output, wy_fast,
+// chunk_intra, solve_tril, chunk_state): the split of (chunk, head) units over AI cores, the shape
+// facts common to their Args classes and the fields every problem has.
 // Plain C++ (no Ascend C, no CANN), like the tilings that include it.
 #ifndef FLA_NPU_CHUNK_TILING_H
 #define FLA_NPU_CHUNK_TILING_H
@@ -31,22 +32,35 @@ inline const char* CheckSizes(const int64_t (&lead)[4], int64_t V, int64_t max_h
     return nullptr;
 }
 
+// A problem's [NC, HV, BT] from checked shapes: `lead` is the [NC, HV, BT, ...] of the op's leading
+// tensor.
+template <typename Problem>
+void SetUnits(const int64_t* lead, Problem* p) {
+    p->NC = static_cast<uint32_t>(lead[0]);
+    p->HV = static_cast<uint32_t>(lead[1]);
+    p->BT = static_cast<uint32_t>(lead[2]);
+}
+
+// A problem's launch facts: the caller's AI cores, UB and L0C.
+template <typename Problem>
+void SetLaunchFacts(uint32_t core_num, uint32_t ub_bytes, uint32_t l0c_bytes, Problem* p) {
+    p->core_num = core_num;
+    p->ub_bytes = ub_bytes;
+    p->l0c_bytes = l0c_bytes;
+}
+
 // The problem for the op's ComputeTiling from checked shapes and the caller's launch facts.
 template <typename Problem>
 Problem MakeProblem(const int64_t (&lead)[4], int64_t V, int64_t Kg, uint32_t elem_bytes, bool cube_fp32, uint32_t core_num,
                     uint32_t ub_bytes, uint32_t l0c_bytes) {
     Problem p;
-    p.NC = static_cast<uint32_t>(lead[0]);
-    p.HV = static_cast<uint32_t>(lead[1]);
-    p.BT = static_cast<uint32_t>(lead[2]);
+    SetUnits(lead, &p);
     p.K = static_cast<uint32_t>(lead[3]);
     p.V = static_cast<uint32_t>(V);
     p.Kg = static_cast<uint32_t>(Kg);
     p.elem_bytes = elem_bytes;
     p.cube_fp32 = cube_fp32;
-    p.core_num = core_num;
-    p.ub_bytes = ub_bytes;
-    p.l0c_bytes = l0c_bytes;
+    SetLaunchFacts(core_num, ub_bytes, l0c_bytes, &p);
     return p;
 }
 

@@ -85,15 +85,11 @@ const char* SolveTrilArgs::CheckSizes() const {
 SolveTrilProblem SolveTrilArgs::Problem(uint32_t in_bytes, uint32_t out_kind, bool cube_fp32, uint32_t core_num,
                                         uint32_t ub_bytes, uint32_t l0c_bytes) const {
     SolveTrilProblem p;
-    p.NC = static_cast<uint32_t>(l_[0]);
-    p.HV = static_cast<uint32_t>(l_[1]);
-    p.BT = static_cast<uint32_t>(l_[2]);
+    chunk_tiling::SetUnits(l_, &p);
     p.in_bytes = in_bytes;
     p.out_kind = out_kind;
     p.cube_fp32 = cube_fp32;
-    p.core_num = core_num;
-    p.ub_bytes = ub_bytes;
-    p.l0c_bytes = l0c_bytes;
+    chunk_tiling::SetLaunchFacts(core_num, ub_bytes, l0c_bytes, &p);
     return p;
 }
 
