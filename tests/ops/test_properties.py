@@ -68,6 +68,13 @@ REGRESSIONS = [
     Case(op="gdn", kind="chunk", dtype="fp32", lengths=(63, 63), varlen=True, H=1, groups=1, K=16, V=8,
          sw=_sw(qk_l2norm=True, gate="softplus", beta_sigmoid=True, state_v_first=True, chunk_size=64),
          gate_range="bounded", p_reset=0.0, initial_state=False, seed=58),
+    # Open: GDN float32 dbeta of a one-token sequence, 1.7x (found by the 10,000-draw run after the
+    # fixes above; it stops at an op's first failing draw): dbeta = v . dv + k e(G) . dk, two sums that
+    # may cancel; kept as an expected failure until measured against its terms or fixed.
+    pytest.param(Case(op="gdn", kind="chunk", dtype="fp32", lengths=(1,), varlen=False, H=1, groups=1, K=32, V=8,
+                      sw=_sw(qk_l2norm=True, gate="softplus", beta_sigmoid=True, state_v_first=True, scale=0.3,
+                             chunk_size=16), gate_range="strong", p_reset=0.0, initial_state=False, seed=1),
+                 marks=pytest.mark.xfail(reason="float32 dbeta of one token: two cancelling sums")),
     # GDN fp16 dg, 12.6x: strongly decaying gates over 2 tokens give gradients of ~1e-9, below
     # float16's normal range: the result equals the gold rounded to float16, which check_close allows.
     Case(op="gdn", kind="chunk", dtype="fp16", lengths=(2,), varlen=False, H=2, groups=1, K=32, V=16,
