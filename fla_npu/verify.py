@@ -399,12 +399,13 @@ def _simulation_unavailable() -> str | None:
     return None
 
 
+PUBLIC_OPS = {"chunk_kda": chunk_kda, "chunk_gated_delta_rule": chunk_gated_delta_rule,
+              "fused_recurrent_kda": fused_recurrent_kda, "fused_recurrent_gated_delta_rule": fused_recurrent_gated_delta_rule}
+
 register_implementation(Implementation(
     name="reference",
     description="fla_npu's public ops on CPU tensors: the chunked PyTorch reference (decode: the token loop)",
-    ops={"chunk_kda": chunk_kda, "chunk_gated_delta_rule": chunk_gated_delta_rule,
-         "fused_recurrent_kda": fused_recurrent_kda,
-         "fused_recurrent_gated_delta_rule": fused_recurrent_gated_delta_rule},
+    ops=PUBLIC_OPS,
 ))
 
 
@@ -431,10 +432,9 @@ def _npu_unavailable() -> str | None:
 
 register_implementation(Implementation(
     name="npu",
-    description="fla_npu's public ops on NPU tensors (the installed NPU flavour's kernels); the gold stays on the CPU",
-    ops={"chunk_kda": chunk_kda, "chunk_gated_delta_rule": chunk_gated_delta_rule,
-         "fused_recurrent_kda": fused_recurrent_kda,
-         "fused_recurrent_gated_delta_rule": fused_recurrent_gated_delta_rule},
+    description="fla_npu's public ops on NPU tensors: the chunk ops' forward on the installed NPU flavour's kernels, "
+                "their backward and decode on the PyTorch reference on the device; the gold stays on the CPU",
+    ops=PUBLIC_OPS,
     device="npu",
     unavailable=_npu_unavailable,
 ))

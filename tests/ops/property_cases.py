@@ -143,17 +143,43 @@ def check_case(case: Case) -> bool:
     if not all(t is None or torch.isfinite(t).all() for t in gold.values()):
         return False
     out = run_chunk(fn, case.op, x, case.sw, do, dht, cs)
+    terms = parameter_terms(case, x, gold)
     for name, ref in gold.items():
         got = out.get(name)
         assert got is not None, f"{name}: missing"
         if ref is None:  # no token: the gold's graph never reached this input
             assert not got.any(), f"{name}: nonzero gradient of an unused input"
             continue
-        check_close(name, got, ref, _tolerance_dtype(name, dtype))
+        check_close(name, got, ref, _tolerance_dtype(name, dtype), terms.get(name))
     for name, t in x.items():
         d = out[GRAD_NAMES[name]]
         assert d.dtype == t.dtype and d.shape == t.shape, f"gradient of {name}: {d.dtype} {list(d.shape)}"
     return True
+
+
+def parameter_terms(case: Case, x: dict, gold: dict) -> dict:
+    """For the gate parameters' gradients (sums over every token, and key for a per-head
+    ``A_log``): the sum of the magnitudes of their terms, from the gold gradient of the raw gate
+    ``dg`` (see :func:`fla_npu.testing.check_close`). With ``x = g + dt_bias`` the activation is
+    ``-exp(A_log) softplus(x)`` or ``lower_bound sigmoid(exp(A_log) x)``; per element the
+    ``dt_bias`` term is ``dg`` and the ``A_log`` term ``dg softplus(x) / sigmoid(x)`` or ``dg x``."""
+    if case.sw.gate is None or gold.get("dg") is None:
+        return {}
+    dg = gold["dg"].double()
+    HV = dg.shape[2]
+    xg = x["g"].double()
+    if x.get("dt_bias") is not None:
+        xg = xg + x["dt_bias"].double().reshape(1, 1, *dg.shape[2:])
+    if case.sw.lower_bound is None:
+        dA_terms = dg * F.softplus(xg) / torch.sigmoid(xg)
+    else:
+        dA_terms = dg * xg
+    out = {}
+    if x.get("A_log") is not None:
+        out["dA_log"] = dA_terms.abs().reshape(-1, HV, *dg.shape[3:]).sum(0).reshape(HV, -1).sum(1).reshape(x["A_log"].shape)
+    if x.get("dt_bias") is not None:
+        out["ddt_bias"] = dg.abs().reshape(-1, *dg.shape[2:]).sum(0).reshape(x["dt_bias"].shape)
+    return out
 
 
 def _tolerance_dtype(name: str, dtype: torch.dtype) -> torch.dtype:

@@ -49,35 +49,37 @@ REGRESSIONS = [
          initial_state=True, seed=1882917),
     Case(op="gdn", kind="chunk", dtype="fp32", lengths=(15,), varlen=False, H=1, groups=1, K=8, V=16,
          sw=_sw(chunk_size=64), gate_range="strong", p_reset=0.0, initial_state=False, seed=1),
-    # Open (the 10,000-per-op run found 9 + 5 such draws among 20,000 chunked ones; these are kept as
-    # expected failures until fixed, then they move up to the others):
-    # KDA float32 dA_log, 1.1x to 13x: a sum over every token and key of dg, whose intra-chunk pair
-    # terms are still row and column terms per key (crossing sums as GDN's need [BT, BT, K] per chunk).
-    *[pytest.param(case, marks=pytest.mark.xfail(reason="KDA float32 dA_log: per-key cancellation in the "
-                                                       "intra-chunk pair terms of the gate gradient"))
-      for case in (
-          Case(op="kda", kind="chunk", dtype="fp32", lengths=(31, 31), varlen=False, H=2, groups=2, K=8, V=8,
-               sw=_sw(gate="softplus", use_dt_bias=False, beta_sigmoid=True, neg_eigval=True, chunk_size=32),
-               gate_range="strong", p_reset=0.0, initial_state=False, seed=721),
-          Case(op="kda", kind="chunk", dtype="fp32", lengths=(34,), varlen=False, H=1, groups=1, K=16, V=8,
-               sw=_sw(gate="softplus", beta_sigmoid=True, neg_eigval=True, scale=0.3, chunk_size=32),
-               gate_range="mild", p_reset=0.0, initial_state=False, seed=5010),
-          Case(op="kda", kind="chunk", dtype="fp32", lengths=(15,), varlen=False, H=1, groups=1, K=16, V=8,
-               sw=_sw(qk_l2norm=True, gate="lower_bound", use_dt_bias=False, lower_bound=-5.0, safe_gate=True,
-                      disable_recompute=True, state_v_first=True, chunk_size=32),
-               gate_range="mild", p_reset=0.0, initial_state=False, seed=0),
-      )],
+    # Conditioning, not arithmetic (the 10,000-per-op run found 9 + 5 such draws among 20,000 chunked
+    # ones): KDA float32 dA_log, 1.1x to 13x the tolerance, and GDN float32 ddt_bias, 18x, are sums
+    # over every token whose terms cancel (dA_log 1.2e4 times smaller than its terms): fixed in part
+    # (KDA's intra-chunk pair terms of the gate gradient as per-key crossing sums for float32 inputs,
+    # the gate activation's backward in float64 on the CPU) and measured against their terms'
+    # magnitude (fla_npu.testing.check_close);
+    Case(op="kda", kind="chunk", dtype="fp32", lengths=(31, 31), varlen=False, H=2, groups=2, K=8, V=8,
+         sw=_sw(gate="softplus", use_dt_bias=False, beta_sigmoid=True, neg_eigval=True, chunk_size=32),
+         gate_range="strong", p_reset=0.0, initial_state=False, seed=721),
+    Case(op="kda", kind="chunk", dtype="fp32", lengths=(34,), varlen=False, H=1, groups=1, K=16, V=8,
+         sw=_sw(gate="softplus", beta_sigmoid=True, neg_eigval=True, scale=0.3, chunk_size=32),
+         gate_range="mild", p_reset=0.0, initial_state=False, seed=5010),
+    Case(op="kda", kind="chunk", dtype="fp32", lengths=(15,), varlen=False, H=1, groups=1, K=16, V=8,
+         sw=_sw(qk_l2norm=True, gate="lower_bound", use_dt_bias=False, lower_bound=-5.0, safe_gate=True,
+                disable_recompute=True, state_v_first=True, chunk_size=32),
+         gate_range="mild", p_reset=0.0, initial_state=False, seed=0),
+    Case(op="gdn", kind="chunk", dtype="fp32", lengths=(63, 63), varlen=True, H=1, groups=1, K=16, V=8,
+         sw=_sw(qk_l2norm=True, gate="softplus", beta_sigmoid=True, state_v_first=True, chunk_size=64),
+         gate_range="bounded", p_reset=0.0, initial_state=False, seed=58),
+    # Open: GDN float32 dbeta of a one-token sequence, 1.7x (found by the 10,000-draw run after the
+    # fixes above; it stops at an op's first failing draw): dbeta = v . dv + k e(G) . dk, two sums that
+    # may cancel; kept as an expected failure until measured against its terms or fixed.
+    pytest.param(Case(op="gdn", kind="chunk", dtype="fp32", lengths=(1,), varlen=False, H=1, groups=1, K=32, V=8,
+                      sw=_sw(qk_l2norm=True, gate="softplus", beta_sigmoid=True, state_v_first=True, scale=0.3,
+                             chunk_size=16), gate_range="strong", p_reset=0.0, initial_state=False, seed=1),
+                 marks=pytest.mark.xfail(reason="float32 dbeta of one token: two cancelling sums")),
     # GDN fp16 dg, 12.6x: strongly decaying gates over 2 tokens give gradients of ~1e-9, below
-    # float16's normal range, so the float16 gradient itself (FLA's dtype for dg) is coarse there.
-    pytest.param(Case(op="gdn", kind="chunk", dtype="fp16", lengths=(2,), varlen=False, H=2, groups=1, K=32, V=16,
-                      sw=_sw(qk_l2norm=True, scale=0.3, chunk_size=64), gate_range="strong", p_reset=0.0,
-                      initial_state=True, seed=101),
-                 marks=pytest.mark.xfail(reason="float16 gradient below float16's normal range")),
-    # GDN float32 ddt_bias, 18x: one value (HV = 1), a sum over 126 tokens that nearly cancels.
-    pytest.param(Case(op="gdn", kind="chunk", dtype="fp32", lengths=(63, 63), varlen=True, H=1, groups=1, K=16, V=8,
-                      sw=_sw(qk_l2norm=True, gate="softplus", beta_sigmoid=True, state_v_first=True, chunk_size=64),
-                      gate_range="bounded", p_reset=0.0, initial_state=False, seed=58),
-                 marks=pytest.mark.xfail(reason="float32 ddt_bias: a single near-cancelling sum over the tokens")),
+    # float16's normal range: the result equals the gold rounded to float16, which check_close allows.
+    Case(op="gdn", kind="chunk", dtype="fp16", lengths=(2,), varlen=False, H=2, groups=1, K=32, V=16,
+         sw=_sw(qk_l2norm=True, scale=0.3, chunk_size=64), gate_range="strong", p_reset=0.0,
+         initial_state=True, seed=101),
 ]
 
 

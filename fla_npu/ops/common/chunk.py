@@ -263,9 +263,13 @@ def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, in
     dAqk, dv_local = bwd.output_bwd_local(doc, f.v_new, f.Aqk)
     dh, dv_new, dh0 = bwd.state_bwd(p.q, p.decay, f.kg, f.w, doc, dv_local, dht_k, plan)
     dq1, dk1, dw, dG1, dtail, dlast = bwd.state_output_bwd(p.q, p.k, p.decay, f.h, dh, f.v_new, dv_new, doc)
-    dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk)
-    dk3, dvc, dbc, dG3, dpairs = bwd.wy_bwd(p.k, p.v, p.b, p.decay, f.Akk, dw, dv_new)
-    if p.decay.scalar:  # GDN: the intra-chunk pair terms come as per-step gradients (crossing sums)
+    # KDA with float32 inputs: the intra-chunk pair terms of the gate gradient as per-key crossing sums
+    # (their row-minus-column form cancels to far below float32's tolerance on dA_log with strongly
+    # decaying gates); lower precisions keep the cheaper form, well within their tolerances.
+    exact = not p.decay.scalar and ctx.dtypes[0] == torch.float32
+    dq2, dk2, dG2 = bwd.intra_qk_bwd(p.q, p.k, p.decay, dAqk, exact)
+    dk3, dvc, dbc, dG3, dpairs = bwd.wy_bwd(p.k, p.v, p.b, p.decay, f.Akk, dw, dv_new, exact)
+    if p.decay.scalar or exact:  # the intra-chunk pair terms come as per-step gradients (crossing sums)
         dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG3, dtail, dlast) + dG2 + dpairs
     else:
         dgc = bwd.chunk_local_cumsum_bwd(dG1 + dG2 + dG3, dtail, dlast)
@@ -288,6 +292,11 @@ def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, in
     dg = dg.masked_fill(_activated_gate(g, A_log, dt_bias, cfg, ct) <= fwd.GATE_FLOOR, 0)
     dA = dbias = None
     if cfg.gate_bwd is not None:
-        dg, dA, dbias = cfg.gate_bwd(g.to(ct), A_log, dt_bias, dg)
+        # dA_log and ddt_bias are sums over every token (and key) that can cancel far below their
+        # terms: on the CPU the activation's backward runs in float64 for float32 work (on a device
+        # float64 may not be native, so there it stays in the compute dtype).
+        wide = torch.float64 if ct == torch.float32 and g.device.type == "cpu" else ct
+        dg, dA, dbias = cfg.gate_bwd(g.to(wide), A_log, dt_bias, dg.to(wide))
+        dg = dg.to(ct)
     dh0_out = None if initial_state is None else _state_out(dh0, cfg, ctx.h0_dtype)
     return dq, dk, dv, dg, dbeta, dA, dbias, dh0_out

@@ -86,28 +86,58 @@ def crossing_sums(P: torch.Tensor) -> torch.Tensor:
     return (E * below).sum(-2).unsqueeze(-1)
 
 
-def intra_qk_bwd(q, k, decay: ChunkDecay, dAqk):
+# Per-key crossing sums work on [units, BT, BT, K] blocks of at most this many elements.
+PAIR_BLOCK_ELEMENTS = 1 << 24
+
+
+def pair_crossing_sums(M: torch.Tensor, x: torch.Tensor, y: torch.Tensor, decay: ChunkDecay) -> torch.Tensor:
+    """Per-key gate: the per-step gradient of the pairs ``M[i, j] x[i, d] y[j, d] e(G[i, d] - G[j, d])``
+    (``j < i``, ``M`` strictly lower), each pair summed only into the steps ``j < t <= i`` it crosses
+    (:func:`crossing_sums` per key). Exact where the row-minus-column form cancels: the decays are
+    formed per pair from the cumsum as given (float64 in the reference), never factored. Memory:
+    ``BT * BT * K`` per (chunk, head), in blocks of :data:`PAIR_BLOCK_ELEMENTS`."""
+    lead = x.shape[:-2]
+    BT, K = x.shape[-2:]
+    M, x, y = M.reshape(-1, BT, BT), x.reshape(-1, BT, K), y.reshape(-1, BT, K)
+    G = decay._G.reshape(-1, BT, K)
+    strict = torch.ones(BT, BT, dtype=torch.bool, device=x.device).tril(-1)[..., None]
+    crossed = torch.ones(BT, BT, dtype=torch.bool, device=x.device).tril()[..., None]     # i >= t
+    out = torch.empty_like(x)
+    step = max(1, PAIR_BLOCK_ELEMENTS // (BT * BT * K))
+    for u in range(0, x.shape[0], step):
+        sl = slice(u, u + step)
+        g = G[sl]
+        E = torch.exp2((g[:, :, None, :] - g[:, None, :, :]).masked_fill(~strict, float("-inf"))).to(x.dtype)
+        W = M[sl, :, :, None] * x[sl, :, None, :] * y[sl, None, :, :] * E           # [u, i, j, K]
+        out[sl] = (_exclusive_cumsum(W, 2) * crossed).sum(1)                       # sum_{i >= t > j}
+    return out.reshape(*lead, BT, K)
+
+
+def intra_qk_bwd(q, k, decay: ChunkDecay, dAqk, exact_pairs: bool = False):
     """Gradients through ``Aqk``: ``dq``, ``dk``, ``dGn`` (KDA: row terms, a ``[..., BT, K]`` to
-    accumulate by :func:`chunk_local_cumsum_bwd`) or, for the scalar gate, the per-step gradient
-    itself (:func:`crossing_sums`, added after it). The diagonal of ``Aqk`` carries no decay and its
-    two contributions to ``dGn`` cancel exactly, so ``dGn`` is formed from the strictly lower part
-    alone (keeping large cancelling terms out of a small float32 result)."""
+    accumulate by :func:`chunk_local_cumsum_bwd`) or, for the scalar gate and for KDA with
+    ``exact_pairs``, the per-step gradient itself (:func:`crossing_sums`, :func:`pair_crossing_sums`,
+    added after it). The diagonal of ``Aqk`` carries no decay and its two contributions to ``dGn``
+    cancel exactly, so ``dGn`` is formed from the strictly lower part alone (keeping large cancelling
+    terms out of a small float32 result)."""
     strict = dAqk.tril(-1)
     dq_off = decay.left(strict, k)
     dk_off = decay.right(strict, q)
     diag = dAqk.diagonal(dim1=-2, dim2=-1).unsqueeze(-1)
     if decay.scalar:
         dG = crossing_sums(strict * decay.D * (q @ k.transpose(-1, -2)))
+    elif exact_pairs:
+        dG = pair_crossing_sums(strict, q, k, decay)
     else:
         dG = q * dq_off - k * dk_off
     return dq_off + diag * k, dk_off + diag * q, dG
 
 
-def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
+def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du, exact_pairs: bool = False):
     """Gradients through ``w = Akk (beta k e(G))`` and ``u = Akk (beta v)``, then through
     ``Akk = (I + L)^-1`` and ``L = beta_i k_i . k_j e(G_i - G_j)``: ``dk``, ``dv``, ``dbeta``, ``dGn``
-    (row terms) and, for the scalar gate, the per-step gradient of the pairs of ``L`` (KDA: None,
-    its pairs are in ``dGn``)."""
+    (row terms) and, for the scalar gate and for KDA with ``exact_pairs``, the per-step gradient of
+    the pairs of ``L`` (otherwise None, its pairs are in ``dGn``)."""
     G = decay.G
     b = beta.unsqueeze(-1)
     eG = decay.e_row
@@ -128,6 +158,8 @@ def wy_bwd(k, v, beta, decay: ChunkDecay, Akk, dw, du):
     dbeta = (v * dvb).sum(-1) + (k * eG * dkb).sum(-1) + (dL * P).sum(-1)
     if decay.scalar:  # row terms of e(G); the pairs of L as crossing sums (see intra_qk_bwd)
         return dk, dv, dbeta, _sum_to_gate(kb * dkb, G), crossing_sums(dP * P)
+    if exact_pairs:
+        return dk, dv, dbeta, kb * dkb, pair_crossing_sums(dP, k, k, decay)
     return dk, dv, dbeta, kb * dkb + k * dk_left - k * dk_right, None
 
 
