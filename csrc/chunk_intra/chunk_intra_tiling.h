@@ -66,10 +66,10 @@ constexpr float kSafeSpanFp16 = 8.0f;
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkIntraTiling {
     uint32_t NC, HV, BT, K, Kg;
-    uint32_t elem_bytes;         // sizeof(T): 2
-    uint32_t out_f32;            // 1: Aqk and L are float32; 0: T
-    uint32_t num_units;          // NC * HV
-    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t elem_bytes;  // sizeof(T): 2
+    uint32_t out_f32;     // 1: Aqk and L are float32; 0: T
+    uint32_t num_units;   // NC * HV
+    uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
     uint32_t nb;                 // BT / 16 block rows
     uint32_t row_rows;           // KDA operand slot: 32 * nb row-operand rows (block row I at 32 I), then
@@ -85,12 +85,12 @@ struct ChunkIntraTiling {
 
 struct ChunkIntraProblem {
     uint32_t NC = 0, HV = 0, BT = 64, K = 128, Kg = 128;
-    uint32_t elem_bytes = 2;     // of q, k
-    bool fp16 = false;           // T is float16 (else bfloat16)
-    bool out_f32 = true;         // Aqk and L in float32 (else T)
-    bool cube_fp32 = true;       // the SoC's Cube takes float x float
-    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;       // usable UB per vector core (0: unchecked)
+    uint32_t elem_bytes = 2;  // of q, k
+    bool fp16 = false;        // T is float16 (else bfloat16)
+    bool out_f32 = true;      // Aqk and L in float32 (else T)
+    bool cube_fp32 = true;    // the SoC's Cube takes float x float
+    uint32_t core_num = 1;    // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;    // usable UB per vector core (0: unchecked)
     uint32_t l1_bytes = soc::kA2.l1Bytes;
     uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
@@ -111,8 +111,8 @@ class ChunkIntraArgs {
     const char* SetShapes(const int64_t* q, const int64_t* k, const int64_t* beta, const int64_t* g, const int64_t* aqk,
                           const int64_t* l);
     const char* CheckSizes() const;  // BT 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits
-    ChunkIntraProblem Problem(uint32_t elem_bytes, bool fp16, bool out_f32, bool cube_fp32, uint32_t core_num,
-                              uint32_t ub_bytes, uint32_t l0c_bytes) const;
+    ChunkIntraProblem Problem(uint32_t elem_bytes, bool fp16, bool out_f32, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
+                              uint32_t l0c_bytes) const;
 
   private:
     int64_t q_[4] = {0, 0, 0, 0};

@@ -21,8 +21,9 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* e_row, const FlaN
         return InvalidArgument(kEntry, "`q`, `aqk` and `v_new` must have one dtype");
     if (e_row->dtype != FLA_NPU_FLOAT32 || s->dtype != FLA_NPU_FLOAT32 || out->dtype != FLA_NPU_FLOAT32)
         return InvalidArgument(kEntry, "`e_row`, `s` and `out` must be float32");
-    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors,
-                               [call](const ShapeArg* a, const DeviceFacts& dev) { return TilingFromShapes(a, dev, &call->tiling); });
+    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors, [call](const ShapeArg* a, const DeviceFacts& dev) {
+        return TilingFromShapes(a, dev, &call->tiling);
+    });
 }
 
 }  // namespace chunk_output

@@ -21,9 +21,9 @@
 #ifndef FLA_NPU_CHUNK_OUTPUT_KERNEL_H
 #define FLA_NPU_CHUNK_OUTPUT_KERNEL_H
 
-#include "kernel_operator.h"
-#include "chunk_output_tiling.h"
 #include "../common/chunk_cube.h"
+#include "chunk_output_tiling.h"
+#include "kernel_operator.h"
 
 namespace fla_npu {
 namespace chunk_output {
@@ -36,7 +36,7 @@ using namespace chunk_cube;
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class ChunkOutputCube {
-public:
+  public:
     __aicore__ inline ChunkOutputCube() {}
 
     __aicore__ inline void Init(GM_ADDR aqk, GM_ADDR vNew, GM_ADDR out, GM_ADDR ws, const ChunkOutputTiling& t) {
@@ -64,7 +64,7 @@ public:
         for (uint32_t i = 0; i < count; ++i) Unit(first + i, i % 2, i + 2 < count);
     }
 
-private:
+  private:
     __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V;
         const uint64_t base = uint64_t(slot) * t_.ws_slot_elems;
@@ -72,14 +72,14 @@ private:
         LocalTensor<T> qea = qea_.Get<T>(), aa = aa_.Get<T>();
 
         SlotConsumer::Acquire();
-        Sync<HardEvent::MTE1_MTE2>();   // the previous unit's LoadData have read L1
+        Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData have read L1
         LoadNz(qe1, gWs_[base], BT, K);
         LoadNz(s1, gWs_[base + uint64_t(BT) * K], K, V);
         SlotConsumer::Release(slotReused);
         LoadNz(a1, gA_[uint64_t(u) * BT * BT], BT, BT);
         LoadNz(v1, gVn_[uint64_t(u) * BT * V], BT, V);
         Sync<HardEvent::MTE2_MTE1>();
-        Sync<HardEvent::M_MTE1>();      // the previous unit's Mmads have read L0A / L0B
+        Sync<HardEvent::M_MTE1>();  // the previous unit's Mmads have read L0A / L0B
         LoadA(qea, qe1, BT, K);
         LoadA(aa, a1, BT, BT);
         // Both products into one L0C tile per V-tile: qe @ T(S) (init), then Aqk @ v_new (accumulate).
@@ -103,7 +103,7 @@ private:
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class ChunkOutputVector {
-public:
+  public:
     __aicore__ inline ChunkOutputVector() {}
 
     __aicore__ inline void Init(GM_ADDR q, GM_ADDR eRow, GM_ADDR s, GM_ADDR ws, const ChunkOutputTiling& t) {
@@ -134,7 +134,7 @@ public:
         }
     }
 
-private:
+  private:
     // Rows [r0, r0 + R) of qe = T(fp32(q) * e_row): one fp32 multiply, one rounding to T.
     __aicore__ inline void FormQe(uint32_t u, uint64_t dst) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = sub_ * R, n = R * K;

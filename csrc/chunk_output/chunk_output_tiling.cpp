@@ -19,24 +19,47 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
     if (p.elem_bytes == 4 && !p.cube_fp32) {
-        *err = "chunk_output tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16"; return -1;
-    }
-    if (p.elem_bytes == 4) {
-        *err = "chunk_output tiling: float32 Cube inputs are not supported: S and v_new reach the Cube through a "
-               "transposing load that exists for 2-byte types only; pass float16 or bfloat16";
+        *err = "chunk_output tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16";
         return -1;
     }
-    if (p.elem_bytes != 2) { *err = "chunk_output tiling: inputs must be float16 or bfloat16"; return -1; }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) { *err = "chunk_output tiling: the chunk size BT must be 16, 32 or 64"; return -1; }
-    if (!HeadDimOk(p.K) || !HeadDimOk(p.V)) {
-        *err = "chunk_output tiling: the head dims K and V must be multiples of 16 in [16, 256]"; return -1;
+    if (p.elem_bytes == 4) {
+        *err =
+            "chunk_output tiling: float32 Cube inputs are not supported: S and v_new reach the Cube through a "
+            "transposing load that exists for 2-byte types only; pass float16 or bfloat16";
+        return -1;
     }
-    if (p.Kg != 1 && p.Kg != p.K) { *err = "chunk_output tiling: e_row must have 1 or K columns"; return -1; }
-    if (p.core_num == 0) { *err = "chunk_output tiling: core_num must be positive"; return -1; }
+    if (p.elem_bytes != 2) {
+        *err = "chunk_output tiling: inputs must be float16 or bfloat16";
+        return -1;
+    }
+    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+        *err = "chunk_output tiling: the chunk size BT must be 16, 32 or 64";
+        return -1;
+    }
+    if (!HeadDimOk(p.K) || !HeadDimOk(p.V)) {
+        *err = "chunk_output tiling: the head dims K and V must be multiples of 16 in [16, 256]";
+        return -1;
+    }
+    if (p.Kg != 1 && p.Kg != p.K) {
+        *err = "chunk_output tiling: e_row must have 1 or K columns";
+        return -1;
+    }
+    if (p.core_num == 0) {
+        *err = "chunk_output tiling: core_num must be positive";
+        return -1;
+    }
     const uint64_t units = uint64_t(p.NC) * p.HV;
-    if (units > 0x7FFFFFFFull || units * p.K * p.V > (1ull << 40)) { *err = "chunk_output tiling: tensor too large"; return -1; }
+    if (units > 0x7FFFFFFFull || units * p.K * p.V > (1ull << 40)) {
+        *err = "chunk_output tiling: tensor too large";
+        return -1;
+    }
 
-    t->NC = p.NC; t->HV = p.HV; t->BT = p.BT; t->K = p.K; t->V = p.V; t->Kg = p.Kg;
+    t->NC = p.NC;
+    t->HV = p.HV;
+    t->BT = p.BT;
+    t->K = p.K;
+    t->V = p.V;
+    t->Kg = p.Kg;
     t->elem_bytes = p.elem_bytes;
     chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
@@ -49,9 +72,13 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     const uint32_t qElems = t->rows_per_aiv * p.K, sElems = t->s_piece_rows * p.V;
     t->vec_elems = qElems > sElems ? qElems : sElems;
     // q in (T), e_row / S piece in (fp32), the fp32 work tile, the T out tile, one Brcb block per row.
-    t->ub_bytes_used = static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 2 +
-                                             (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "chunk_output tiling: UB too small"; return -1; }
+    t->ub_bytes_used =
+        static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 2 +
+                              (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
+        *err = "chunk_output tiling: UB too small";
+        return -1;
+    }
 
     // AIC: the V-tile is the widest multiple of 16 whose B operands (T(S) and v_new columns) fit L0B.
     uint32_t vt = kL0abBytes / ((p.K + p.BT) * p.elem_bytes) / 16 * 16;
@@ -61,7 +88,8 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     t->l0b_bytes_used = (p.K + p.BT) * t->v_tile * p.elem_bytes;
     t->l0c_bytes_used = p.BT * t->v_tile * 4;
     if (t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "chunk_output tiling: L0 too small"; return -1;
+        *err = "chunk_output tiling: L0 too small";
+        return -1;
     }
     t->ws_slot_elems = p.BT * p.K + p.K * p.V;
     t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;

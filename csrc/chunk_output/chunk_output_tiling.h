@@ -47,15 +47,15 @@ struct DeviceFacts;
 namespace chunk_output {
 
 constexpr uint32_t kMaxHeadDim = 256;
-using soc::kL0abBytes;  // L0A / L0B on every SoC
-constexpr uint32_t kVecPieceElems = 8192;       // fp32 elements of one S piece on an AIV (32 KB)
+using soc::kL0abBytes;                     // L0A / L0B on every SoC
+constexpr uint32_t kVecPieceElems = 8192;  // fp32 elements of one S piece on an AIV (32 KB)
 
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkOutputTiling {
     uint32_t NC, HV, BT, K, V, Kg;
-    uint32_t elem_bytes;         // sizeof(T): 2
-    uint32_t num_units;          // NC * HV
-    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t elem_bytes;  // sizeof(T): 2
+    uint32_t num_units;   // NC * HV
+    uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
     uint32_t rows_per_aiv;       // BT / 2 rows of qe per AIV
     uint32_t s_rows_per_aiv;     // K / 2 rows of S per AIV
@@ -69,10 +69,10 @@ struct ChunkOutputTiling {
 
 struct ChunkOutputProblem {
     uint32_t NC = 0, HV = 0, BT = 64, K = 128, V = 128, Kg = 128;
-    uint32_t elem_bytes = 2;     // of q, Aqk, v_new
-    bool cube_fp32 = true;       // the SoC's Cube takes float x float
-    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;       // usable UB per vector core
+    uint32_t elem_bytes = 2;  // of q, Aqk, v_new
+    bool cube_fp32 = true;    // the SoC's Cube takes float x float
+    uint32_t core_num = 1;    // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;    // usable UB per vector core
     uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 

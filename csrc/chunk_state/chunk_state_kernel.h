@@ -12,9 +12,9 @@
 #ifndef FLA_NPU_CHUNK_STATE_KERNEL_H
 #define FLA_NPU_CHUNK_STATE_KERNEL_H
 
-#include "kernel_operator.h"
-#include "chunk_state_tiling.h"
 #include "../common/chunk_cube.h"
+#include "chunk_state_tiling.h"
+#include "kernel_operator.h"
 
 namespace fla_npu {
 namespace chunk_state {
@@ -66,7 +66,7 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class ChunkStateCube {
-public:
+  public:
     __aicore__ inline ChunkStateCube() {}
 
     __aicore__ inline void Init(GM_ADDR w, GM_ADDR kg, GM_ADDR chunkOffsets, GM_ADDR ws, const ChunkStateTiling& t) {
@@ -100,7 +100,7 @@ public:
         }
     }
 
-private:
+  private:
     __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
         const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block;
         const Lanes L = SplitLanes(u.vw);
@@ -122,7 +122,7 @@ private:
             if (l == 0) {
                 Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
                 LoadA(wa, w1, BT, K);
-                LoadAT(kga, kg1, K, BT);    // kg^T: the contraction runs over kg's rows
+                LoadAT(kga, kg1, K, BT);  // kg^T: the contraction runs over kg's rows
             }
             const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K}, {wa, sLo1[s0], b2b, K}};
             TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
@@ -158,11 +158,11 @@ private:
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class ChunkStateVector {
-public:
+  public:
     __aicore__ inline ChunkStateVector() {}
 
-    __aicore__ inline void Init(GM_ADDR u, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR h, GM_ADDR vNew,
-                                GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& t) {
+    __aicore__ inline void Init(GM_ADDR u, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR h, GM_ADDR vNew, GM_ADDR fin,
+                                GM_ADDR ws, const ChunkStateTiling& t) {
         t_ = t;
         block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
         sub_ = static_cast<uint32_t>(GetSubBlockIdx());
@@ -200,14 +200,15 @@ public:
         }
     }
 
-private:
+  private:
     // rows x cols from UB (pitch cols) to GM rows of pitch `pitch` (cols, pitch multiples of 32 bytes).
     template <class X>
     __aicore__ inline void CopyRows(const GlobalTensor<X>& dst, const LocalTensor<X>& src, uint32_t rows, uint32_t cols,
                                     uint32_t pitch) {
         constexpr uint32_t perBlock = 32 / sizeof(X);
-        DataCopy(dst, src, DataCopyParams(static_cast<uint16_t>(rows), static_cast<uint16_t>(cols / perBlock), 0,
-                                          static_cast<uint16_t>((pitch - cols) / perBlock)));
+        DataCopy(dst, src,
+                 DataCopyParams(static_cast<uint16_t>(rows), static_cast<uint16_t>(cols / perBlock), 0,
+                                static_cast<uint16_t>((pitch - cols) / perBlock)));
     }
 
     // fp32 x (n elements, already ordered after its writers) through the fp32 staging queue to GM rows.
@@ -299,7 +300,8 @@ private:
                 const uint32_t rows = rk - r < P ? rk - r : P;
                 LocalTensor<float> a = inA_.template AllocTensor<float>();
                 for (uint32_t j = 0; j < rows; ++j)
-                    DataCopyPad(a[j * w * 8], gH0_[col + r + j], DataCopyExtParams(static_cast<uint16_t>(w), 4, (t_.K - 1) * 4, 0, 0),
+                    DataCopyPad(a[j * w * 8], gH0_[col + r + j],
+                                DataCopyExtParams(static_cast<uint16_t>(w), 4, (t_.K - 1) * 4, 0, 0),
                                 DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
                 inA_.EnQue(a);
                 a = inA_.template DeQue<float>();
@@ -335,7 +337,8 @@ private:
                 outF_.EnQue(f);
                 f = outF_.template DeQue<float>();
                 for (uint32_t j = 0; j < rows; ++j)
-                    DataCopyPad(gFin_[col + r + j], f[j * w * 8], DataCopyExtParams(static_cast<uint16_t>(w), 4, 0, (t_.K - 1) * 4, 0));
+                    DataCopyPad(gFin_[col + r + j], f[j * w * 8],
+                                DataCopyExtParams(static_cast<uint16_t>(w), 4, 0, (t_.K - 1) * 4, 0));
                 outF_.FreeTensor(f);
             }
         }
@@ -363,7 +366,8 @@ private:
         LocalTensor<float> a = inA_.template AllocTensor<float>();
         for (uint32_t l = 0; l < L.n; ++l)
             DataCopy(a[rv * L.c[l]], gU_[vOff + L.c[l]],
-                     DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(L.w[l] / 8), static_cast<uint16_t>((V - L.w[l]) / 8), 0));
+                     DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(L.w[l] / 8),
+                                    static_cast<uint16_t>((V - L.w[l]) / 8), 0));
         inA_.EnQue(a);
         if (t_.Kg != 1) {
             LocalTensor<float> bc = bc_.Get<float>();
@@ -426,16 +430,28 @@ private:
     GlobalTensor<int32_t> gCo_;
 };
 
-template <class U> struct IsFloat { static constexpr bool value = false; };
-template <> struct IsFloat<float> { static constexpr bool value = true; };
-template <class U, class V> struct IsSame { static constexpr bool value = false; };
-template <class U> struct IsSame<U, U> { static constexpr bool value = true; };
+template <class U>
+struct IsFloat {
+    static constexpr bool value = false;
+};
+template <>
+struct IsFloat<float> {
+    static constexpr bool value = true;
+};
+template <class U, class V>
+struct IsSame {
+    static constexpr bool value = false;
+};
+template <class U>
+struct IsSame<U, U> {
+    static constexpr bool value = true;
+};
 
 // The kernel body: T the Cube type (w, kg), H and V the dtypes of h and v_new (float or T). H and V
 // decide the output paths; the tiling's h_f32 / v_new_f32 of a checked call say the same.
 template <class T, class H, class V>
-__aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0,
-                                     GM_ADDR h, GM_ADDR vNew, GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& tiling) {
+__aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR h,
+                                     GM_ADDR vNew, GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& tiling) {
     static_assert((IsFloat<H>::value || IsSame<H, T>::value) && (IsFloat<V>::value || IsSame<V, T>::value),
                   "h and v_new: float or the Cube type");
     ChunkStateTiling t = tiling;

@@ -23,8 +23,8 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 // for the output while x_lo goes out) and the fp32 output buffer.
 uint64_t UbBytes(uint32_t K, uint32_t BT, uint32_t vb) {
     const uint64_t rk = K / 2, rv = BT / 2, m = Max(K / 2, BT / 2);
-    return Pad32(rk * vb * 4) + Pad32(m * vb * 4) + Pad32(rv * vb * 4) + Pad32(rk * 4) + Pad32(rk * 8 * 4) +
-           Pad32(m * vb * 4) + 2 * Pad32(m * vb * 2) + Pad32(m * vb * 4);
+    return Pad32(rk * vb * 4) + Pad32(m * vb * 4) + Pad32(rv * vb * 4) + Pad32(rk * 4) + Pad32(rk * 8 * 4) + Pad32(m * vb * 4) +
+           2 * Pad32(m * vb * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
 
@@ -33,27 +33,47 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
     if (p.elem_bytes != 2) {
-        *err = "chunk_state tiling: w and kg must be float16 or bfloat16 (the Cube type: its transposing load of kg "
-               "exists for 2-byte types only)";
+        *err =
+            "chunk_state tiling: w and kg must be float16 or bfloat16 (the Cube type: its transposing load of kg "
+            "exists for 2-byte types only)";
         return -1;
     }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) { *err = "chunk_state tiling: the chunk size BT must be 16, 32 or 64"; return -1; }
+    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+        *err = "chunk_state tiling: the chunk size BT must be 16, 32 or 64";
+        return -1;
+    }
     for (uint32_t d : {p.K, p.V})
         if (d < 16 || d > kMaxHeadDim || d % 16 != 0) {
-            *err = "chunk_state tiling: the head dims K and V must be multiples of 16 in [16, 256]"; return -1;
+            *err = "chunk_state tiling: the head dims K and V must be multiples of 16 in [16, 256]";
+            return -1;
         }
-    if (p.Kg != 1 && p.Kg != p.K) { *err = "chunk_state tiling: e_last must have 1 or K columns"; return -1; }
-    if (p.core_num == 0) { *err = "chunk_state tiling: core_num must be positive"; return -1; }
+    if (p.Kg != 1 && p.Kg != p.K) {
+        *err = "chunk_state tiling: e_last must have 1 or K columns";
+        return -1;
+    }
+    if (p.core_num == 0) {
+        *err = "chunk_state tiling: core_num must be positive";
+        return -1;
+    }
     const uint64_t heads = uint64_t(p.N) * p.HV;
     if (heads * (p.V / 16) > 0x7FFFFFFFull || uint64_t(p.NC) * p.HV > 0x7FFFFFFFull ||
         uint64_t(p.NC) * p.HV * p.K * p.V > (1ull << 40)) {
-        *err = "chunk_state tiling: tensor too large"; return -1;
+        *err = "chunk_state tiling: tensor too large";
+        return -1;
     }
 
-    t->N = p.N; t->HV = p.HV; t->NC = p.NC; t->BT = p.BT; t->K = p.K; t->V = p.V; t->Kg = p.Kg;
+    t->N = p.N;
+    t->HV = p.HV;
+    t->NC = p.NC;
+    t->BT = p.BT;
+    t->K = p.K;
+    t->V = p.V;
+    t->Kg = p.Kg;
     t->elem_bytes = p.elem_bytes;
-    t->has_h0 = p.has_h0; t->state_v_first = p.state_v_first;
-    t->h_f32 = p.h_f32; t->v_new_f32 = p.v_new_f32;
+    t->has_h0 = p.has_h0;
+    t->state_v_first = p.state_v_first;
+    t->h_f32 = p.h_f32;
+    t->v_new_f32 = p.v_new_f32;
     t->rows_k = p.K / 2;
     t->rows_v = p.BT / 2;
     t->vec_rows = Max(t->rows_k, t->rows_v);
@@ -62,8 +82,14 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     // The widest V block whose AIV buffers fit UB.
     uint32_t widest = 0;
     for (uint32_t vb = Min(p.V, kMaxVBlock) / 16 * 16; vb >= 16; vb -= 16)
-        if (p.ub_bytes == 0 || UbBytes(p.K, p.BT, vb) <= p.ub_bytes) { widest = vb; break; }
-    if (widest == 0) { *err = "chunk_state tiling: UB too small"; return -1; }
+        if (p.ub_bytes == 0 || UbBytes(p.K, p.BT, vb) <= p.ub_bytes) {
+            widest = vb;
+            break;
+        }
+    if (widest == 0) {
+        *err = "chunk_state tiling: UB too small";
+        return -1;
+    }
 
     // V blocks: from the fewest that fit to one per 16 columns, the count whose busiest core has the
     // least to run, counting a unit as its columns plus kUnitOverhead (each unit reads w and kg and
@@ -77,7 +103,11 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
             if (n != nvb) continue;  // the same blocks as a smaller count
             const uint64_t units = heads * n;
             const uint64_t cost = (units + p.core_num - 1) / p.core_num * (vb + kUnitOverhead);
-            if (cost < best_cost) { best_cost = cost; best_nvb = n; best_vb = vb; }
+            if (cost < best_cost) {
+                best_cost = cost;
+                best_nvb = n;
+                best_vb = vb;
+            }
         }
     } else {
         best_nvb = CeilDiv(p.V, widest);
@@ -102,7 +132,8 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->l0c_bytes_used = rows * t->n_tile * 4;
     t->l1_bytes_used = (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb) * p.elem_bytes;
     if (t->n_tile < 16 || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "chunk_state tiling: L0 too small"; return -1;
+        *err = "chunk_state tiling: L0 too small";
+        return -1;
     }
     t->ws_t_elems = 2 * (p.K + p.BT) * vb;
     t->ws_f_elems = (p.BT + p.K) * vb;
@@ -122,12 +153,13 @@ const char* ChunkStateArgs::SetRanks(int32_t w, int32_t u, int32_t kg, int32_t e
 }
 
 const char* ChunkStateArgs::SetShapes(const int64_t* w, const int64_t* u, const int64_t* kg, const int64_t* e_last,
-                                      const int64_t* chunk_offsets, const int64_t* h0, const int64_t* h,
-                                      const int64_t* v_new, const int64_t* final_state, bool state_v_first) {
+                                      const int64_t* chunk_offsets, const int64_t* h0, const int64_t* h, const int64_t* v_new,
+                                      const int64_t* final_state, bool state_v_first) {
     const int64_t NC = w[0], HV = w[1], BT = w[2], K = w[3], V = u[3];
     if (std::memcmp(kg, w, sizeof(int64_t) * 4) != 0) return "`kg` must have the shape of `w` [NC, HV, BT, K]";
     if (u[0] != NC || u[1] != HV || u[2] != BT) return "`u` must be [NC, HV, BT, V] with the [NC, HV, BT] of `w`";
-    if (e_last[0] != NC || e_last[1] != HV || (e_last[2] != 1 && e_last[2] != K)) return "`e_last` must be [NC, HV, 1] or [NC, HV, K]";
+    if (e_last[0] != NC || e_last[1] != HV || (e_last[2] != 1 && e_last[2] != K))
+        return "`e_last` must be [NC, HV, 1] or [NC, HV, K]";
     if (chunk_offsets[0] < 1) return "`chunk_offsets` must hold N + 1 >= 1 offsets";
     const int64_t N = chunk_offsets[0] - 1;
     const int64_t hShape[4] = {NC, HV, K, V};
@@ -152,8 +184,8 @@ const char* ChunkStateArgs::CheckSizes() const {
     return chunk_tiling::CheckSizes(w_, V_, kMaxHeadDim);
 }
 
-ChunkStateProblem ChunkStateArgs::Problem(uint32_t elem_bytes, bool h_f32, bool v_new_f32, uint32_t core_num,
-                                          uint32_t ub_bytes, uint32_t l0c_bytes) const {
+ChunkStateProblem ChunkStateArgs::Problem(uint32_t elem_bytes, bool h_f32, bool v_new_f32, uint32_t core_num, uint32_t ub_bytes,
+                                          uint32_t l0c_bytes) const {
     ChunkStateProblem p;
     p.N = static_cast<uint32_t>(N_);
     chunk_tiling::SetUnits(w_, &p);
@@ -174,8 +206,8 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const Dev
     if (state_v_first != 0 && state_v_first != 1) return "`state_v_first` must be 0 or 1";
     ChunkStateArgs checked;
     const char* bad = nullptr;
-    if ((bad = checked.SetRanks(a[0].ndim, a[1].ndim, a[2].ndim, a[3].ndim, a[4].ndim, a[5].ndim, a[6].ndim, a[7].ndim,
-                                a[8].ndim)))
+    if ((bad =
+             checked.SetRanks(a[0].ndim, a[1].ndim, a[2].ndim, a[3].ndim, a[4].ndim, a[5].ndim, a[6].ndim, a[7].ndim, a[8].ndim)))
         return bad;
     if ((bad = checked.SetShapes(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].present() ? a[5].d : nullptr, a[6].d, a[7].d,
                                  a[8].d, state_v_first != 0)))

@@ -66,32 +66,32 @@ using soc::kL0abBytes;
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkStateTiling {
     uint32_t N, HV, NC, BT, K, V, Kg;
-    uint32_t elem_bytes;         // sizeof(T): 2
+    uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t has_h0, state_v_first;
-    uint32_t h_f32, v_new_f32;   // output dtypes: 1 float32, 0 T
-    uint32_t num_vb;             // V blocks per (sequence, head)
-    uint32_t v_block;            // columns of every V block but the last
-    uint32_t v_last;             // columns of the last one (multiple of 16)
-    uint32_t num_units;          // N * HV * num_vb
-    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t h_f32, v_new_f32;  // output dtypes: 1 float32, 0 T
+    uint32_t num_vb;            // V blocks per (sequence, head)
+    uint32_t v_block;           // columns of every V block but the last
+    uint32_t v_last;            // columns of the last one (multiple of 16)
+    uint32_t num_units;         // N * HV * num_vb
+    uint32_t block_dim;         // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
-    uint32_t rows_k;             // K / 2 rows of S per AIV
-    uint32_t rows_v;             // BT / 2 rows of v_new per AIV
-    uint32_t vec_rows;           // max(rows_k, rows_v): rows of the AIV's staging buffers
-    uint32_t spread_rows;        // rows of S per state_v_first piece (8 x v_block floats each)
-    uint32_t n_tile;             // columns per L0B / L0C tile (multiple of 16)
-    uint32_t ws_t_elems;         // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block]
-    uint32_t ws_f_elems;         // per core, floats after them: wS [BT, v_block], dS [K, v_block]
+    uint32_t rows_k;       // K / 2 rows of S per AIV
+    uint32_t rows_v;       // BT / 2 rows of v_new per AIV
+    uint32_t vec_rows;     // max(rows_k, rows_v): rows of the AIV's staging buffers
+    uint32_t spread_rows;  // rows of S per state_v_first piece (8 x v_block floats each)
+    uint32_t n_tile;       // columns per L0B / L0C tile (multiple of 16)
+    uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block]
+    uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block]
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
 struct ChunkStateProblem {
     uint32_t N = 0, HV = 0, NC = 0, BT = 64, K = 128, V = 128, Kg = 128;
-    uint32_t elem_bytes = 2;     // of w, kg (the Cube type)
+    uint32_t elem_bytes = 2;  // of w, kg (the Cube type)
     bool has_h0 = false, state_v_first = false;
     bool h_f32 = true, v_new_f32 = true;
-    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
+    uint32_t core_num = 1;  // AI cores (AIC + 2 AIV) available
     uint32_t ub_bytes = soc::kA2.ubBytes;
     uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
@@ -103,7 +103,8 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 inline uint64_t UserWorkspaceBytes(const ChunkStateTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
 
 // The shape checks of the op's front ends (the C entry point chunk_state_host.cpp adds dtypes and
-// strides; the operator package's tiling is TilingFromShapes below). Each step returns nullptr or a message (static, without the op's name).
+// strides; the operator package's tiling is TilingFromShapes below). Each step returns nullptr or a message (static, without the
+// op's name).
 class ChunkStateArgs {
   public:
     // Ranks: w, u, kg, h, v_new 4-D; e_last 3-D; chunk_offsets 1-D; h0 (-1: absent), final 4-D.

@@ -23,9 +23,9 @@ struct Package {
     DestroyTensorFn destroy_tensor = nullptr;
     ExecutorFn set_executor_repeatable = nullptr;
     ExecutorFn destroy_executor = nullptr;
-    GetDeviceFn get_device = nullptr;          // optional: the ACL runtime, for the vector core count
+    GetDeviceFn get_device = nullptr;  // optional: the ACL runtime, for the vector core count
     GetDeviceInfoFn get_device_info = nullptr;
-    std::vector<void*> get_workspace_size;     // by Op::index()
+    std::vector<void*> get_workspace_size;  // by Op::index()
     std::vector<LaunchFn> launch;
 };
 
@@ -49,12 +49,12 @@ std::shared_ptr<const Package> CurrentPackage() {
 
 int32_t AclDataTypeOf(int32_t dtype) {
     switch (dtype) {
-    case FLA_NPU_FLOAT32: return kAclFloat;
-    case FLA_NPU_FLOAT16: return kAclFloat16;
-    case FLA_NPU_BFLOAT16: return kAclBf16;
-    case FLA_NPU_INT32: return kAclInt32;
-    case FLA_NPU_INT64: return kAclInt64;
-    default: return -1;  // ACL_DT_UNDEFINED (validation never lets one through)
+        case FLA_NPU_FLOAT32: return kAclFloat;
+        case FLA_NPU_FLOAT16: return kAclFloat16;
+        case FLA_NPU_BFLOAT16: return kAclBf16;
+        case FLA_NPU_INT32: return kAclInt32;
+        case FLA_NPU_INT64: return kAclInt64;
+        default: return -1;  // ACL_DT_UNDEFINED (validation never lets one through)
     }
 }
 
@@ -70,9 +70,8 @@ Op::Op(const char* name) : name_(name), get_workspace_size_name_(std::string(nam
 int Call::Begin(const Op& op, const char* caller, std::shared_ptr<Call>* call) {
     std::shared_ptr<const Package> package = CurrentPackage();
     if (!package)
-        return SetError(FLA_NPU_ERR_RUNTIME,
-                        std::string(caller) + ": the operator package is not loaded: call " + kSetPackage +
-                            "(<its op_api/lib/libcust_opapi.so>) first (fla_npu.runtime does on first use)");
+        return SetError(FLA_NPU_ERR_RUNTIME, std::string(caller) + ": the operator package is not loaded: call " + kSetPackage +
+                                                 "(<its op_api/lib/libcust_opapi.so>) first (fla_npu.runtime does on first use)");
     *call = std::make_shared<Call>(op, caller, std::move(package));
     return FLA_NPU_OK;
 }
@@ -100,11 +99,11 @@ int Call::Describe(const FlaNpuTensor* t, const char* name, const AclTensor** ou
         strides[i] = expect;
         expect *= t->shape[i];
     }
-    const AclTensor* tensor = package_->create_tensor(t->shape, ndim, AclDataTypeOf(t->dtype), strides, 0, kAclFormatNd,
-                                                      t->shape, ndim, t->data);
+    const AclTensor* tensor =
+        package_->create_tensor(t->shape, ndim, AclDataTypeOf(t->dtype), strides, 0, kAclFormatNd, t->shape, ndim, t->data);
     if (tensor == nullptr)
-        return SetError(FLA_NPU_ERR_RUNTIME, std::string(caller_) + ": aclCreateTensor failed for `" + name + "` (" +
-                                                 package_->path + ")");
+        return SetError(FLA_NPU_ERR_RUNTIME,
+                        std::string(caller_) + ": aclCreateTensor failed for `" + name + "` (" + package_->path + ")");
     tensors_.push_back(tensor);
     *out = tensor;
     return FLA_NPU_OK;
@@ -136,7 +135,7 @@ int flaNpuSetOperatorPackage(const char* libcust_opapi_path) {
     if (libcust_opapi_path == nullptr || *libcust_opapi_path == '\0')
         return SetError(FLA_NPU_ERR_INVALID_ARGUMENT, fn + ": `libcust_opapi_path` is null or empty");
     const std::string path = libcust_opapi_path;
-    struct stat st {};
+    struct stat st{};
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
         return SetError(FLA_NPU_ERR_RUNTIME,
                         fn + ": " + path + ": no such file (expected the operator package's op_api/lib/libcust_opapi.so)");
@@ -160,22 +159,27 @@ int flaNpuSetOperatorPackage(const char* libcust_opapi_path) {
     };
     package->create_tensor = reinterpret_cast<CreateTensorFn>(lookup("aclCreateTensor"));
     if (package->create_tensor == nullptr)
-        return missing("aclCreateTensor", "CANN's libnnopbase.so provides it: an operator package's libcust_opapi.so depends on it");
+        return missing("aclCreateTensor",
+                       "CANN's libnnopbase.so provides it: an operator package's libcust_opapi.so depends on it");
     package->destroy_tensor = reinterpret_cast<DestroyTensorFn>(lookup("aclDestroyTensor"));
     if (package->destroy_tensor == nullptr)
-        return missing("aclDestroyTensor", "CANN's libnnopbase.so provides it: an operator package's libcust_opapi.so depends on it");
+        return missing("aclDestroyTensor",
+                       "CANN's libnnopbase.so provides it: an operator package's libcust_opapi.so depends on it");
     package->set_executor_repeatable = reinterpret_cast<ExecutorFn>(lookup("aclSetAclOpExecutorRepeatable"));
     if (package->set_executor_repeatable == nullptr)
-        return missing("aclSetAclOpExecutorRepeatable", "CANN's aclnn base library provides it: an operator package's "
-                                                        "libcust_opapi.so depends on it");
+        return missing("aclSetAclOpExecutorRepeatable",
+                       "CANN's aclnn base library provides it: an operator package's "
+                       "libcust_opapi.so depends on it");
     package->destroy_executor = reinterpret_cast<ExecutorFn>(lookup("aclDestroyAclOpExecutor"));
     if (package->destroy_executor == nullptr)
-        return missing("aclDestroyAclOpExecutor", "CANN's aclnn base library provides it: an operator package's "
-                                                  "libcust_opapi.so depends on it");
+        return missing("aclDestroyAclOpExecutor",
+                       "CANN's aclnn base library provides it: an operator package's "
+                       "libcust_opapi.so depends on it");
     const auto init = reinterpret_cast<InitFn>(lookup("aclnnInit"));
     if (init == nullptr)
-        return missing("aclnnInit", "CANN's aclnn base library provides it: an operator package's libcust_opapi.so "
-                                    "depends on it");
+        return missing("aclnnInit",
+                       "CANN's aclnn base library provides it: an operator package's libcust_opapi.so "
+                       "depends on it");
     for (const Op* op : Registry()) {
         void* get_ws = lookup(op->get_workspace_size_name());
         if (get_ws == nullptr)
@@ -218,7 +222,8 @@ int32_t flaNpuVectorCoreNum(void) {
     int32_t device = 0;
     int64_t value = 0;
     if (package->get_device(&device) != 0) return 1;
-    if (package->get_device_info(static_cast<uint32_t>(device), fla_npu::aclnn::kAclDevAttrVectorCoreNum, &value) != 0 || value < 1)
+    if (package->get_device_info(static_cast<uint32_t>(device), fla_npu::aclnn::kAclDevAttrVectorCoreNum, &value) != 0 ||
+        value < 1)
         return 1;
     return value > std::numeric_limits<int32_t>::max() ? std::numeric_limits<int32_t>::max() : static_cast<int32_t>(value);
 }

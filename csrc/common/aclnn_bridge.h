@@ -29,8 +29,8 @@ namespace aclnn {
 
 // ---- the part of CANN's C ABI the bridge uses -------------------------------------------------------
 
-struct AclTensor;      // aclTensor (opaque)
-struct AclOpExecutor;  // aclOpExecutor (opaque)
+struct AclTensor;        // aclTensor (opaque)
+struct AclOpExecutor;    // aclOpExecutor (opaque)
 using Status = int32_t;  // aclnnStatus: 0 is success
 
 // The C type of a Float attribute in the generated aclnn signatures: every op's signature spells its
@@ -46,8 +46,8 @@ constexpr int32_t kAclDevAttrVectorCoreNum = 201;
 // aclCreateTensor(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
 // tensorData) and aclDestroyTensor(tensor) (libnnopbase.so); the second phase of every op;
 // aclrtGetDevice(&deviceId) and aclrtGetDeviceInfo(deviceId, attr, &value) (libascendcl.so).
-using CreateTensorFn = AclTensor* (*)(const int64_t*, uint64_t, int32_t, const int64_t*, int64_t, int32_t,
-                                      const int64_t*, uint64_t, void*);
+using CreateTensorFn = AclTensor* (*)(const int64_t*, uint64_t, int32_t, const int64_t*, int64_t, int32_t, const int64_t*,
+                                      uint64_t, void*);
 using DestroyTensorFn = Status (*)(const AclTensor*);
 using LaunchFn = Status (*)(void*, uint64_t, AclOpExecutor*, void*);
 using GetDeviceFn = int (*)(int32_t*);
@@ -81,9 +81,9 @@ struct Package;  // a loaded operator package: its resolved functions (aclnn_bri
 
 // One call of an op: the aclTensors describing its arguments (destroyed with the Call), CANN's
 // executor and workspace size from the first phase, then the launch. An executor whose launch never
-// happens (the FlaNpuExecutor deleted unlaunched, or refused before the launch) is released with the Call. Held by the FlaNpuExecutor's
-// launch function, so deleting the executor (after the launch, or flaNpuDestroyExecutor) destroys
-// the aclTensors. Messages start with `caller` (the op's entry-point name, as validation's do).
+// happens (the FlaNpuExecutor deleted unlaunched, or refused before the launch) is released with the Call. Held by the
+// FlaNpuExecutor's launch function, so deleting the executor (after the launch, or flaNpuDestroyExecutor) destroys the
+// aclTensors. Messages start with `caller` (the op's entry-point name, as validation's do).
 class Call {
   public:
     // FLA_NPU_OK and `*call` set, or FLA_NPU_ERR_RUNTIME (no operator package loaded yet).

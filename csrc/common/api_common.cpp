@@ -19,9 +19,9 @@ namespace fla_npu {
 
 namespace {
 thread_local std::string g_error;
-thread_local int32_t g_aclnn_status = 0;       // of the last call, when it failed in an aclnn function
+thread_local int32_t g_aclnn_status = 0;  // of the last call, when it failed in an aclnn function
 thread_local std::string g_aclnn_function;
-}
+}  // namespace
 
 int SetError(int status, const std::string& message) {
     g_error = message;
@@ -42,8 +42,8 @@ int InvalidArgument(const char* op, const std::string& message) {
     return SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(op) + ": " + message);
 }
 
-int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
-                FlaNpuExecutor* executor, void* stream) {
+int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor,
+                void* stream) {
     ClearError();
     const auto invalid = [op](const std::string& msg) {
         return SetError(FLA_NPU_ERR_INVALID_ARGUMENT, std::string(op) + ": " + msg);
@@ -65,12 +65,12 @@ int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64
 
 const char* DtypeName(int32_t dtype) {
     switch (dtype) {
-    case FLA_NPU_FLOAT32: return "float32";
-    case FLA_NPU_FLOAT16: return "float16";
-    case FLA_NPU_BFLOAT16: return "bfloat16";
-    case FLA_NPU_INT32: return "int32";
-    case FLA_NPU_INT64: return "int64";
-    default: return "unknown dtype";
+        case FLA_NPU_FLOAT32: return "float32";
+        case FLA_NPU_FLOAT16: return "float16";
+        case FLA_NPU_BFLOAT16: return "bfloat16";
+        case FLA_NPU_INT32: return "int32";
+        case FLA_NPU_INT64: return "int64";
+        default: return "unknown dtype";
     }
 }
 

@@ -65,8 +65,8 @@ inline FlaNpuExecutor* NewExecutor(const char* op, uint64_t workspace_size, std:
 
 // The second phase of every op: checks that `executor` belongs to `op` and that the workspace is
 // large enough, runs it and frees it (also on error). `get_ws_name` names the first phase.
-int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size,
-                FlaNpuExecutor* executor, void* stream);
+int RunExecutor(const char* op, const char* get_ws_name, void* workspace, uint64_t workspace_size, FlaNpuExecutor* executor,
+                void* stream);
 
 // The `<op>LastTiling(words, capacity)` entry points: copy up to `capacity` 32-bit words of an op's
 // last tiling into `words` (if not null) and return how many words the tiling has.

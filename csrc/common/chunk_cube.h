@@ -24,7 +24,8 @@ using namespace AscendC;
 constexpr uint16_t kFlagReady = 0, kFlagFree = 1;
 constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
 
-template <HardEvent E> __aicore__ inline void Sync() {
+template <HardEvent E>
+__aicore__ inline void Sync() {
     SetFlag<E>(0);
     WaitFlag<E>(0);
 }
@@ -42,7 +43,7 @@ struct SlotProducer {  // AIV side
     __aicore__ static inline void Ready() { CrossCoreSetFlag<2, PIPE_MTE3>(kFlagReady); }
 };
 
-struct SlotConsumer {  // AIC side
+struct SlotConsumer {                                                           // AIC side
     __aicore__ static inline void Acquire() { CrossCoreWaitFlag(kFlagReady); }  // both AIVs wrote their rows
     __aicore__ static inline void Release(bool reused) {
         if (reused) CrossCoreSetFlag<2, PIPE_MTE2>(kFlagFree);  // the slot is read: the AIVs may refill it
@@ -59,7 +60,8 @@ __aicore__ inline void AccumulateBarrier(uint32_t m, uint32_t n) {
 // reads: Mmad reads whole 16-row fractals and must not see NaN (Mmad.md), and ND -> NZ leaves the
 // rows past nValue untouched. The barrier orders the load after the fill: both write the same
 // bytes on MTE2 (PipeBarrier(ISASI).md).
-template <class T> __aicore__ inline void ZeroL1(const LocalTensor<T>& l1, uint32_t elems) {
+template <class T>
+__aicore__ inline void ZeroL1(const LocalTensor<T>& l1, uint32_t elems) {
     InitConstValue(l1, InitConstValueParams<T>(1, static_cast<uint16_t>(elems * sizeof(T) / 32), 0, T(0)));
     PipeBarrier<PIPE_MTE2>();
 }
@@ -70,8 +72,9 @@ template <class T> __aicore__ inline void ZeroL1(const LocalTensor<T>& l1, uint3
 template <class T>
 __aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols,
                               uint32_t c0Stride = 0) {
-    DataCopy(l1, gm, Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(cols),
-                                 static_cast<uint16_t>(c0Stride != 0 ? c0Stride : rows), 1, 0));
+    DataCopy(l1, gm,
+             Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(cols),
+                         static_cast<uint16_t>(c0Stride != 0 ? c0Stride : rows), 1, 0));
 }
 
 // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
@@ -137,7 +140,8 @@ __aicore__ inline void LoadBTransposed(const LocalTensor<T>& b2, const LocalTens
     static_assert(sizeof(T) == 2, "LoadBTransposed: 2-byte types (16 x 16 fractals)");
     const uint32_t kFrac = k / 16, nFrac = n / 16;
     for (uint32_t r = 0; r < kFrac; ++r)
-        LoadData(b2[r * nFrac * fr], b1[(r * rowFrac + r0) * fr], LoadData2dParams(0, static_cast<uint8_t>(nFrac), 1, 0, 0, false, 0));
+        LoadData(b2[r * nFrac * fr], b1[(r * rowFrac + r0) * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(nFrac), 1, 0, 0, false, 0));
 }
 
 // B = columns [n0, n0 + n) of a row-major k x N matrix held in L1 as NZ (16 x 16 fractals,
@@ -174,14 +178,16 @@ __aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTe
         Sync<HardEvent::M_MTE1>();  // the previous tile's Mmads have read L0B
         for (uint32_t i = 0; i < P; ++i) LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
         Sync<HardEvent::MTE1_M>();
-        Sync<HardEvent::FIX_M>();   // the previous Fixpipe has read oc
+        Sync<HardEvent::FIX_M>();  // the previous Fixpipe has read oc
         for (uint32_t i = 0; i < P; ++i) {
             if (i > 0) AccumulateBarrier(m, n);
             Mmad(oc, prods[i].a2, prods[i].b2,
-                 MmadParams(static_cast<uint16_t>(m), static_cast<uint16_t>(n), static_cast<uint16_t>(prods[i].k), 0, false, i == 0));
+                 MmadParams(static_cast<uint16_t>(m), static_cast<uint16_t>(n), static_cast<uint16_t>(prods[i].k), 0, false,
+                            i == 0));
         }
         Sync<HardEvent::M_FIX>();
-        Fixpipe(out[n0], oc, FixpipeParamsV220(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false));
+        Fixpipe(out[n0], oc,
+                FixpipeParamsV220(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false));
     }
 }
 

@@ -20,9 +20,7 @@ int GuardedSimLaunch(const char* op, LaunchFn&& launch) {
         launch();
     } catch (const AscendC::sim::LaunchError& e) {
         return SetError(FLA_NPU_ERR_KERNEL, e.what());
-    } catch (const std::exception& e) {
-        return SetError(FLA_NPU_ERR_RUNTIME, std::string(op) + ": " + e.what());
-    }
+    } catch (const std::exception& e) { return SetError(FLA_NPU_ERR_RUNTIME, std::string(op) + ": " + e.what()); }
     return FLA_NPU_OK;
 }
 

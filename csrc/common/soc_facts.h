@@ -23,10 +23,10 @@ namespace fla_npu {
 namespace soc {
 
 struct SocFacts {
-    const char* name;        // "a2", "a3", "a5"
-    uint32_t arch;           // __NPU_ARCH__ of the device build
-    uint32_t ubBytes;        // UB a vector core may carve (usable, not physical)
-    uint32_t l1Bytes;        // L1 an AIC may carve (usable)
+    const char* name;  // "a2", "a3", "a5"
+    uint32_t arch;     // __NPU_ARCH__ of the device build
+    uint32_t ubBytes;  // UB a vector core may carve (usable, not physical)
+    uint32_t l1Bytes;  // L1 an AIC may carve (usable)
     uint32_t l0aBytes;
     uint32_t l0bBytes;
     uint32_t l0cBytes;
@@ -37,8 +37,10 @@ struct SocFacts {
 };
 
 inline constexpr uint32_t kKiB = 1024;
-inline constexpr SocFacts kA2{"a2", 2201, 192 * kKiB - 256 - 8 * kKiB, 512 * kKiB - 256, 64 * kKiB, 64 * kKiB, 128 * kKiB, false, false, false, true};
-inline constexpr SocFacts kA3{"a3", 2201, kA2.ubBytes, kA2.l1Bytes, kA2.l0aBytes, kA2.l0bBytes, kA2.l0cBytes, false, false, false, true};
+inline constexpr SocFacts kA2{
+    "a2", 2201, 192 * kKiB - 256 - 8 * kKiB, 512 * kKiB - 256, 64 * kKiB, 64 * kKiB, 128 * kKiB, false, false, false, true};
+inline constexpr SocFacts kA3{"a3",         2201,  kA2.ubBytes, kA2.l1Bytes, kA2.l0aBytes, kA2.l0bBytes,
+                              kA2.l0cBytes, false, false,       false,       true};
 inline constexpr SocFacts kA5{"a5", 3510, 248 * kKiB, 512 * kKiB, 64 * kKiB, 64 * kKiB, 256 * kKiB, true, true, true, false};
 
 // L0A / L0B are the same size on every supported SoC: tilings may use this constant.
@@ -55,7 +57,7 @@ constexpr bool Same(const char* a, const char* b) {
 
 // The facts of SoC `name`, or nullptr for an unknown name.
 constexpr const SocFacts* Find(const char* name) {
-    return name == nullptr              ? nullptr
+    return name == nullptr                ? nullptr
            : detail::Same(name, kA2.name) ? &kA2
            : detail::Same(name, kA3.name) ? &kA3
            : detail::Same(name, kA5.name) ? &kA5

@@ -21,23 +21,29 @@
 #ifndef FLA_NPU_GATE_CUMSUM_KERNEL_H
 #define FLA_NPU_GATE_CUMSUM_KERNEL_H
 
-#include "kernel_operator.h"
-#include "gate_cumsum_tiling.h"
 #include "../common/vector_order.h"
+#include "gate_cumsum_tiling.h"
+#include "kernel_operator.h"
 
 namespace fla_npu {
 namespace gate {
 
 using namespace AscendC;
 
-template <class A, class B> struct SameType { static constexpr bool value = false; };
-template <class A> struct SameType<A, A> { static constexpr bool value = true; };
+template <class A, class B>
+struct SameType {
+    static constexpr bool value = false;
+};
+template <class A>
+struct SameType<A, A> {
+    static constexpr bool value = true;
+};
 
 constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
 
 template <class T>
 class GateChunkCumsum {
-public:
+  public:
     __aicore__ inline GateChunkCumsum() {}
 
     __aicore__ inline void Init(GM_ADDR g, GM_ADDR aLog, GM_ADDR dtBias, GM_ADDR cu, GM_ADDR chunks, GM_ADDR out,
@@ -84,7 +90,7 @@ public:
         }
     }
 
-private:
+  private:
     // UB row pitch (elements) of a w-column tile: input rows and fp32 rows on 32-byte boundaries.
     __aicore__ inline uint32_t Pitch(uint32_t w) const {
         const uint32_t align = kBlockBytes / sizeof(T);
@@ -128,7 +134,8 @@ private:
                 DataCopyPad(coef, gALog_[c0], row, zeroPad);
             } else if (t_.heads_per_tile > 0) {  // whole heads, each D (a multiple of 8) columns
                 const uint32_t h0 = c0 / t_.D;
-                for (uint32_t h = 0; h < w / t_.D; ++h) Duplicate(coef[h * t_.D], gALog_.GetValue(h0 + h), static_cast<int32_t>(t_.D));
+                for (uint32_t h = 0; h < w / t_.D; ++h)
+                    Duplicate(coef[h * t_.D], gALog_.GetValue(h0 + h), static_cast<int32_t>(t_.D));
             } else {  // a piece of one head
                 Duplicate(coef, gALog_.GetValue(c0 / t_.D), static_cast<int32_t>(w));
             }
@@ -176,21 +183,21 @@ private:
         OrderV();
         Muls(u, u, -1.0f, n);
         OrderV();
-        Exp(u, u, n);              // u = exp(-|x|) in (0, 1]
+        Exp(u, u, n);  // u = exp(-|x|) in (0, 1]
         OrderV();
-        Adds(a, u, 1.0f, n);       // a = 1 + u (rounded)
+        Adds(a, u, 1.0f, n);  // a = 1 + u (rounded)
         OrderV();
-        Adds(d, a, -1.0f, n);      // d = a - 1 (exact)
+        Adds(d, a, -1.0f, n);  // d = a - 1 (exact)
         OrderV();
-        Maxs(d, d, 1e-30f, n);     // 1 + u == 1: ln(a) = 0 below, so the result is 0
+        Maxs(d, d, 1e-30f, n);  // 1 + u == 1: ln(a) = 0 below, so the result is 0
         Ln(a, a, n);
         OrderV();
         Div(a, a, d, n);
         OrderV();
-        Mul(a, a, u, n);           // log1p(u)
+        Mul(a, a, u, n);  // log1p(u)
         Relu(y, y, n);
         OrderV();
-        Add(y, y, a, n);           // softplus(x)
+        Add(y, y, a, n);  // softplus(x)
         OrderV();
     }
 
@@ -223,7 +230,7 @@ private:
             OrderV();
             Adds(e, e, 1.0f, n);
             OrderV();
-            Reciprocal(y, e, n);   // sigmoid(z) = 1 / (1 + exp(-z))
+            Reciprocal(y, e, n);  // sigmoid(z) = 1 / (1 + exp(-z))
             OrderV();
         }
         if (t_.out_scale != 1.0f) {
@@ -240,8 +247,8 @@ private:
     __aicore__ inline void CopyOut(uint64_t row0, uint32_t len, uint32_t c0, uint32_t w, uint32_t P) {
         LocalTensor<float> y = outQ_.template DeQue<float>();
         const uint32_t rowBytes = w * 4;
-        const DataCopyExtParams p(static_cast<uint16_t>(len), rowBytes, (P * 4 - Pad32(rowBytes)) / kBlockBytes,
-                                  (t_.W - w) * 4, 0);
+        const DataCopyExtParams p(static_cast<uint16_t>(len), rowBytes, (P * 4 - Pad32(rowBytes)) / kBlockBytes, (t_.W - w) * 4,
+                                  0);
         DataCopyPad(gOut_[row0 * t_.W + c0], y, p);
         outQ_.FreeTensor(y);
     }

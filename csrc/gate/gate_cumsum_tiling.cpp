@@ -13,15 +13,13 @@ uint32_t ElemAlign(uint32_t in_elem_bytes) { return kBlockBytes / in_elem_bytes;
 uint32_t TmpBufs(uint32_t form) { return form == kGateSoftplus ? 3u : form == kGateSigmoid ? 1u : 0u; }
 }  // namespace
 
-uint32_t TilePitch(uint32_t w, uint32_t in_elem_bytes) {
-    return static_cast<uint32_t>(RoundUp(w, ElemAlign(in_elem_bytes)));
-}
+uint32_t TilePitch(uint32_t w, uint32_t in_elem_bytes) { return static_cast<uint32_t>(RoundUp(w, ElemAlign(in_elem_bytes))); }
 
 uint32_t UbBytesNeeded(const GateCumsumProblem& p, uint32_t max_pitch) {
     const uint64_t rows = p.chunk_size, P = max_pitch;
-    uint64_t total = 2 * RoundUp(rows * P * p.in_elem_bytes, kBlockBytes)   // input queue, 2 buffers
-                   + 2 * RoundUp(rows * P * 4, kBlockBytes)                // fp32 output queue, 2 buffers
-                   + TmpBufs(p.gate_form) * RoundUp(rows * P * 4, kBlockBytes);
+    uint64_t total = 2 * RoundUp(rows * P * p.in_elem_bytes, kBlockBytes)  // input queue, 2 buffers
+                     + 2 * RoundUp(rows * P * 4, kBlockBytes)              // fp32 output queue, 2 buffers
+                     + TmpBufs(p.gate_form) * RoundUp(rows * P * 4, kBlockBytes);
     if (p.has_dt_bias) total += RoundUp(P * 4, kBlockBytes);
     if (p.has_a_log && p.gate_form != kGateNone) total += RoundUp(P * 4, kBlockBytes);
     return total > 0xFFFFFFFFull ? 0xFFFFFFFFu : static_cast<uint32_t>(total);
@@ -31,18 +29,41 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.H == 0 || p.D == 0) { *err = "gate tiling: H and D must be positive"; return -1; }
-    if (p.chunk_size == 0 || (p.chunk_size & (p.chunk_size - 1)) || p.chunk_size > kMaxChunk) {
-        *err = "gate tiling: chunk_size must be a power of two <= 128"; return -1;
+    if (p.H == 0 || p.D == 0) {
+        *err = "gate tiling: H and D must be positive";
+        return -1;
     }
-    if (p.in_elem_bytes != 2 && p.in_elem_bytes != 4) { *err = "gate tiling: input elements must be 2 or 4 bytes"; return -1; }
-    if (p.gate_form > kGateSigmoid) { *err = "gate tiling: unknown gate form"; return -1; }
-    if (p.gate_form == kGateSoftplus && !p.has_a_log) { *err = "gate tiling: the softplus gate needs A_log"; return -1; }
-    if (p.core_num == 0) { *err = "gate tiling: core_num must be positive"; return -1; }
+    if (p.chunk_size == 0 || (p.chunk_size & (p.chunk_size - 1)) || p.chunk_size > kMaxChunk) {
+        *err = "gate tiling: chunk_size must be a power of two <= 128";
+        return -1;
+    }
+    if (p.in_elem_bytes != 2 && p.in_elem_bytes != 4) {
+        *err = "gate tiling: input elements must be 2 or 4 bytes";
+        return -1;
+    }
+    if (p.gate_form > kGateSigmoid) {
+        *err = "gate tiling: unknown gate form";
+        return -1;
+    }
+    if (p.gate_form == kGateSoftplus && !p.has_a_log) {
+        *err = "gate tiling: the softplus gate needs A_log";
+        return -1;
+    }
+    if (p.core_num == 0) {
+        *err = "gate tiling: core_num must be positive";
+        return -1;
+    }
     const uint64_t W = uint64_t(p.H) * p.D;
-    if (W > 0x7FFFFFFFull || uint64_t(p.B) * p.T * W > (1ull << 40)) { *err = "gate tiling: tensor too large"; return -1; }
+    if (W > 0x7FFFFFFFull || uint64_t(p.B) * p.T * W > (1ull << 40)) {
+        *err = "gate tiling: tensor too large";
+        return -1;
+    }
 
-    t->B = p.B; t->T = p.T; t->H = p.H; t->D = p.D; t->W = static_cast<uint32_t>(W);
+    t->B = p.B;
+    t->T = p.T;
+    t->H = p.H;
+    t->D = p.D;
+    t->W = static_cast<uint32_t>(W);
     t->chunk_size = p.chunk_size;
     t->varlen = p.varlen ? 1u : 0u;
     t->gate_form = p.gate_form;
@@ -56,7 +77,10 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     } else {
         t->chunks_per_seq = (p.T + p.chunk_size - 1) / p.chunk_size;
         const uint64_t nc = uint64_t(p.B) * t->chunks_per_seq;
-        if (nc > 0x7FFFFFFFull) { *err = "gate tiling: too many chunks"; return -1; }
+        if (nc > 0x7FFFFFFFull) {
+            *err = "gate tiling: too many chunks";
+            return -1;
+        }
         t->num_chunks = static_cast<uint32_t>(nc);
     }
     t->coef_scale = p.gate_form == kGateSoftplus ? -p.scale : 1.0f;
@@ -66,7 +90,10 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     const uint32_t align = ElemAlign(p.in_elem_bytes);
     uint32_t pmax = kMaxPitch / align * align;
     while (pmax >= align && UbBytesNeeded(p, pmax) > p.ub_bytes) pmax -= align;
-    if (pmax < align) { *err = "gate tiling: the UB is too small for one tile of this chunk size"; return -1; }
+    if (pmax < align) {
+        *err = "gate tiling: the UB is too small for one tile of this chunk size";
+        return -1;
+    }
 
     // Column tiles.
     const uint32_t D = p.D, H = p.H;
@@ -99,7 +126,10 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     t->ub_bytes_used = UbBytesNeeded(p, t->max_pitch);
 
     const uint64_t units = uint64_t(t->num_col_tiles) * t->num_chunks;
-    if (units > 0x7FFFFFFFull) { *err = "gate tiling: too many units"; return -1; }
+    if (units > 0x7FFFFFFFull) {
+        *err = "gate tiling: too many units";
+        return -1;
+    }
     t->num_units = static_cast<uint32_t>(units);
     t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
     if (t->block_dim > 0) {

@@ -37,46 +37,45 @@ enum GateForm : uint32_t { kGateNone = 0, kGateSoftplus = 1, kGateSigmoid = 2 };
 
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct GateCumsumTiling {
-    uint32_t B, T, H, D, W;      // g [B, T, H, D], W = H * D
-    uint32_t chunk_size;         // BT, power of two, <= kMaxChunk
-    uint32_t num_chunks;         // NC: dense B * ceil(T / BT); varlen: rows of the chunk list
-    uint32_t chunks_per_seq;     // dense: ceil(T / BT); varlen: 0
-    uint32_t varlen;             // 1: chunk list [NC, 2] (sequence, chunk) + cu_seqlens [N + 1], int32
-    uint32_t gate_form;          // GateForm
+    uint32_t B, T, H, D, W;   // g [B, T, H, D], W = H * D
+    uint32_t chunk_size;      // BT, power of two, <= kMaxChunk
+    uint32_t num_chunks;      // NC: dense B * ceil(T / BT); varlen: rows of the chunk list
+    uint32_t chunks_per_seq;  // dense: ceil(T / BT); varlen: 0
+    uint32_t varlen;          // 1: chunk list [NC, 2] (sequence, chunk) + cu_seqlens [N + 1], int32
+    uint32_t gate_form;       // GateForm
     uint32_t has_a_log, has_dt_bias;
-    uint32_t in_elem_bytes;      // 4 (fp32) or 2 (fp16 / bf16)
-    uint32_t tile_w;             // columns of a full tile
-    uint32_t max_pitch;          // UB row pitch (elements) of the widest tile: buffers are sized by it
-    uint32_t heads_per_tile;     // > 0: tiles are whole heads; 0: tiles are pieces of one head
-    uint32_t tiles_per_head;     // pieces per head when heads_per_tile == 0
+    uint32_t in_elem_bytes;   // 4 (fp32) or 2 (fp16 / bf16)
+    uint32_t tile_w;          // columns of a full tile
+    uint32_t max_pitch;       // UB row pitch (elements) of the widest tile: buffers are sized by it
+    uint32_t heads_per_tile;  // > 0: tiles are whole heads; 0: tiles are pieces of one head
+    uint32_t tiles_per_head;  // pieces per head when heads_per_tile == 0
     uint32_t num_col_tiles;
-    uint32_t num_units;          // num_col_tiles * num_chunks
-    uint32_t block_dim;          // cores launched (<= num_units, >= 1 when num_units > 0)
+    uint32_t num_units;                  // num_col_tiles * num_chunks
+    uint32_t block_dim;                  // cores launched (<= num_units, >= 1 when num_units > 0)
     uint32_t units_per_core, units_rem;  // core b takes units_per_core + (b < units_rem) units
-    uint32_t num_tmp_bufs;       // fp32 scratch tiles the gate form needs
-    uint32_t ub_bytes_used;      // UB the kernel carves (InitBuffer total, each rounded to 32 bytes)
-    float coef_scale;            // softplus: exp(A_log) is multiplied by -scale; sigmoid: 1
-    float out_scale;             // none: scale; softplus: 1 (folded into coef); sigmoid: lower_bound * scale
+    uint32_t num_tmp_bufs;               // fp32 scratch tiles the gate form needs
+    uint32_t ub_bytes_used;              // UB the kernel carves (InitBuffer total, each rounded to 32 bytes)
+    float coef_scale;                    // softplus: exp(A_log) is multiplied by -scale; sigmoid: 1
+    float out_scale;                     // none: scale; softplus: 1 (folded into coef); sigmoid: lower_bound * scale
 };
 
-constexpr uint32_t kMaxChunk = 128;      // rows of a unit: repeat counts and DataCopyPad block counts
-constexpr uint32_t kMaxPitch = 1024;     // UB row pitch cap (elements): repeat strides fit in uint8
+constexpr uint32_t kMaxChunk = 128;   // rows of a unit: repeat counts and DataCopyPad block counts
+constexpr uint32_t kMaxPitch = 1024;  // UB row pitch cap (elements): repeat strides fit in uint8
 constexpr uint32_t kBlockBytes = 32;
 
 struct GateCumsumProblem {
     uint32_t B = 0, T = 0, H = 0, D = 1;
     uint32_t chunk_size = 64;
-    uint32_t num_chunks = 0;     // varlen only (rows of the chunk list); dense: computed
+    uint32_t num_chunks = 0;  // varlen only (rows of the chunk list); dense: computed
     bool varlen = false;
     uint32_t gate_form = kGateNone;
     bool has_a_log = false, has_dt_bias = false;
     uint32_t in_elem_bytes = 4;
     float lower_bound = 0.0f;
     float scale = 1.0f;
-    uint32_t core_num = 1;       // vector cores available
-    uint32_t ub_bytes = 0;       // usable UB per vector core (soc::SocFacts::ubBytes)
+    uint32_t core_num = 1;  // vector cores available
+    uint32_t ub_bytes = 0;  // usable UB per vector core (soc::SocFacts::ubBytes)
 };
-
 
 // UB row pitch (elements) of a tile of w columns whose input elements have in_elem_bytes bytes:
 // one input row and one fp32 row both start on 32-byte boundaries.
@@ -96,20 +95,20 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
 // descriptor checks between them, and both front ends then report the first defect alike.
 class GateCumsumArgs {
   public:
-    const char* SetG(int32_t ndim, const int64_t* shape);                // [B, T, H] or [B, T, H, K]
-    const char* CheckOut(int32_t ndim, const int64_t* shape) const;      // the shape of g
+    const char* SetG(int32_t ndim, const int64_t* shape);            // [B, T, H] or [B, T, H, K]
+    const char* CheckOut(int32_t ndim, const int64_t* shape) const;  // the shape of g
     // gate_form 0..2, every dimension of g fits 31 bits, the softplus form has a_log.
     const char* SetGateForm(int64_t gate_form, bool a_log_given);
-    bool UsesALog() const { return p_.gate_form != kGateNone; }          // a given a_log is ignored otherwise
-    const char* SetALog(int64_t numel);                                  // H elements
-    const char* SetDtBias(int64_t numel);                                // H * K elements
+    bool UsesALog() const { return p_.gate_form != kGateNone; }  // a given a_log is ignored otherwise
+    const char* SetALog(int64_t numel);                          // H elements
+    const char* SetDtBias(int64_t numel);                        // H * K elements
     static const char* CheckVarlenPair(bool cu_seqlens_given, bool chunk_indices_given);
-    const char* SetVarlenShapes(int32_t cu_ndim, const int64_t* cu_shape,  // [N + 1], N >= 1
+    const char* SetVarlenShapes(int32_t cu_ndim, const int64_t* cu_shape,           // [N + 1], N >= 1
                                 int32_t chunks_ndim, const int64_t* chunks_shape);  // [NC, 2]
-    const char* SetVarlenBatch();                                        // B == 1, NC fits 31 bits
+    const char* SetVarlenBatch();                                                   // B == 1, NC fits 31 bits
     // The problem for ComputeTiling, with the launch facts of the caller's device.
-    GateCumsumProblem Problem(int64_t chunk_size, uint32_t in_elem_bytes, float lower_bound, float scale,
-                              uint32_t core_num, uint32_t ub_bytes) const;
+    GateCumsumProblem Problem(int64_t chunk_size, uint32_t in_elem_bytes, float lower_bound, float scale, uint32_t core_num,
+                              uint32_t ub_bytes) const;
 
   private:
     GateCumsumProblem p_;

@@ -39,9 +39,9 @@
 #ifndef FLA_NPU_PREFIX_SHARED_ATTENTION_KERNEL_H
 #define FLA_NPU_PREFIX_SHARED_ATTENTION_KERNEL_H
 
+#include "../common/chunk_cube.h"  // LoadA: L1 NZ -> L0A in the SoC's layout; ZeroL1
 #include "kernel_operator.h"
 #include "prefix_shared_attention_tiling.h"
-#include "../common/chunk_cube.h"  // LoadA: L1 NZ -> L0A in the SoC's layout; ZeroL1
 
 namespace fla_npu {
 namespace psa {
@@ -55,7 +55,8 @@ constexpr float kNegInf = -__builtin_inff();
 __aicore__ inline uint32_t Ceil16(uint32_t v) { return (v + 15) / 16 * 16; }
 __aicore__ inline uint32_t Pad32(uint32_t bytes) { return (bytes + 31) / 32 * 32; }
 
-template <HardEvent E> __aicore__ inline void Sync() {
+template <HardEvent E>
+__aicore__ inline void Sync() {
     SetFlag<E>(0);
     WaitFlag<E>(0);
 }
@@ -65,7 +66,7 @@ template <HardEvent E> __aicore__ inline void Sync() {
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class PsaCube {
-public:
+  public:
     __aicore__ inline PsaCube() {}
 
     __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR ws, const PsaTiling& t) {
@@ -105,7 +106,7 @@ public:
         }
     }
 
-private:
+  private:
     __aicore__ inline void LoadQ() {
         LocalTensor<T> q1 = q1_.Get<T>(), qa = qa_.Get<T>();
         Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData has read q1
@@ -114,7 +115,7 @@ private:
                  Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
                              static_cast<uint16_t>(mPad_), 1, 0));
         Sync<HardEvent::MTE2_MTE1>();
-        Sync<HardEvent::M_MTE1>();     // the previous unit's Mmads have read qa
+        Sync<HardEvent::M_MTE1>();  // the previous unit's Mmads have read qa
         chunk_cube::LoadA(qa, q1, mPad_, D_);
     }
 
@@ -135,11 +136,11 @@ private:
         Sync<HardEvent::M_MTE1>();
         LoadData(kb, k1, LoadData2dParams(0, static_cast<uint8_t>((D_ / 16) * (nPad / 16)), 1, 0, 0, false, 0));
         Sync<HardEvent::MTE1_M>();
-        Sync<HardEvent::FIX_M>();      // the previous Fixpipe has read sc
+        Sync<HardEvent::FIX_M>();  // the previous Fixpipe has read sc
         // m = the padded row count (zero rows): never 1, which would switch the Cube to GEMV mode
         // and read L0A as ND (GEMV.md). Padding rows and columns stay in L0C.
-        Mmad(sc, qa, kb, MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0,
-                                    false, true));
+        Mmad(sc, qa, kb,
+             MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, false, true));
         Sync<HardEvent::M_FIX>();
         Fixpipe(gS_[uint64_t(j % 2) * kBlockM * kBlockN], sc,
                 FixpipeParamsV220(static_cast<uint16_t>(nLen), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_),
@@ -155,7 +156,7 @@ private:
         const uint32_t kRows = Ceil16(nLen);
         LocalTensor<T> v1 = v1_.Get<T>(), p1 = p1_.Get<T>(), vb = vb_.Get<T>(), pa = pa_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
-        CrossCoreWaitFlag(kFlagP);     // both AIVs wrote their rows of P_j
+        CrossCoreWaitFlag(kFlagP);  // both AIVs wrote their rows of P_j
         Sync<HardEvent::MTE1_MTE2>();
         // V_j as B (k = keys, n = d): the key padding rows up to 16 must be zero (P's are, but
         // 0 * NaN is NaN).
@@ -166,8 +167,9 @@ private:
         // P_j as A (m rows, k = keys): ND -> NZ zero-fills each row's C0 tail, i.e. keys nLen..kRows;
         // the rows past mLen are zeroed here.
         if (mPad_ != mLen_) chunk_cube::ZeroL1(p1, mPad_ * kRows);
-        DataCopy(p1, gP_, Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(nLen), 0,
-                                      static_cast<uint16_t>(kBlockN), static_cast<uint16_t>(mPad_), 1, 0));
+        DataCopy(p1, gP_,
+                 Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(nLen), 0, static_cast<uint16_t>(kBlockN),
+                             static_cast<uint16_t>(mPad_), 1, 0));
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();
         chunk_cube::LoadA(pa, p1, mPad_, kRows);
@@ -178,11 +180,12 @@ private:
                      LoadData2dParams(0, static_cast<uint8_t>(D_ / 16), static_cast<uint16_t>(kRows / 16), 0, 0, true, 0));
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();
-        Mmad(oc, pa, vb, MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(D_), static_cast<uint16_t>(nLen), 0,
-                                    false, true));
+        Mmad(oc, pa, vb,
+             MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(D_), static_cast<uint16_t>(nLen), 0, false, true));
         Sync<HardEvent::M_FIX>();
-        Fixpipe(gO_, oc, FixpipeParamsV220(static_cast<uint16_t>(D_), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_),
-                                           D_, false));
+        Fixpipe(
+            gO_, oc,
+            FixpipeParamsV220(static_cast<uint16_t>(D_), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_), D_, false));
         CrossCoreSetFlag<2, PIPE_FIX>(kFlagO);
     }
 
@@ -203,7 +206,7 @@ private:
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class PsaVector {
-public:
+  public:
     __aicore__ inline PsaVector() {}
 
     __aicore__ inline void Init(GM_ADDR out, GM_ADDR ws, const PsaTiling& t) {
@@ -275,7 +278,7 @@ public:
         }
     }
 
-private:
+  private:
     // S_j -> P_j (to GM), updating the running max and sum; leaves alpha = exp(m_old - m_new).
     __aicore__ inline void Softmax(uint32_t j) {
         uint32_t n0 = 0, nLen = 0;

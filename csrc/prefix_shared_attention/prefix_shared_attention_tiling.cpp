@@ -14,19 +14,19 @@ uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
 uint32_t UbBytesNeeded(uint32_t D, uint32_t elem_bytes) {
     const uint64_t R = kRowsPerAiv, N = kBlockN;
     uint64_t total = Pad32(R * N * 4)             // S tile (fp32), VECIN queue
-                   + Pad32(R * N * elem_bytes)     // P tile (T), VECOUT queue
-                   + Pad32(R * D * 4)              // O_j = P V tile (fp32), VECIN queue
-                   + Pad32(R * D * 4)              // O accumulator (fp32)
-                   + Pad32(R * D * elem_bytes)     // output tile (T), VECOUT queue
-                   + Pad32(R * 64 * 4)             // half-row scratch for the row reductions
-                   + 2 * Pad32(R * 4)              // running max, ping-pong
-                   + Pad32(R * 4)                  // running sum
-                   + 2 * Pad32(R * 4)              // tile row max / row sum, alpha
-                   + Pad32(R * 8 * 4)              // per-row broadcast (Brcb)
-                   + 32                            // one block of -inf
-                   // merging the splits: running O (fp32), running max (ping-pong) and sum,
-                   // a second per-row broadcast
-                   + Pad32(R * D * 4) + 3 * Pad32(R * 4) + Pad32(R * 8 * 4);
+                     + Pad32(R * N * elem_bytes)  // P tile (T), VECOUT queue
+                     + Pad32(R * D * 4)           // O_j = P V tile (fp32), VECIN queue
+                     + Pad32(R * D * 4)           // O accumulator (fp32)
+                     + Pad32(R * D * elem_bytes)  // output tile (T), VECOUT queue
+                     + Pad32(R * 64 * 4)          // half-row scratch for the row reductions
+                     + 2 * Pad32(R * 4)           // running max, ping-pong
+                     + Pad32(R * 4)               // running sum
+                     + 2 * Pad32(R * 4)           // tile row max / row sum, alpha
+                     + Pad32(R * 8 * 4)           // per-row broadcast (Brcb)
+                     + 32                         // one block of -inf
+                     // merging the splits: running O (fp32), running max (ping-pong) and sum,
+                     // a second per-row broadcast
+                     + Pad32(R * D * 4) + 3 * Pad32(R * 4) + Pad32(R * 8 * 4);
     return static_cast<uint32_t>(total);
 }
 
@@ -34,23 +34,41 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.D != 64 && p.D != 128) { *err = "prefix_shared_attention tiling: D must be 64 or 128"; return -1; }
-    if (p.elem_bytes != 2) { *err = "prefix_shared_attention tiling: inputs must be 2-byte (fp16 / bf16)"; return -1; }
-    if (p.G == 0 || p.len_q == 0 || p.len_kv == 0) {
-        *err = "prefix_shared_attention tiling: G, len_q and len_kv must be positive"; return -1;
+    if (p.D != 64 && p.D != 128) {
+        *err = "prefix_shared_attention tiling: D must be 64 or 128";
+        return -1;
     }
-    if (p.core_num == 0) { *err = "prefix_shared_attention tiling: core_num must be positive"; return -1; }
+    if (p.elem_bytes != 2) {
+        *err = "prefix_shared_attention tiling: inputs must be 2-byte (fp16 / bf16)";
+        return -1;
+    }
+    if (p.G == 0 || p.len_q == 0 || p.len_kv == 0) {
+        *err = "prefix_shared_attention tiling: G, len_q and len_kv must be positive";
+        return -1;
+    }
+    if (p.core_num == 0) {
+        *err = "prefix_shared_attention tiling: core_num must be positive";
+        return -1;
+    }
     const uint64_t rows = uint64_t(p.G) * p.len_q;
     if (rows > 0x7FFFFFFFull || p.len_kv > 0x7FFFFFFFu || uint64_t(p.bs) * rows * p.D > (1ull << 40) ||
         uint64_t(p.bs) * p.len_kv * p.D > (1ull << 40)) {
-        *err = "prefix_shared_attention tiling: tensor too large"; return -1;
+        *err = "prefix_shared_attention tiling: tensor too large";
+        return -1;
     }
-    t->bs = p.bs; t->G = p.G; t->len_q = p.len_q; t->len_kv = p.len_kv; t->D = p.D;
+    t->bs = p.bs;
+    t->G = p.G;
+    t->len_q = p.len_q;
+    t->len_kv = p.len_kv;
+    t->D = p.D;
     t->rows = static_cast<uint32_t>(rows);
     t->m_tiles = static_cast<uint32_t>((rows + kBlockM - 1) / kBlockM);
     t->kv_tiles = (p.len_kv + kBlockN - 1) / kBlockN;
     const uint64_t units = uint64_t(p.bs) * t->m_tiles;
-    if (units > 0x7FFFFFFFull) { *err = "prefix_shared_attention tiling: too many units"; return -1; }
+    if (units > 0x7FFFFFFFull) {
+        *err = "prefix_shared_attention tiling: too many units";
+        return -1;
+    }
     t->kv_tiles_per_split = SplitTiles(t->kv_tiles);
     t->kv_splits = (t->kv_tiles + t->kv_tiles_per_split - 1) / t->kv_tiles_per_split;
     // Run the splits as units of their own when that shortens the busiest core's queue. Cost in
@@ -88,14 +106,18 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     t->ws_bytes_per_core = t->ws_o_off + oBytes;
 
     t->ub_bytes_used = UbBytesNeeded(p.D, p.elem_bytes);
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "prefix_shared_attention tiling: UB too small"; return -1; }
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
+        *err = "prefix_shared_attention tiling: UB too small";
+        return -1;
+    }
     // Cube buffers: L1 holds Q, K, V, P tiles; L0A Q and P; L0B K^T and V; L0C S and O_j (fp32).
     t->l1_bytes_used = (kBlockM * p.D + 2 * kBlockN * p.D + kBlockM * kBlockN) * p.elem_bytes;
     t->l0a_bytes_used = (kBlockM * p.D + kBlockM * kBlockN) * p.elem_bytes;
     t->l0b_bytes_used = 2 * kBlockN * p.D * p.elem_bytes;
     t->l0c_bytes_used = (kBlockM * kBlockN + kBlockM * p.D) * 4;
     if (t->l0a_bytes_used > 64u * 1024 || t->l0b_bytes_used > 64u * 1024 || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "prefix_shared_attention tiling: L0 too small"; return -1;
+        *err = "prefix_shared_attention tiling: L0 too small";
+        return -1;
     }
     return 0;
 }

@@ -49,11 +49,11 @@ struct DeviceFacts;
 
 namespace psa {
 
-constexpr uint32_t kBlockM = 128;       // stacked query rows per unit (Cube M)
-constexpr uint32_t kBlockN = 128;       // keys per K/V tile (Cube N of Q K^T, K of P V)
+constexpr uint32_t kBlockM = 128;  // stacked query rows per unit (Cube M)
+constexpr uint32_t kBlockN = 128;  // keys per K/V tile (Cube N of Q K^T, K of P V)
 constexpr uint32_t kRowsPerAiv = kBlockM / 2;
-constexpr uint32_t kRowAlign = 8;       // fp32 per-row values in one 32-byte block
-constexpr uint32_t kCombineRows = 8;    // rows of one combine group
+constexpr uint32_t kRowAlign = 8;     // fp32 per-row values in one 32-byte block
+constexpr uint32_t kCombineRows = 8;  // rows of one combine group
 // At most this many splits per row: all splits of one M-tile run in one wave on the smallest A2/A3
 // part (20 AI cores), so a bs = 1 decode keeps up to 20 cores busy.
 constexpr uint32_t kMaxKvSplits = 20;
@@ -70,23 +70,23 @@ FLA_NPU_AICORE inline uint32_t SplitTiles(uint32_t kv_tiles) {
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct PsaTiling {
     uint32_t bs, G, len_q, len_kv, D;
-    uint32_t rows;            // M = G * len_q stacked query rows per batch
-    uint32_t m_tiles;         // ceil(M / kBlockM)
-    uint32_t kv_tiles;        // ceil(len_kv / kBlockN)
+    uint32_t rows;                // M = G * len_q stacked query rows per batch
+    uint32_t m_tiles;             // ceil(M / kBlockM)
+    uint32_t kv_tiles;            // ceil(len_kv / kBlockN)
     uint32_t kv_tiles_per_split;  // SplitTiles(kv_tiles)
-    uint32_t kv_splits;       // ceil(kv_tiles / kv_tiles_per_split)
-    uint32_t unit_splits;     // splits run as units of their own: 1 (local) or kv_splits (distributed)
-    uint32_t num_units;       // bs * m_tiles * unit_splits
-    uint32_t block_dim;       // AI cores launched (<= num_units)
+    uint32_t kv_splits;           // ceil(kv_tiles / kv_tiles_per_split)
+    uint32_t unit_splits;         // splits run as units of their own: 1 (local) or kv_splits (distributed)
+    uint32_t num_units;           // bs * m_tiles * unit_splits
+    uint32_t block_dim;           // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
-    uint32_t combine_groups;  // distributed: bs * ceil(M / kCombineRows), merged after SyncAll; else 0
+    uint32_t combine_groups;                // distributed: bs * ceil(M / kCombineRows), merged after SyncAll; else 0
     uint32_t combine_per_aiv, combine_rem;  // combine groups over the 2 * block_dim AIVs
-    uint32_t elem_bytes;      // 2 (fp16 / bf16)
-    uint32_t ws_bytes_per_core;  // GM workspace of one AI core (S slots, P, O_j)
+    uint32_t elem_bytes;                    // 2 (fp16 / bf16)
+    uint32_t ws_bytes_per_core;             // GM workspace of one AI core (S slots, P, O_j)
     uint32_t ws_s_off, ws_p_off, ws_o_off;  // byte offsets inside a core's workspace
-    uint32_t partial_slots;   // distributed: bs * m_tiles * kv_splits slots after the cores' slices; else 0
-    uint32_t partial_slot_bytes;  // one slot: m[kBlockM], l[kBlockM], O[kBlockM][D], fp32
-    uint32_t ub_bytes_used;   // UB carved by an AIV
+    uint32_t partial_slots;                 // distributed: bs * m_tiles * kv_splits slots after the cores' slices; else 0
+    uint32_t partial_slot_bytes;            // one slot: m[kBlockM], l[kBlockM], O[kBlockM][D], fp32
+    uint32_t ub_bytes_used;                 // UB carved by an AIV
     uint32_t l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
     float scale;
 };
@@ -95,8 +95,8 @@ struct PsaProblem {
     uint32_t bs = 0, G = 0, len_q = 0, len_kv = 0, D = 128;
     uint32_t elem_bytes = 2;
     float scale = 0.0f;
-    uint32_t core_num = 1;    // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;    // usable UB per vector core
+    uint32_t core_num = 1;  // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;  // usable UB per vector core
     uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 
@@ -108,7 +108,9 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err);
 
 // GM workspace the kernel uses: one slice per launched AI core, then the partial slots.
 FLA_NPU_AICORE inline uint64_t PartialBase(const PsaTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
-inline uint64_t UserWorkspaceBytes(const PsaTiling& t) { return PartialBase(t) + uint64_t(t.partial_slots) * t.partial_slot_bytes; }
+inline uint64_t UserWorkspaceBytes(const PsaTiling& t) {
+    return PartialBase(t) + uint64_t(t.partial_slots) * t.partial_slot_bytes;
+}
 
 // The argument checks that depend only on shapes, and the problem they yield, shared by the op's
 // two front ends: the C entry point (prefix_shared_attention_host.cpp, which also checks its tensor

@@ -23,10 +23,11 @@ namespace sim {
 // Names.
 const char* EventName(HardEvent e) {
     switch (e) {
-#define FLA_SIM_X(name, src, dst) case HardEvent::name: return #name;
+#define FLA_SIM_X(name, src, dst) \
+    case HardEvent::name: return #name;
         FLA_SIM_HARD_EVENTS(FLA_SIM_X)
 #undef FLA_SIM_X
-    default: return "?";
+        default: return "?";
     }
 }
 const char* PipeName(pipe_t p) {
@@ -34,8 +35,8 @@ const char* PipeName(pipe_t p) {
     return p <= PIPE_ALL ? names[p] : "?";
 }
 const char* PositionName(TPosition p) {
-    static const char* names[] = {"GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2",
-                                  "VECIN", "VECOUT", "VECCALC", "SPM", "TSCM", "MAX"};
+    static const char* names[] = {"GM",  "A1",    "A2",     "B1",      "B2",  "C1",   "C2", "CO1",
+                                  "CO2", "VECIN", "VECOUT", "VECCALC", "SPM", "TSCM", "MAX"};
     return names[static_cast<int>(p)];
 }
 const char* ArenaName(ArenaKind a) {
@@ -43,7 +44,7 @@ const char* ArenaName(ArenaKind a) {
     return names[static_cast<int>(a)];
 }
 static const char* KernelTypeName(KernelMetaType t) {
-    static const char* names[] = {"KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY", "KERNEL_TYPE_MIX_AIV_1_0",
+    static const char* names[] = {"KERNEL_TYPE_AIV_ONLY",    "KERNEL_TYPE_AIC_ONLY",    "KERNEL_TYPE_MIX_AIV_1_0",
                                   "KERNEL_TYPE_MIX_AIC_1_0", "KERNEL_TYPE_MIX_AIC_1_1", "KERNEL_TYPE_MIX_AIC_1_2"};
     return names[t];
 }
@@ -60,11 +61,11 @@ std::string Fmt(const char* fmt, ...) {
 // ---------------------------------------------------------------------------------------------
 // Per-core state.
 struct AccessRec {
-    uint32_t t = 0;      // pipe-local time of the access (0 = none)
-    uint32_t seq = 0;    // core-wide operation number, for reports
+    uint32_t t = 0;    // pipe-local time of the access (0 = none)
+    uint32_t seq = 0;  // core-wide operation number, for reports
     const char* op = nullptr;
 };
-struct BlockRec {       // one 32-byte block of an arena
+struct BlockRec {  // one 32-byte block of an arena
     int8_t wPipe = -1;
     uint32_t vBarriers = 0;  // the core's PipeBarrier<PIPE_V> count when a vector instruction last wrote it
     AccessRec w;
@@ -94,8 +95,8 @@ struct CoreCtx {
     // PipeBarrier<PIPE_M> (or PIPE_ALL) came after it.
     uint64_t mmadLo = 0, mmadHi = 0;
     bool mmadBarrier = true;
-    uint32_t vBarriers = 0;  // PipeBarrier<PIPE_V> (or PIPE_ALL) calls so far
-    std::string waiting;  // what this core blocks on, "" when running
+    uint32_t vBarriers = 0;                           // PipeBarrier<PIPE_V> (or PIPE_ALL) calls so far
+    std::string waiting;                              // what this core blocks on, "" when running
     const std::function<bool()>* waitPred = nullptr;  // its wake-up condition while blocked
     bool finished = false;
     // Instruction trace (sim_api.h): records in program order; curRec is the current instruction's.
@@ -118,7 +119,8 @@ struct LaunchState {
     std::atomic<bool> abort{false};
     std::string error;
     int alive = 0, blocked = 0;
-    uint64_t barGen[2] = {}; int barCount[2] = {};
+    uint64_t barGen[2] = {};
+    int barCount[2] = {};
     double timeoutSec = 30.0;
     bool tracing = false;
     size_t traceMax = 0;
@@ -154,7 +156,8 @@ int64_t CurSubBlockNum() {
 void DeclareKernelType(KernelMetaType t) {
     CoreCtx& c = Core("KERNEL_TASK_TYPE_DEFAULT");
     if (t != c.L->type)
-        Fail("kernel type mismatch", Fmt("the kernel declares %s but was launched as %s", KernelTypeName(t), KernelTypeName(c.L->type)));
+        Fail("kernel type mismatch",
+             Fmt("the kernel declares %s but was launched as %s", KernelTypeName(t), KernelTypeName(c.L->type)));
 }
 
 void BeginOp(pipe_t pipe, const char* op) {
@@ -165,7 +168,10 @@ void BeginOp(pipe_t pipe, const char* op) {
     if (pipe < kNumPipes) ++c.clock[pipe][pipe];
     if (c.tracing) {
         c.curRec = -1;
-        if (c.trace.size() >= c.L->traceMax) { c.traceTruncated = true; return; }
+        if (c.trace.size() >= c.L->traceMax) {
+            c.traceTruncated = true;
+            return;
+        }
         c.trace.push_back(FlaSimTraceRecord{FLA_SIM_TRACE_INSTR, uint8_t(pipe), uint8_t(pipe), FLA_SIM_MEM_GM, 0, 0, 0});
         c.curRec = static_cast<int64_t>(c.trace.size()) - 1;
     }
@@ -187,12 +193,18 @@ void CountLocalToGm(uint64_t b) {
 void CountVector(uint64_t n, uint64_t passes) {
     CoreCtx& c = Core("counter");
     c.ctr.vector_elem_ops += n;
-    if (FlaSimTraceRecord* r = CurRec(c)) { r->amount += n; r->passes += passes; }
+    if (FlaSimTraceRecord* r = CurRec(c)) {
+        r->amount += n;
+        r->passes += passes;
+    }
 }
 void CountCube(uint64_t n, uint64_t steps) {
     CoreCtx& c = Core("counter");
     c.ctr.cube_macs += n;
-    if (FlaSimTraceRecord* r = CurRec(c)) { r->amount += n; r->passes += steps; }
+    if (FlaSimTraceRecord* r = CurRec(c)) {
+        r->amount += n;
+        r->passes += steps;
+    }
 }
 void TraceBytes(uint64_t bytes, uint8_t where) {
     CoreCtx& c = Core("trace");
@@ -206,7 +218,10 @@ void TraceSync(uint8_t kind, pipe_t pipe, pipe_t peer, uint32_t key, uint8_t det
     CoreCtx& c = Core("trace");
     if (!c.tracing) return;
     c.curRec = -1;
-    if (c.trace.size() >= c.L->traceMax) { c.traceTruncated = true; return; }
+    if (c.trace.size() >= c.L->traceMax) {
+        c.traceTruncated = true;
+        return;
+    }
     c.trace.push_back(FlaSimTraceRecord{kind, uint8_t(pipe), uint8_t(peer), detail, key, 0, 0});
 }
 // Trace keys of queue hand-offs: EnQue/DeQue pair in FIFO order, FreeTensor/AllocTensor per buffer.
@@ -217,12 +232,19 @@ constexpr uint32_t kQueueFifo = 0xFF;
 // Arenas.
 ArenaKind ArenaOf(TPosition pos) {
     switch (pos) {
-    case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC: case TPosition::CO2: return ArenaKind::UB;
-    case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM: return ArenaKind::L1;
-    case TPosition::A2: return ArenaKind::L0A;
-    case TPosition::B2: return ArenaKind::L0B;
-    case TPosition::CO1: return ArenaKind::L0C;
-    default: Fail("unsupported buffer position", Fmt("TPosition::%s has no on-chip arena in the simulation", PositionName(pos)));
+        case TPosition::VECIN:
+        case TPosition::VECOUT:
+        case TPosition::VECCALC:
+        case TPosition::CO2: return ArenaKind::UB;
+        case TPosition::A1:
+        case TPosition::B1:
+        case TPosition::C1:
+        case TPosition::TSCM: return ArenaKind::L1;
+        case TPosition::A2: return ArenaKind::L0A;
+        case TPosition::B2: return ArenaKind::L0B;
+        case TPosition::CO1: return ArenaKind::L0C;
+        default:
+            Fail("unsupported buffer position", Fmt("TPosition::%s has no on-chip arena in the simulation", PositionName(pos)));
     }
 }
 uint32_t ArenaSize(ArenaKind a) { return Core("arena").L->prof->arenaBytes[static_cast<int>(a)]; }
@@ -235,45 +257,51 @@ uint8_t* ArenaData(CoreCtx& c, ArenaKind a) {
     return c.arena[i].data();
 }
 void NoteArenaUse(CoreCtx& c, ArenaKind a, uint32_t hw) {
-    uint64_t* peaks[] = {&c.ctr.peak_ub_bytes, &c.ctr.peak_l1_bytes, &c.ctr.peak_l0a_bytes, &c.ctr.peak_l0b_bytes, &c.ctr.peak_l0c_bytes};
+    uint64_t* peaks[] = {&c.ctr.peak_ub_bytes, &c.ctr.peak_l1_bytes, &c.ctr.peak_l0a_bytes, &c.ctr.peak_l0b_bytes,
+                         &c.ctr.peak_l0c_bytes};
     uint64_t& p = *peaks[static_cast<int>(a)];
     p = std::max<uint64_t>(p, hw);
 }
 void CheckPositionOnCore(CoreCtx& c, TPosition pos, const char* api) {
     const ArenaKind a = ArenaOf(pos);
     if (a == ArenaKind::UB && c.type != AIV)
-        Fail("buffer position not on this core", Fmt("%s: TPosition::%s is vector-core memory (UB) but this is an AIC core", api, PositionName(pos)));
+        Fail("buffer position not on this core",
+             Fmt("%s: TPosition::%s is vector-core memory (UB) but this is an AIC core", api, PositionName(pos)));
     if (a != ArenaKind::UB && c.type != AIC)
-        Fail("buffer position not on this core", Fmt("%s: TPosition::%s is Cube-core memory (%s) but this is an AIV core", api, PositionName(pos), ArenaName(a)));
+        Fail("buffer position not on this core",
+             Fmt("%s: TPosition::%s is Cube-core memory (%s) but this is an AIV core", api, PositionName(pos), ArenaName(a)));
 }
 
 static const char* StateName(SlotState s) {
     switch (s) {
-    case SlotState::Free: return "free";
-    case SlotState::Allocated: return "allocated";
-    case SlotState::Enqueued: return "enqueued";
-    case SlotState::Dequeued: return "dequeued";
-    case SlotState::Always: return "TBuf";
-    default: return "destroyed";
+        case SlotState::Free: return "free";
+        case SlotState::Allocated: return "allocated";
+        case SlotState::Enqueued: return "enqueued";
+        case SlotState::Dequeued: return "dequeued";
+        case SlotState::Always: return "TBuf";
+        default: return "destroyed";
     }
 }
 
 void CheckTensor(const Slot* s, uint32_t gen, uint64_t byteOff, uint64_t bytes, const char* operand) {
     CoreCtx& c = Core("tensor access");
     if (!s) Fail("uninitialised LocalTensor", Fmt("%s was never obtained from a queue or TBuf", operand));
-    if (s->core != &c) Fail("tensor of another core", Fmt("%s (%s) belongs to core %s", operand, s->name.c_str(), s->core->label.c_str()));
+    if (s->core != &c)
+        Fail("tensor of another core", Fmt("%s (%s) belongs to core %s", operand, s->name.c_str(), s->core->label.c_str()));
     if (s->state == SlotState::Dead) Fail("use after TPipe::Destroy/Reset", Fmt("%s refers to %s", operand, s->name.c_str()));
     if (gen != s->gen)
-        Fail("use after free", Fmt("%s refers to %s, which was released by FreeTensor (buffer now %s)", operand, s->name.c_str(), StateName(s->state)));
+        Fail("use after free", Fmt("%s refers to %s, which was released by FreeTensor (buffer now %s)", operand, s->name.c_str(),
+                                   StateName(s->state)));
     if (byteOff + bytes > s->len)
-        Fail("out of bounds", Fmt("%s accesses bytes [%llu, %llu) of %s, which has %u bytes", operand, (unsigned long long)byteOff,
-                                  (unsigned long long)(byteOff + bytes), s->name.c_str(), s->len));
+        Fail("out of bounds", Fmt("%s accesses bytes [%llu, %llu) of %s, which has %u bytes", operand,
+                                  (unsigned long long)byteOff, (unsigned long long)(byteOff + bytes), s->name.c_str(), s->len));
 }
 void CheckAlign(const Slot* s, uint64_t byteOff, uint32_t align, const char* operand) {
     const uint64_t abs = s->offset + byteOff;
     if (abs % align != 0)
-        Fail("misaligned operand", Fmt("%s of %s starts at %s byte %llu, not %u-byte aligned (on-chip operands must be %u-byte aligned)",
-                                       operand, Core("align").curOp, ArenaName(s->arena), (unsigned long long)abs, align, align));
+        Fail("misaligned operand",
+             Fmt("%s of %s starts at %s byte %llu, not %u-byte aligned (on-chip operands must be %u-byte aligned)", operand,
+                 Core("align").curOp, ArenaName(s->arena), (unsigned long long)abs, align, align));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,10 +324,10 @@ void Touch(const Slot* s, uint64_t byteOff, uint64_t bytes, bool write) {
     const uint64_t abs0 = s->offset + byteOff, abs1 = abs0 + bytes;
     auto report = [&](const char* kind, const char* what, pipe_t p, const AccessRec& prev, uint64_t blk) {
         Fail(std::string("hazard ") + kind,
-             Fmt("%s op #%u '%s' %s %s bytes [%llu, %llu) of %s after %s op #%u '%s' %s them, with no %s in between",
-                 PipeName(q), c.opSeq, c.curOp, write ? "writes" : "reads", ArenaName(s->arena),
-                 (unsigned long long)(blk * kBlock), (unsigned long long)(blk * kBlock + kBlock), s->name.c_str(), PipeName(p),
-                 prev.seq, prev.op, what, HazardHint(p, q).c_str()));
+             Fmt("%s op #%u '%s' %s %s bytes [%llu, %llu) of %s after %s op #%u '%s' %s them, with no %s in between", PipeName(q),
+                 c.opSeq, c.curOp, write ? "writes" : "reads", ArenaName(s->arena), (unsigned long long)(blk * kBlock),
+                 (unsigned long long)(blk * kBlock + kBlock), s->name.c_str(), PipeName(p), prev.seq, prev.op, what,
+                 HazardHint(p, q).c_str()));
     };
     std::vector<BlockRec>& recs = c.recs[ai];
     for (uint64_t b = abs0 / kBlock; b < (abs1 + kBlock - 1) / kBlock; ++b) {
@@ -310,11 +338,12 @@ void Touch(const Slot* s, uint64_t byteOff, uint64_t bytes, bool write) {
             Fail("vector pipe order",
                  Fmt("V op #%u '%s' reads %s bytes [%llu, %llu) of %s that V op #%u '%s' wrote, with no PipeBarrier<PIPE_V>() in "
                      "between: on %s the vector pipe does not order dependent instructions (PipeBarrier(ISASI).md)",
-                     c.opSeq, c.curOp, ArenaName(s->arena), (unsigned long long)(b * kBlock), (unsigned long long)(b * kBlock + kBlock),
-                     s->name.c_str(), r.w.seq, r.w.op, c.L->prof->name));
+                     c.opSeq, c.curOp, ArenaName(s->arena), (unsigned long long)(b * kBlock),
+                     (unsigned long long)(b * kBlock + kBlock), s->name.c_str(), r.w.seq, r.w.op, c.L->prof->name));
         if (write) {
             for (int p = 0; p < kNumPipes; ++p)
-                if (p != q && r.r[p].t != 0 && c.clock[q][p] < r.r[p].t) report("WAR (write after read)", "read", pipe_t(p), r.r[p], b);
+                if (p != q && r.r[p].t != 0 && c.clock[q][p] < r.r[p].t)
+                    report("WAR (write after read)", "read", pipe_t(p), r.r[p], b);
             r.wPipe = static_cast<int8_t>(q);
             r.vBarriers = c.vBarriers;
             r.w = AccessRec{now, c.opSeq, c.curOp};
@@ -338,15 +367,19 @@ void JoinToken(pipe_t pipe, const SyncToken& t) {
 
 void SetFlagImpl(HardEvent evt, int32_t id) {
     CoreCtx& c = Core("SetFlag");
-    if (id < 0 || id >= kEventIdsPerType) Fail("bad event id", Fmt("SetFlag<HardEvent::%s>(%d): event ids are 0..%d", EventName(evt), id, kEventIdsPerType - 1));
+    if (id < 0 || id >= kEventIdsPerType)
+        Fail("bad event id", Fmt("SetFlag<HardEvent::%s>(%d): event ids are 0..%d", EventName(evt), id, kEventIdsPerType - 1));
     c.flags[static_cast<int>(evt) * kEventIdsPerType + id].push_back(TakeToken(EventSrc(evt)));
     TraceSync(FLA_SIM_TRACE_SET_FLAG, EventSrc(evt), EventDst(evt), uint32_t(static_cast<int>(evt) * kEventIdsPerType + id));
 }
 void WaitFlagImpl(HardEvent evt, int32_t id) {
     CoreCtx& c = Core("WaitFlag");
-    if (id < 0 || id >= kEventIdsPerType) Fail("bad event id", Fmt("WaitFlag<HardEvent::%s>(%d): event ids are 0..%d", EventName(evt), id, kEventIdsPerType - 1));
+    if (id < 0 || id >= kEventIdsPerType)
+        Fail("bad event id", Fmt("WaitFlag<HardEvent::%s>(%d): event ids are 0..%d", EventName(evt), id, kEventIdsPerType - 1));
     auto& q = c.flags[static_cast<int>(evt) * kEventIdsPerType + id];
-    if (q.empty()) Fail("WaitFlag without SetFlag", Fmt("WaitFlag<HardEvent::%s>(%d) has no pending SetFlag: the device would hang", EventName(evt), id));
+    if (q.empty())
+        Fail("WaitFlag without SetFlag",
+             Fmt("WaitFlag<HardEvent::%s>(%d) has no pending SetFlag: the device would hang", EventName(evt), id));
     JoinToken(EventDst(evt), q.front());
     q.pop_front();
     TraceSync(FLA_SIM_TRACE_WAIT_FLAG, EventDst(evt), EventSrc(evt), uint32_t(static_cast<int>(evt) * kEventIdsPerType + id));
@@ -385,13 +418,38 @@ void PipeBarrierImpl(pipe_t pipe) {
 // Queues and TPipe.
 void QueueProducerConsumer(TPosition pos, pipe_t& producer, pipe_t& consumer) {
     switch (pos) {
-    case TPosition::VECIN: producer = PIPE_MTE2; consumer = PIPE_V; return;
-    case TPosition::VECOUT: producer = PIPE_V; consumer = PIPE_MTE3; return;
-    case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM: producer = PIPE_MTE2; consumer = PIPE_MTE1; return;
-    case TPosition::A2: case TPosition::B2: producer = PIPE_MTE1; consumer = PIPE_M; return;
-    case TPosition::CO1: producer = PIPE_M; consumer = PIPE_FIX; return;
-    case TPosition::CO2: producer = PIPE_FIX; consumer = PIPE_MTE3; return;
-    default: producer = PIPE_V; consumer = PIPE_V; return;
+        case TPosition::VECIN:
+            producer = PIPE_MTE2;
+            consumer = PIPE_V;
+            return;
+        case TPosition::VECOUT:
+            producer = PIPE_V;
+            consumer = PIPE_MTE3;
+            return;
+        case TPosition::A1:
+        case TPosition::B1:
+        case TPosition::C1:
+        case TPosition::TSCM:
+            producer = PIPE_MTE2;
+            consumer = PIPE_MTE1;
+            return;
+        case TPosition::A2:
+        case TPosition::B2:
+            producer = PIPE_MTE1;
+            consumer = PIPE_M;
+            return;
+        case TPosition::CO1:
+            producer = PIPE_M;
+            consumer = PIPE_FIX;
+            return;
+        case TPosition::CO2:
+            producer = PIPE_FIX;
+            consumer = PIPE_MTE3;
+            return;
+        default:
+            producer = PIPE_V;
+            consumer = PIPE_V;
+            return;
     }
 }
 
@@ -413,16 +471,23 @@ Slot* QueueBase::Alloc() {
         std::memset(s->data, 0xFF, s->len);
         return s;
     }
-    Fail("AllocTensor with no free buffer", Fmt("%s has %zu buffer(s), all allocated or queued (missing FreeTensor?)", name.c_str(), slots.size()));
+    Fail("AllocTensor with no free buffer",
+         Fmt("%s has %zu buffer(s), all allocated or queued (missing FreeTensor?)", name.c_str(), slots.size()));
 }
-static size_t SlotIndex(QueueBase& q, Slot* s) { return static_cast<size_t>(std::find(q.slots.begin(), q.slots.end(), s) - q.slots.begin()); }
+static size_t SlotIndex(QueueBase& q, Slot* s) {
+    return static_cast<size_t>(std::find(q.slots.begin(), q.slots.end(), s) - q.slots.begin());
+}
 void QueueBase::EnQue(Slot* s, uint32_t gen) {
     BeginOp(PIPE_S, "EnQue");
-    if (!s || s->que != this) Fail("EnQue of a foreign tensor", Fmt("EnQue on %s of a tensor that is not one of its buffers", name.c_str()));
+    if (!s || s->que != this)
+        Fail("EnQue of a foreign tensor", Fmt("EnQue on %s of a tensor that is not one of its buffers", name.c_str()));
     if (gen != s->gen) Fail("use after free", Fmt("EnQue of %s after FreeTensor", s->name.c_str()));
-    if (s->state != SlotState::Allocated) Fail("EnQue of a tensor not allocated", Fmt("EnQue of %s, which is %s (expected AllocTensor first)", s->name.c_str(), StateName(s->state)));
+    if (s->state != SlotState::Allocated)
+        Fail("EnQue of a tensor not allocated",
+             Fmt("EnQue of %s, which is %s (expected AllocTensor first)", s->name.c_str(), StateName(s->state)));
     if (qdepth > 0 && static_cast<int32_t>(fifo.size()) >= qdepth)
-        Fail("EnQue past the queue depth", Fmt("%s has depth %d and already holds %zu tensor(s)", name.c_str(), qdepth, fifo.size()));
+        Fail("EnQue past the queue depth",
+             Fmt("%s has depth %d and already holds %zu tensor(s)", name.c_str(), qdepth, fifo.size()));
     pipe_t prod, cons;
     QueueProducerConsumer(qpos, prod, cons);
     enqToken[SlotIndex(*this, s)] = TakeToken(prod);
@@ -433,7 +498,8 @@ void QueueBase::EnQue(Slot* s, uint32_t gen) {
 Slot* QueueBase::DeQue() {
     BeginOp(PIPE_S, "DeQue");
     if (!inited) Fail("queue used before InitBuffer", "DeQue");
-    if (fifo.empty()) Fail("DeQue of an empty queue", Fmt("DeQue on %s with no tensor enqueued: the device would hang", name.c_str()));
+    if (fifo.empty())
+        Fail("DeQue of an empty queue", Fmt("DeQue on %s with no tensor enqueued: the device would hang", name.c_str()));
     Slot* s = fifo.front();
     fifo.pop_front();
     pipe_t prod, cons;
@@ -445,10 +511,12 @@ Slot* QueueBase::DeQue() {
 }
 void QueueBase::Free(Slot* s, uint32_t gen) {
     BeginOp(PIPE_S, "FreeTensor");
-    if (!s || s->que != this) Fail("FreeTensor of a foreign tensor", Fmt("FreeTensor on %s of a tensor that is not one of its buffers", name.c_str()));
+    if (!s || s->que != this)
+        Fail("FreeTensor of a foreign tensor", Fmt("FreeTensor on %s of a tensor that is not one of its buffers", name.c_str()));
     if (gen != s->gen || s->state == SlotState::Free)
         Fail("double free", Fmt("FreeTensor of %s, which was already released by FreeTensor", s->name.c_str()));
-    if (s->state == SlotState::Enqueued) Fail("FreeTensor of an enqueued tensor", Fmt("%s is still in the queue (DeQue it first)", s->name.c_str()));
+    if (s->state == SlotState::Enqueued)
+        Fail("FreeTensor of an enqueued tensor", Fmt("%s is still in the queue (DeQue it first)", s->name.c_str()));
     pipe_t prod, cons;
     QueueProducerConsumer(qpos, prod, cons);
     const size_t i = SlotIndex(*this, s);
@@ -458,7 +526,9 @@ void QueueBase::Free(Slot* s, uint32_t gen) {
     s->state = SlotState::Free;
     ++s->gen;
 }
-int32_t QueueBase::Vacant() const { return (qdepth > 0 ? qdepth : static_cast<int32_t>(slots.size())) - static_cast<int32_t>(fifo.size()); }
+int32_t QueueBase::Vacant() const {
+    return (qdepth > 0 ? qdepth : static_cast<int32_t>(slots.size())) - static_cast<int32_t>(fifo.size());
+}
 
 TPipe::TPipe() : core_(&Core("TPipe")) {}
 TPipe::~TPipe() = default;
@@ -477,8 +547,8 @@ Slot* TPipe::Carve(TPosition pos, uint32_t len, const std::string& name) {
     if (len == 0) Fail("InitBuffer of zero bytes", name);
     if (uint64_t(start) + rlen > cap)
         Fail(std::string(ArenaName(a)) + " overflow",
-             Fmt("InitBuffer(%s, %u bytes) needs bytes [%u, %llu) but %s holds %u bytes on %s (%u already in use)", name.c_str(), rlen, start,
-                 (unsigned long long)start + rlen, ArenaName(a), cap, c.L->prof->name, used_[ai]));
+             Fmt("InitBuffer(%s, %u bytes) needs bytes [%u, %llu) but %s holds %u bytes on %s (%u already in use)", name.c_str(),
+                 rlen, start, (unsigned long long)start + rlen, ArenaName(a), cap, c.L->prof->name, used_[ai]));
     if (slots_.size() >= 64) Fail("too many buffers", "a TPipe manages at most 64 buffers (QBUF_MAX_LEN)");
     uint8_t* base = ArenaData(c, a);
     slots_.emplace_back();
@@ -517,7 +587,10 @@ TEventID TPipe::AllocEvent(HardEvent evt) {
     Core("AllocEventID");
     uint8_t& used = eventUsed_[static_cast<int>(evt)];
     for (int i = 0; i < kEventIdsPerType; ++i)
-        if (!(used & (1u << i))) { used |= static_cast<uint8_t>(1u << i); return static_cast<TEventID>(i); }
+        if (!(used & (1u << i))) {
+            used |= static_cast<uint8_t>(1u << i);
+            return static_cast<TEventID>(i);
+        }
     Fail("event ids exhausted", Fmt("AllocEventID<HardEvent::%s>: all %d ids are in use", EventName(evt), kEventIdsPerType));
 }
 void TPipe::ReleaseEvent(HardEvent evt, TEventID id) {
@@ -532,7 +605,10 @@ TEventID TPipe::FetchEventID(HardEvent evt) {
     Fail("event ids exhausted", Fmt("FetchEventID(HardEvent::%s): all ids are in use", EventName(evt)));
 }
 void TPipe::Destroy() {
-    for (Slot& s : slots_) { s.state = SlotState::Dead; ++s.gen; }
+    for (Slot& s : slots_) {
+        s.state = SlotState::Dead;
+        ++s.gen;
+    }
     std::fill(std::begin(used_), std::end(used_), 0u);
 }
 void TPipe::Reset() { Destroy(); }
@@ -559,7 +635,8 @@ static std::string DeadlockReport(LaunchState& L) {
 }
 
 // Block until pred() holds; detects "every unfinished core is blocked" and the wall-clock timeout.
-template <class Pred> static void BlockUntil(CoreCtx& c, std::unique_lock<std::mutex>& lk, const std::string& what, Pred pred) {
+template <class Pred>
+static void BlockUntil(CoreCtx& c, std::unique_lock<std::mutex>& lk, const std::string& what, Pred pred) {
     LaunchState& L = *c.L;
     if (pred()) return;
     const std::function<bool()> fpred = pred;
@@ -568,7 +645,11 @@ template <class Pred> static void BlockUntil(CoreCtx& c, std::unique_lock<std::m
     ++L.blocked;
     struct Unblock {
         CoreCtx& c;
-        ~Unblock() { --c.L->blocked; c.waiting.clear(); c.waitPred = nullptr; }
+        ~Unblock() {
+            --c.L->blocked;
+            c.waiting.clear();
+            c.waitPred = nullptr;
+        }
     } unblock{c};
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(L.timeoutSec);
     for (;;) {
@@ -613,10 +694,15 @@ void CrossCoreSetFlagImpl(int mode, pipe_t pipe, uint16_t flagId) {
     CoreCtx& c = Core("CrossCoreSetFlag");
     LaunchState& L = *c.L;
     CheckCrossCoreFlag(c, "CrossCoreSetFlag", mode, flagId);
-    if (mode == 2 && (L.aicPerBlock == 0 || L.aivPerBlock == 0)) Fail("bad cross-core mode", Fmt("CrossCoreSetFlag<2> (AIC <-> AIV) in a %s kernel", KernelTypeName(L.type)));
-    if (mode > 2) Fail("unsupported cross-core mode", Fmt("CrossCoreSetFlag<%d>: the simulation supports modes 0, 1 and 2", mode));
-    if (pipe == PIPE_S || pipe == PIPE_ALL) Fail("bad cross-core pipe", Fmt("CrossCoreSetFlag<%d, PIPE_%s>: modes 0-2 need a pipe other than PIPE_S/PIPE_ALL", mode, PipeName(pipe)));
-    if (mode == 1 && c.type != AIV) Fail("bad cross-core mode", "CrossCoreSetFlag<1> (AIVs of one AI core) called on an AIC core");
+    if (mode == 2 && (L.aicPerBlock == 0 || L.aivPerBlock == 0))
+        Fail("bad cross-core mode", Fmt("CrossCoreSetFlag<2> (AIC <-> AIV) in a %s kernel", KernelTypeName(L.type)));
+    if (mode > 2)
+        Fail("unsupported cross-core mode", Fmt("CrossCoreSetFlag<%d>: the simulation supports modes 0, 1 and 2", mode));
+    if (pipe == PIPE_S || pipe == PIPE_ALL)
+        Fail("bad cross-core pipe",
+             Fmt("CrossCoreSetFlag<%d, PIPE_%s>: modes 0-2 need a pipe other than PIPE_S/PIPE_ALL", mode, PipeName(pipe)));
+    if (mode == 1 && c.type != AIV)
+        Fail("bad cross-core mode", "CrossCoreSetFlag<1> (AIVs of one AI core) called on an AIC core");
     TraceSync(FLA_SIM_TRACE_XSET, pipe, pipe, flagId, uint8_t(mode));
     std::unique_lock<std::mutex> lk(L.mu);
     // Targets: mode 0 all cores of my type, mode 1 the AIVs of my block, mode 2 the other side of my block.
@@ -631,9 +717,9 @@ void CrossCoreSetFlagImpl(int mode, pipe_t pipe, uint16_t flagId) {
         if (me >= grp.size()) continue;
         const bool complete = ++part[me] >= 1 && *std::min_element(part.begin(), part.end()) >= 1;
         if (part[me] > kCrossCoreMaxPending || (complete && t->xflag[flagId] >= kCrossCoreMaxPending))
-            Fail("cross-core flag overflow",
-                 Fmt("CrossCoreSetFlag<%d>(%u) to core %s: more than %d pending sets (4-bit counter; the device hangs or raises an exception)",
-                     mode, flagId, t->label.c_str(), kCrossCoreMaxPending));
+            Fail("cross-core flag overflow", Fmt("CrossCoreSetFlag<%d>(%u) to core %s: more than %d pending sets (4-bit counter; "
+                                                 "the device hangs or raises an exception)",
+                                                 mode, flagId, t->label.c_str(), kCrossCoreMaxPending));
         if (complete) {
             for (int& p : part) --p;
             ++t->xflag[flagId];
@@ -657,7 +743,9 @@ void SyncAllImpl(bool aivOnly) {
     BeginOp(PIPE_S, "SyncAll");
     CoreCtx& c = Core("SyncAll");
     LaunchState& L = *c.L;
-    if (aivOnly && c.type != AIV) Fail("SyncAll<true> on an AIC core", "SyncAll<true>() synchronises vector cores only; use SyncAll<false>() in mixed kernels");
+    if (aivOnly && c.type != AIV)
+        Fail("SyncAll<true> on an AIC core",
+             "SyncAll<true>() synchronises vector cores only; use SyncAll<false>() in mixed kernels");
     TraceSync(FLA_SIM_TRACE_SYNC_ALL, PIPE_S, PIPE_S, 0, aivOnly ? 1 : 0);
     PipeBarrierImpl(PIPE_ALL);
     const int g = aivOnly ? 0 : 1;
@@ -691,7 +779,8 @@ static LastLaunch& Last() {
     return l;
 }
 
-void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const SocProfile& prof, const std::function<void()>& body) {
+void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const SocProfile& prof,
+               const std::function<void()>& body) {
     if (g_cur) Fail("nested launch", Fmt("kernel '%s' launched from inside a kernel", name));
     LaunchState L;
     L.name = name;
@@ -705,29 +794,47 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
     L.traceMax = size_t(8) << 20;
     if (const char* m = std::getenv("FLA_SIM_TRACE_MAX")) L.traceMax = size_t(std::strtoull(m, nullptr, 10));
     switch (type) {
-    case KERNEL_TYPE_AIV_ONLY: case KERNEL_TYPE_MIX_AIV_1_0: L.aivPerBlock = 1; break;
-    case KERNEL_TYPE_AIC_ONLY: case KERNEL_TYPE_MIX_AIC_1_0: L.aicPerBlock = 1; break;
-    case KERNEL_TYPE_MIX_AIC_1_1: L.aicPerBlock = 1; L.aivPerBlock = 1; break;
-    case KERNEL_TYPE_MIX_AIC_1_2: L.aicPerBlock = 1; L.aivPerBlock = 2; break;
+        case KERNEL_TYPE_AIV_ONLY:
+        case KERNEL_TYPE_MIX_AIV_1_0: L.aivPerBlock = 1; break;
+        case KERNEL_TYPE_AIC_ONLY:
+        case KERNEL_TYPE_MIX_AIC_1_0: L.aicPerBlock = 1; break;
+        case KERNEL_TYPE_MIX_AIC_1_1:
+            L.aicPerBlock = 1;
+            L.aivPerBlock = 1;
+            break;
+        case KERNEL_TYPE_MIX_AIC_1_2:
+            L.aicPerBlock = 1;
+            L.aivPerBlock = 2;
+            break;
     }
     const bool mixed = L.aicPerBlock > 0 && L.aivPerBlock > 0;
     std::string err;
-    if (numBlocks == 0 || numBlocks > 256) err = Fmt("fla-npu sim: kernel '%s': launch with %u blocks (1..256 supported)", name, numBlocks);
+    if (numBlocks == 0 || numBlocks > 256)
+        err = Fmt("fla-npu sim: kernel '%s': launch with %u blocks (1..256 supported)", name, numBlocks);
     for (uint32_t b = 0; b < numBlocks && err.empty(); ++b) {
         for (int i = 0; i < L.aicPerBlock; ++i) {
             auto c = std::make_unique<CoreCtx>();
-            c->type = AIC; c->block = int(b); c->sub = 0; c->blockIdx = b;
+            c->type = AIC;
+            c->block = int(b);
+            c->sub = 0;
+            c->blockIdx = b;
             c->label = mixed ? Fmt("AIC%u (block %u)", b, b) : Fmt("AIC%u", b);
             L.cores.push_back(std::move(c));
         }
         for (int i = 0; i < L.aivPerBlock; ++i) {
             auto c = std::make_unique<CoreCtx>();
-            c->type = AIV; c->block = int(b); c->sub = i; c->blockIdx = int64_t(b) * L.aivPerBlock + i;
+            c->type = AIV;
+            c->block = int(b);
+            c->sub = i;
+            c->blockIdx = int64_t(b) * L.aivPerBlock + i;
             c->label = mixed ? Fmt("AIV%lld (block %u, sub %d)", (long long)c->blockIdx, b, i) : Fmt("AIV%u", b);
             L.cores.push_back(std::move(c));
         }
     }
-    for (auto& c : L.cores) { c->L = &L; c->tracing = L.tracing; }
+    for (auto& c : L.cores) {
+        c->L = &L;
+        c->tracing = L.tracing;
+    }
     L.alive = static_cast<int>(L.cores.size());
 
     auto record = [&](const std::string& msg) {
@@ -743,11 +850,10 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
             // Kernel end: every intra-core flag set must have been waited.
             for (auto& kv : c->flags)
                 if (!kv.second.empty())
-                    Fail("unbalanced SetFlag", Fmt("SetFlag<HardEvent::%s>(%d) was never waited at kernel end",
-                                                   EventName(HardEvent(kv.first / kEventIdsPerType)), kv.first % kEventIdsPerType));
-        } catch (const Fault& f) {
-            record(f.what());
-        } catch (const Aborted&) {
+                    Fail("unbalanced SetFlag",
+                         Fmt("SetFlag<HardEvent::%s>(%d) was never waited at kernel end",
+                             EventName(HardEvent(kv.first / kEventIdsPerType)), kv.first % kEventIdsPerType));
+        } catch (const Fault& f) { record(f.what()); } catch (const Aborted&) {
         } catch (const std::exception& e) {
             record("fla-npu sim: kernel '" + L.name + "' core " + c->label + ": host exception: " + e.what());
         }
@@ -757,7 +863,8 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
             --L.alive;
             if (L.alive > 0 && !L.abort && AllStuck(L)) {
                 if (L.error.empty())
-                    L.error = "fla-npu sim: kernel '" + L.name + "': deadlock: every unfinished core is blocked: " + DeadlockReport(L);
+                    L.error =
+                        "fla-npu sim: kernel '" + L.name + "': deadlock: every unfinished core is blocked: " + DeadlockReport(L);
                 L.abort = true;
             }
             L.cv.notify_all();
@@ -798,7 +905,10 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
 // C interface.
 using AscendC::sim::Last;
 extern "C" {
-int fla_sim_last_launch_ok(void) { std::lock_guard<std::mutex> lk(Last().mu); return Last().ok; }
+int fla_sim_last_launch_ok(void) {
+    std::lock_guard<std::mutex> lk(Last().mu);
+    return Last().ok;
+}
 const char* fla_sim_last_error(void) {
     static thread_local std::string copy;
     std::lock_guard<std::mutex> lk(Last().mu);
@@ -811,7 +921,10 @@ const char* fla_sim_last_kernel(void) {
     copy = Last().kernel;
     return copy.c_str();
 }
-int fla_sim_last_core_count(void) { std::lock_guard<std::mutex> lk(Last().mu); return static_cast<int>(Last().ctr.size()); }
+int fla_sim_last_core_count(void) {
+    std::lock_guard<std::mutex> lk(Last().mu);
+    return static_cast<int>(Last().ctr.size());
+}
 int fla_sim_last_core_counters(int i, FlaSimCounters* out, FlaSimCoreInfo* info) {
     std::lock_guard<std::mutex> lk(Last().mu);
     if (i < 0 || i >= static_cast<int>(Last().ctr.size())) return -1;
@@ -836,7 +949,10 @@ int64_t fla_sim_last_trace(int i, FlaSimTraceRecord* out, int64_t capacity) {
     if (out && n > 0) std::memcpy(out, t.data(), size_t(n) * sizeof(FlaSimTraceRecord));
     return out ? n : 0;
 }
-int fla_sim_last_trace_truncated(void) { std::lock_guard<std::mutex> lk(Last().mu); return Last().traceTruncated ? 1 : 0; }
+int fla_sim_last_trace_truncated(void) {
+    std::lock_guard<std::mutex> lk(Last().mu);
+    return Last().traceTruncated ? 1 : 0;
+}
 int fla_sim_last_total_counters(FlaSimCounters* out) {
     std::lock_guard<std::mutex> lk(Last().mu);
     if (!out || Last().ok < 0) return -1;

@@ -13,11 +13,11 @@ extern "C" {
 
 /* Counters of one simulated core (or, summed/maxed, of a whole launch). */
 typedef struct FlaSimCounters {
-    uint64_t gm_to_local_bytes;   /* bytes moved GM -> UB/L1 (MTE2; ND and ND->NZ) */
-    uint64_t local_to_gm_bytes;   /* bytes moved UB/L0C -> GM (MTE3 DataCopy, FIX Fixpipe) */
-    uint64_t vector_elem_ops;     /* vector element operations (one per active lane per instruction) */
-    uint64_t cube_macs;           /* Cube multiply-adds (m*n*k per Mmad) */
-    uint64_t peak_ub_bytes;       /* peak bytes handed out by TPipe::InitBuffer, per arena */
+    uint64_t gm_to_local_bytes; /* bytes moved GM -> UB/L1 (MTE2; ND and ND->NZ) */
+    uint64_t local_to_gm_bytes; /* bytes moved UB/L0C -> GM (MTE3 DataCopy, FIX Fixpipe) */
+    uint64_t vector_elem_ops;   /* vector element operations (one per active lane per instruction) */
+    uint64_t cube_macs;         /* Cube multiply-adds (m*n*k per Mmad) */
+    uint64_t peak_ub_bytes;     /* peak bytes handed out by TPipe::InitBuffer, per arena */
     uint64_t peak_l1_bytes;
     uint64_t peak_l0a_bytes;
     uint64_t peak_l0b_bytes;
@@ -27,8 +27,8 @@ typedef struct FlaSimCounters {
 /* Core identity in the last launch: core_type 0 = AIC, 1 = AIV. */
 typedef struct FlaSimCoreInfo {
     int32_t core_type;
-    int32_t block_idx;      /* GetBlockIdx() as the kernel saw it */
-    int32_t sub_block_idx;  /* GetSubBlockIdx() */
+    int32_t block_idx;     /* GetBlockIdx() as the kernel saw it */
+    int32_t sub_block_idx; /* GetSubBlockIdx() */
     int32_t reserved;
 } FlaSimCoreInfo;
 
@@ -36,15 +36,16 @@ typedef struct FlaSimCoreInfo {
  * Each simulated core records, in program order, one record per instruction and per synchronisation
  * event; fla-npu's timing model (fla_npu/perf/) replays it. Kinds: */
 enum {
-    FLA_SIM_TRACE_INSTR = 0,      /* an instruction on `pipe` (pipe_t: 0 S, 1 V, 2 M, 3 MTE1, 4 MTE2, 5 MTE3, 6 FIX) */
-    FLA_SIM_TRACE_SET_FLAG = 1,   /* SetFlag: pipe = source pipe, peer = destination pipe, key = event * 8 + id */
-    FLA_SIM_TRACE_WAIT_FLAG = 2,  /* WaitFlag: pipe = destination pipe (the pipe that waits), peer = source, key as above */
-    FLA_SIM_TRACE_QUEUE_SET = 3,  /* EnQue (producer -> consumer) or FreeTensor (consumer -> producer): pipe = source */
-    FLA_SIM_TRACE_QUEUE_WAIT = 4, /* DeQue or AllocTensor of a buffer freed before: pipe = the waiting pipe; key matches a QUEUE_SET */
-    FLA_SIM_TRACE_BARRIER = 5,    /* PipeBarrier<pipe> (pipe 7 = PIPE_ALL) */
-    FLA_SIM_TRACE_XSET = 6,       /* CrossCoreSetFlag<mode = detail, pipe>(key) */
-    FLA_SIM_TRACE_XWAIT = 7,      /* CrossCoreWaitFlag(key), blocking `pipe` */
-    FLA_SIM_TRACE_SYNC_ALL = 8    /* SyncAll<detail = 1: AIVs only, 0: all cores>() */
+    FLA_SIM_TRACE_INSTR = 0,     /* an instruction on `pipe` (pipe_t: 0 S, 1 V, 2 M, 3 MTE1, 4 MTE2, 5 MTE3, 6 FIX) */
+    FLA_SIM_TRACE_SET_FLAG = 1,  /* SetFlag: pipe = source pipe, peer = destination pipe, key = event * 8 + id */
+    FLA_SIM_TRACE_WAIT_FLAG = 2, /* WaitFlag: pipe = destination pipe (the pipe that waits), peer = source, key as above */
+    FLA_SIM_TRACE_QUEUE_SET = 3, /* EnQue (producer -> consumer) or FreeTensor (consumer -> producer): pipe = source */
+    FLA_SIM_TRACE_QUEUE_WAIT =
+        4, /* DeQue or AllocTensor of a buffer freed before: pipe = the waiting pipe; key matches a QUEUE_SET */
+    FLA_SIM_TRACE_BARRIER = 5, /* PipeBarrier<pipe> (pipe 7 = PIPE_ALL) */
+    FLA_SIM_TRACE_XSET = 6,    /* CrossCoreSetFlag<mode = detail, pipe>(key) */
+    FLA_SIM_TRACE_XWAIT = 7,   /* CrossCoreWaitFlag(key), blocking `pipe` */
+    FLA_SIM_TRACE_SYNC_ALL = 8 /* SyncAll<detail = 1: AIVs only, 0: all cores>() */
 };
 /* Where an instruction's bytes go (`detail` of FLA_SIM_TRACE_INSTR). */
 enum { FLA_SIM_MEM_GM = 0, FLA_SIM_MEM_ONCHIP = 1, FLA_SIM_MEM_L0A = 2, FLA_SIM_MEM_L0B = 3 };
@@ -54,9 +55,9 @@ typedef struct FlaSimTraceRecord {
     uint8_t pipe;
     uint8_t peer;
     uint8_t detail;
-    uint32_t key;     /* flag / queue key (see the kinds) */
-    uint64_t amount;  /* INSTR: bytes (MTE1/MTE2/MTE3/FIX), Cube MACs (M), vector element ops (V) */
-    uint64_t passes;  /* INSTR: 256-byte vector repeats (V), 16 x 16 x C0 fractal steps (M); else 0 */
+    uint32_t key;    /* flag / queue key (see the kinds) */
+    uint64_t amount; /* INSTR: bytes (MTE1/MTE2/MTE3/FIX), Cube MACs (M), vector element ops (V) */
+    uint64_t passes; /* INSTR: 256-byte vector repeats (V), 16 x 16 x C0 fractal steps (M); else 0 */
 } FlaSimTraceRecord;
 
 /* Turn recording on (1) or off (0) for the following launches; returns the previous setting. */

@@ -64,12 +64,27 @@ namespace AscendC {
 enum CoreTypeSim : uint8_t { AIC = 0, AIV = 1 };
 
 enum class TPosition : uint8_t {
-    GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, SPM, TSCM, MAX,
+    GM,
+    A1,
+    A2,
+    B1,
+    B2,
+    C1,
+    C2,
+    CO1,
+    CO2,
+    VECIN,
+    VECOUT,
+    VECCALC,
+    SPM,
+    TSCM,
+    MAX,
     LCM = VECCALC,
 };
 using QuePosition = TPosition;
 
 // HardEvent: source pipe _ destination pipe.
+// clang-format off
 #define FLA_SIM_HARD_EVENTS(X)                                                                  \
     X(MTE2_MTE1, PIPE_MTE2, PIPE_MTE1) X(MTE1_MTE2, PIPE_MTE1, PIPE_MTE2)                       \
     X(MTE1_M, PIPE_MTE1, PIPE_M) X(M_MTE1, PIPE_M, PIPE_MTE1)                                   \
@@ -91,41 +106,44 @@ using QuePosition = TPosition;
     X(FIX_MTE2, PIPE_FIX, PIPE_MTE2) X(MTE2_FIX, PIPE_MTE2, PIPE_FIX)                           \
     X(FIX_MTE1, PIPE_FIX, PIPE_MTE1) X(MTE1_FIX, PIPE_MTE1, PIPE_FIX)                           \
     X(FIX_V, PIPE_FIX, PIPE_V) X(V_FIX, PIPE_V, PIPE_FIX)
+// clang-format on
 
 enum class HardEvent : uint8_t {
 #define FLA_SIM_X(name, src, dst) name,
     FLA_SIM_HARD_EVENTS(FLA_SIM_X)
 #undef FLA_SIM_X
-    MAX
+        MAX
 };
 using TEventID = int8_t;
 
 namespace sim {
 
-constexpr int kNumPipes = 7;  // PIPE_S .. PIPE_FIX
-constexpr uint32_t kBlock = 32;          // ONE_BLK_SIZE
-constexpr uint32_t kRepeatBytes = 256;   // one vector repeat
+constexpr int kNumPipes = 7;            // PIPE_S .. PIPE_FIX
+constexpr uint32_t kBlock = 32;         // ONE_BLK_SIZE
+constexpr uint32_t kRepeatBytes = 256;  // one vector repeat
 constexpr uint32_t kMaxRepeat = 255;
-constexpr int kEventIdsPerType = 8;      // QUE_MAX_EVENT
+constexpr int kEventIdsPerType = 8;  // QUE_MAX_EVENT
 constexpr int kCrossCoreFlags = 16;
-constexpr int kCrossCoreMaxPending = 15; // 4-bit counter
+constexpr int kCrossCoreMaxPending = 15;                      // 4-bit counter
 constexpr int kSyncAllFlagFirst = 11, kSyncAllFlagLast = 14;  // used by SyncAll itself
 constexpr uint32_t kMmadBarrierFractals = 10;  // accumulating Mmads below this many output fractals need PipeBarrier<PIPE_M>
 
 constexpr pipe_t EventSrc(HardEvent e) {
     switch (e) {
-#define FLA_SIM_X(name, src, dst) case HardEvent::name: return src;
+#define FLA_SIM_X(name, src, dst) \
+    case HardEvent::name: return src;
         FLA_SIM_HARD_EVENTS(FLA_SIM_X)
 #undef FLA_SIM_X
-    default: return PIPE_ALL;
+        default: return PIPE_ALL;
     }
 }
 constexpr pipe_t EventDst(HardEvent e) {
     switch (e) {
-#define FLA_SIM_X(name, src, dst) case HardEvent::name: return dst;
+#define FLA_SIM_X(name, src, dst) \
+    case HardEvent::name: return dst;
         FLA_SIM_HARD_EVENTS(FLA_SIM_X)
 #undef FLA_SIM_X
-    default: return PIPE_ALL;
+        default: return PIPE_ALL;
     }
 }
 const char* EventName(HardEvent e);
@@ -178,7 +196,7 @@ struct LaunchError : std::runtime_error {
 [[noreturn]] void Fail(const std::string& rule, const std::string& detail);
 
 struct CoreCtx;
-CoreCtx* Cur();  // the calling thread's core; nullptr outside a launch
+CoreCtx* Cur();                  // the calling thread's core; nullptr outside a launch
 CoreCtx& Core(const char* api);  // the current core, or a fault if called outside a launch
 
 // Core identity of the calling thread.
@@ -196,7 +214,7 @@ void BeginOp(pipe_t pipe, const char* op);
 // Counters of the current core (and the size of its current instruction in the trace).
 void CountGmToLocal(uint64_t bytes);
 void CountLocalToGm(uint64_t bytes);
-void CountVector(uint64_t elems, uint64_t passes);  // passes: 256-byte repeats the vector unit makes
+void CountVector(uint64_t elems, uint64_t passes);     // passes: 256-byte repeats the vector unit makes
 void CountCube(uint64_t macs, uint64_t fractalSteps);  // fractalSteps: 16 x 16 x C0 steps of the Cube
 
 // The trace (sim_api.h): an on-chip move's bytes and where they go (FLA_SIM_MEM_*), and the
@@ -204,7 +222,10 @@ void CountCube(uint64_t macs, uint64_t fractalSteps);  // fractalSteps: 16 x 16 
 void TraceBytes(uint64_t bytes, uint8_t where);
 void TraceSync(uint8_t kind, pipe_t pipe, pipe_t peer, uint32_t key, uint8_t detail = 0);
 // The 256-byte repeats a count-form vector instruction over `count` elements of T makes.
-template <class T> constexpr uint64_t VectorPasses(uint64_t count) { return (count * sizeof(T) + kRepeatBytes - 1) / kRepeatBytes; }
+template <class T>
+constexpr uint64_t VectorPasses(uint64_t count) {
+    return (count * sizeof(T) + kRepeatBytes - 1) / kRepeatBytes;
+}
 
 }  // namespace sim
 }  // namespace AscendC

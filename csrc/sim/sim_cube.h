@@ -30,21 +30,22 @@ namespace AscendC {
 
 namespace sim {
 
-constexpr uint32_t kFractalRows = 16;     // BLOCK_CUBE: rows of a fractal (and n-columns of B/C)
-constexpr uint32_t kFractalBytes = 512;   // one L1/L0A/L0B fractal
-template <class T> constexpr uint32_t kC0 = kBlock / static_cast<uint32_t>(sizeof(T));
+constexpr uint32_t kFractalRows = 16;    // BLOCK_CUBE: rows of a fractal (and n-columns of B/C)
+constexpr uint32_t kFractalBytes = 512;  // one L1/L0A/L0B fractal
+template <class T>
+constexpr uint32_t kC0 = kBlock / static_cast<uint32_t>(sizeof(T));
 
 enum class Fractal : uint8_t { Zz, Nz, Zn };
 inline const char* FractalName(Fractal f) { return f == Fractal::Zz ? "Zz" : f == Fractal::Nz ? "Nz" : "Zn"; }
 
 // Per-SoC Cube traits (one definition, selected by FLA_SIM_SOC; no per-SoC copies of the code).
 struct CubeTraits {
-    Fractal l0a;            // layout Mmad reads A from (L0A)
-    Fractal l0b;            // layout Mmad reads B from (L0B)
-    Fractal l0c;            // layout Mmad writes C to (L0C)
-    bool fp32Inputs;        // float x float -> float Mmad (IEEE fp32)
-    uint32_t l0abAlign;     // Mmad/LoadData operand alignment in L0A/L0B (bytes)
-    uint32_t l0cAlign;      // Mmad destination alignment in L0C (bytes): one fp32 fractal
+    Fractal l0a;         // layout Mmad reads A from (L0A)
+    Fractal l0b;         // layout Mmad reads B from (L0B)
+    Fractal l0c;         // layout Mmad writes C to (L0C)
+    bool fp32Inputs;     // float x float -> float Mmad (IEEE fp32)
+    uint32_t l0abAlign;  // Mmad/LoadData operand alignment in L0A/L0B (bytes)
+    uint32_t l0cAlign;   // Mmad destination alignment in L0C (bytes): one fp32 fractal
 };
 inline constexpr CubeTraits kCube{kSocFacts.l0aNz ? Fractal::Nz : Fractal::Zz, Fractal::Zn, Fractal::Nz, true, 512, 1024};
 
@@ -52,19 +53,20 @@ inline constexpr CubeTraits kCube{kSocFacts.l0aNz ? Fractal::Nz : Fractal::Zz, F
 inline uint64_t FractalOffset(Fractal f, uint64_t r, uint64_t c, uint64_t R, uint64_t C, uint32_t fr, uint32_t fc) {
     const uint64_t ri = r / fr, rr = r % fr, ci = c / fc, cc = c % fc, n = uint64_t(fr) * fc;
     switch (f) {
-    case Fractal::Zz: return (ri * (C / fc) + ci) * n + rr * fc + cc;
-    case Fractal::Nz: return (ci * (R / fr) + ri) * n + rr * fc + cc;
-    default: return (ri * (C / fc) + ci) * n + cc * fr + rr;  // Zn
+        case Fractal::Zz: return (ri * (C / fc) + ci) * n + rr * fc + cc;
+        case Fractal::Nz: return (ci * (R / fr) + ri) * n + rr * fc + cc;
+        default: return (ri * (C / fc) + ci) * n + cc * fr + rr;  // Zn
     }
 }
 inline uint64_t CeilTo(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-template <class T> inline void RequireArena(const LocalTensor<T>& t, ArenaKind want, const char* op, const char* operand, const char* where) {
+template <class T>
+inline void RequireArena(const LocalTensor<T>& t, ArenaKind want, const char* op, const char* operand, const char* where) {
     const Slot* s = t.SimSlot();
     if (!s) Fail("uninitialised LocalTensor", Fmt("%s of %s was never obtained from a queue or TBuf", operand, op));
     if (s->arena != want)
-        Fail("bad Cube operand position", Fmt("%s of %s lives in %s (%s); it must be in %s", operand, op, ArenaName(s->arena),
-                                             s->name.c_str(), where));
+        Fail("bad Cube operand position",
+             Fmt("%s of %s lives in %s (%s); it must be in %s", operand, op, ArenaName(s->arena), s->name.c_str(), where));
 }
 
 }  // namespace sim
@@ -86,11 +88,18 @@ struct Nd2NzParams {
     Nd2NzParams() = default;
     Nd2NzParams(uint16_t ndNumIn, uint16_t nValueIn, uint16_t dValueIn, uint16_t srcNdMatrixStrideIn, uint16_t srcDValueIn,
                 uint16_t dstNzC0StrideIn, uint16_t dstNzNStrideIn, uint16_t dstNzMatrixStrideIn)
-        : ndNum(ndNumIn), nValue(nValueIn), dValue(dValueIn), srcNdMatrixStride(srcNdMatrixStrideIn), srcDValue(srcDValueIn),
-          dstNzC0Stride(dstNzC0StrideIn), dstNzNStride(dstNzNStrideIn), dstNzMatrixStride(dstNzMatrixStrideIn) {}
+        : ndNum(ndNumIn),
+          nValue(nValueIn),
+          dValue(dValueIn),
+          srcNdMatrixStride(srcNdMatrixStrideIn),
+          srcDValue(srcDValueIn),
+          dstNzC0Stride(dstNzC0StrideIn),
+          dstNzNStride(dstNzNStrideIn),
+          dstNzMatrixStride(dstNzMatrixStrideIn) {}
 };
 
-template <class T> inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p) {
+template <class T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p) {
     using namespace sim;
     BeginOp(PIPE_MTE2, "DataCopy(GM->L1, Nd2NzParams)");
     const char* op = "DataCopy(GM->L1, Nd2NzParams)";
@@ -104,11 +113,13 @@ template <class T> inline void DataCopy(const LocalTensor<T>& dst, const GlobalT
         Fail("Nd2NzParams", Fmt("dstNzC0Stride %u and dstNzNStride %u must be >= 1 (C0 units)", p.dstNzC0Stride, p.dstNzNStride));
     const uint64_t dBlocks = (uint64_t(p.dValue) + c0 - 1) / c0;
     if (dBlocks > 1 && uint64_t(p.dstNzC0Stride) < (uint64_t(p.nValue) - 1) * p.dstNzNStride + 1)
-        Fail("Nd2NzParams overlap", Fmt("dstNzC0Stride %u rows is less than the %u rows of one C0 column: the NZ columns overlap in L1",
-                                        p.dstNzC0Stride, p.nValue));
+        Fail("Nd2NzParams overlap",
+             Fmt("dstNzC0Stride %u rows is less than the %u rows of one C0 column: the NZ columns overlap in L1", p.dstNzC0Stride,
+                 p.nValue));
     if (dBlocks > 1 && p.dstNzC0Stride % kFractalRows != 0)
         Fail("Nd2NzParams fractal alignment",
-             Fmt("dstNzC0Stride %u rows is not a multiple of 16: the C0 columns of the NZ matrix would not start on a fractal boundary "
+             Fmt("dstNzC0Stride %u rows is not a multiple of 16: the C0 columns of the NZ matrix would not start on a fractal "
+                 "boundary "
                  "(LoadData moves whole 16 x C0 fractals of 512 bytes); pad the row count to a multiple of 16",
                  p.dstNzC0Stride));
     if (p.ndNum > 1 && (uint64_t(p.dstNzMatrixStride) * sizeof(T)) % kBlock != 0)
@@ -135,7 +146,8 @@ template <class T> inline void DataCopy(const LocalTensor<T>& dst, const GlobalT
 // ---------------------------------------------------------------------------------------------
 // Fill L1 or L0A/L0B with a constant: repeatTimes repeats of blockNum blocks, dstGap blocks between
 // repeats; a block is 32 bytes in L1 (pipe MTE2) and 512 bytes in L0A/L0B (pipe MTE1).
-template <class T> struct InitConstValueParams {
+template <class T>
+struct InitConstValueParams {
     uint16_t repeatTimes = 0;
     uint16_t blockNum = 0;
     uint16_t dstGap = 0;
@@ -145,7 +157,8 @@ template <class T> struct InitConstValueParams {
         : repeatTimes(repeatTimesIn), blockNum(blockNumIn), dstGap(dstGapIn), initValue(initValueIn) {}
 };
 
-template <class T, class U> inline void InitConstValue(const LocalTensor<T>& dst, const InitConstValueParams<U>& p) {
+template <class T, class U>
+inline void InitConstValue(const LocalTensor<T>& dst, const InitConstValueParams<U>& p) {
     static_assert(std::is_same_v<T, U>, "fla-npu sim: InitConstValue: the value type must be the tensor's element type");
     using namespace sim;
     const Slot* s = dst.SimSlot();
@@ -153,15 +166,18 @@ template <class T, class U> inline void InitConstValue(const LocalTensor<T>& dst
     BeginOp(l1 ? PIPE_MTE2 : PIPE_MTE1, "InitConstValue");
     if (!s || (s->arena != ArenaKind::L1 && s->arena != ArenaKind::L0A && s->arena != ArenaKind::L0B))
         Fail("bad Cube operand position", Fmt("dst of InitConstValue lives in %s; it must be in L1 (A1/B1) or L0A/L0B (A2/B2)",
-                                             s ? ArenaName(s->arena) : "no buffer"));
+                                              s ? ArenaName(s->arena) : "no buffer"));
     // Fill.md / 2201到3510架构变更.md: 3510 removed the L0A/L0B initialisation instruction.
-    if (!l1 && !kSocFacts.l0FillAllowed) Fail("InitConstValue on a5", Fmt("dst lives in %s: on a5 (3510) Fill/InitConstValue writes L1 only; fill L1 and LoadData it",
-                                             ArenaName(s->arena)));
+    if (!l1 && !kSocFacts.l0FillAllowed)
+        Fail("InitConstValue on a5",
+             Fmt("dst lives in %s: on a5 (3510) Fill/InitConstValue writes L1 only; fill L1 and LoadData it",
+                 ArenaName(s->arena)));
     const uint64_t blk = l1 ? kBlock : kFractalBytes;
     dst.SimAlign(static_cast<uint32_t>(blk), "dst");
     if (p.repeatTimes == 0 || p.blockNum == 0) return;
     const uint64_t pitch = (uint64_t(p.blockNum) + p.dstGap) * blk, len = uint64_t(p.blockNum) * blk;
-    TraceBytes(uint64_t(p.repeatTimes) * len, l1 ? FLA_SIM_MEM_ONCHIP : (s->arena == ArenaKind::L0A ? FLA_SIM_MEM_L0A : FLA_SIM_MEM_L0B));
+    TraceBytes(uint64_t(p.repeatTimes) * len,
+               l1 ? FLA_SIM_MEM_ONCHIP : (s->arena == ArenaKind::L0A ? FLA_SIM_MEM_L0A : FLA_SIM_MEM_L0B));
     const uint64_t span = (uint64_t(p.repeatTimes) - 1) * pitch + len;
     if (span % sizeof(T)) Fail("InitConstValue", "the filled span is not a whole number of elements");
     uint8_t* d = reinterpret_cast<uint8_t*>(dst.SimData(span / sizeof(T), "dst"));
@@ -187,19 +203,25 @@ struct LoadData2DParams {
     LoadData2DParams() = default;
     LoadData2DParams(uint16_t startIndexIn, uint8_t repeatTimesIn, uint16_t srcStrideIn, uint8_t sidIn, uint16_t dstGapIn,
                      bool ifTransposeIn, uint8_t addrModeIn)
-        : startIndex(startIndexIn), repeatTimes(repeatTimesIn), srcStride(srcStrideIn), sid(sidIn), dstGap(dstGapIn),
-          ifTranspose(ifTransposeIn), addrMode(addrModeIn) {}
+        : startIndex(startIndexIn),
+          repeatTimes(repeatTimesIn),
+          srcStride(srcStrideIn),
+          sid(sidIn),
+          dstGap(dstGapIn),
+          ifTranspose(ifTransposeIn),
+          addrMode(addrModeIn) {}
 };
 using LoadData2dParams = LoadData2DParams;
 
-template <class T> inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p) {
+template <class T>
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p) {
     using namespace sim;
     BeginOp(PIPE_MTE1, "LoadData");
     RequireArena(src, ArenaKind::L1, "LoadData", "src", "L1 (A1/B1)");
     const Slot* ds = dst.SimSlot();
     if (!ds || (ds->arena != ArenaKind::L0A && ds->arena != ArenaKind::L0B))
         Fail("bad Cube operand position", Fmt("dst of LoadData lives in %s (%s); it must be in L0A (A2) or L0B (B2)",
-                                             ds ? ArenaName(ds->arena) : "no buffer", ds ? ds->name.c_str() : "-"));
+                                              ds ? ArenaName(ds->arena) : "no buffer", ds ? ds->name.c_str() : "-"));
     dst.SimAlign(kCube.l0abAlign, "dst");
     src.SimAlign(kBlock, "src");
     if (p.addrMode != 0) Fail("LoadData", "addrMode != 0 (decreasing addresses) is not simulated");
@@ -207,8 +229,10 @@ template <class T> inline void LoadData(const LocalTensor<T>& dst, const LocalTe
     if (kSocFacts.arch == 3510 && p.dstGap != 0)
         Fail("LoadData dstGap on a5", Fmt("dstGap %u: on a5 (3510) LoadData2DParams ignores dstGap", p.dstGap));
     if (p.ifTranspose && sizeof(T) != 2)
-        Fail("LoadData transpose", Fmt("ifTranspose with %zu-byte elements: LoadData2DParams transposes 16 x 16 fractals of 2-byte "
-                                       "types only (load B^T from GM instead, or LoadDataWithTranspose — not simulated)", sizeof(T)));
+        Fail("LoadData transpose",
+             Fmt("ifTranspose with %zu-byte elements: LoadData2DParams transposes 16 x 16 fractals of 2-byte "
+                 "types only (load B^T from GM instead, or LoadDataWithTranspose — not simulated)",
+                 sizeof(T)));
     if (p.repeatTimes == 0) return;
     TraceBytes(uint64_t(p.repeatTimes) * kFractalBytes, ds->arena == ArenaKind::L0A ? FLA_SIM_MEM_L0A : FLA_SIM_MEM_L0B);
     constexpr uint64_t fr = kFractalBytes / sizeof(T);
@@ -245,19 +269,25 @@ struct MmadParams {
     uint16_t m = 0;
     uint16_t n = 0;
     uint16_t k = 0;
-    bool isBias = false;            // deprecated; must be false here
+    bool isBias = false;  // deprecated; must be false here
     int32_t fmOffset = 0;
     bool enSsparse = false;
     bool enWinogradA = false;
     bool enWinogradB = false;
-    uint8_t unitFlag = 0;           // fine-grained M <-> FIX handshake: not simulated, must be 0
+    uint8_t unitFlag = 0;  // fine-grained M <-> FIX handshake: not simulated, must be 0
     bool kDirectionAlign = false;
-    bool cmatrixSource = false;     // true: initial C from the bias table (C2): not simulated
-    bool cmatrixInitVal = true;     // true: C = A·B; false: C += A·B
+    bool cmatrixSource = false;  // true: initial C from the bias table (C2): not simulated
+    bool cmatrixInitVal = true;  // true: C = A·B; false: C += A·B
     MmadParams() = default;
     MmadParams(uint16_t mIn, uint16_t nIn, uint16_t kIn, bool isBiasIn, int32_t fmOffsetIn, bool enSsparseIn, bool enWinogradAIn,
                bool enWinogradBIn)
-        : m(mIn), n(nIn), k(kIn), isBias(isBiasIn), fmOffset(fmOffsetIn), enSsparse(enSsparseIn), enWinogradA(enWinogradAIn),
+        : m(mIn),
+          n(nIn),
+          k(kIn),
+          isBias(isBiasIn),
+          fmOffset(fmOffsetIn),
+          enSsparse(enSsparseIn),
+          enWinogradA(enWinogradAIn),
           enWinogradB(enWinogradBIn) {}
     MmadParams(uint16_t mIn, uint16_t nIn, uint16_t kIn, uint8_t unitFlagIn, bool cmatrixSourceIn, bool cmatrixInitValIn)
         : m(mIn), n(nIn), k(kIn), unitFlag(unitFlagIn), cmatrixSource(cmatrixSourceIn), cmatrixInitVal(cmatrixInitValIn) {}
@@ -271,15 +301,18 @@ inline void RequireFinite(const std::vector<float>& v, uint64_t kp, const char* 
     for (uint64_t i = 0; i < v.size(); ++i)
         if (std::isnan(v[i])) {
             const uint64_t outer = i / kp, kk = i % kp;
-            Fail("Mmad NaN input",
-                 Fmt("%s holds NaN at %s %llu, k %llu (of the fractals the Cube reads, padding included): the device may raise an "
-                     "execution error; fill padding with zeros (e.g. InitConstValue) before the Mmad",
-                     operand, columnMajor ? "column" : "row", static_cast<unsigned long long>(outer), static_cast<unsigned long long>(kk)));
+            Fail(
+                "Mmad NaN input",
+                Fmt("%s holds NaN at %s %llu, k %llu (of the fractals the Cube reads, padding included): the device may raise an "
+                    "execution error; fill padding with zeros (e.g. InitConstValue) before the Mmad",
+                    operand, columnMajor ? "column" : "row", static_cast<unsigned long long>(outer),
+                    static_cast<unsigned long long>(kk)));
         }
 }
 // Cube dtype rules (reference/ascendc.md §1.9): half x half, bfloat16 x bfloat16 and (where the SoC
 // has it) float x float, all accumulating into float. int8/int4 inputs are not simulated.
-template <class C, class A, class B> constexpr bool kMmadTypes =
+template <class C, class A, class B>
+constexpr bool kMmadTypes =
     std::is_same_v<C, float> && std::is_same_v<A, B> &&
     (std::is_same_v<A, half> || std::is_same_v<A, bfloat16_t> || (std::is_same_v<A, float> && kCube.fp32Inputs));
 }  // namespace sim
@@ -294,9 +327,11 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& fm, const Loca
     RequireArena(dst, ArenaKind::L0C, "Mmad", "dst", "L0C (CO1)");
     RequireArena(fm, ArenaKind::L0A, "Mmad", "fm (A)", "L0A (A2)");
     RequireArena(filter, ArenaKind::L0B, "Mmad", "filter (B)", "L0B (B2)");
-    if (p.unitFlag != 0) Fail("Mmad", "unitFlag != 0 is not simulated: synchronise M -> FIX with SetFlag/WaitFlag<HardEvent::M_FIX>");
+    if (p.unitFlag != 0)
+        Fail("Mmad", "unitFlag != 0 is not simulated: synchronise M -> FIX with SetFlag/WaitFlag<HardEvent::M_FIX>");
     if (p.cmatrixSource || p.isBias) Fail("Mmad", "a bias / C2 source of the initial C is not simulated");
-    if (p.m > 4095 || p.n > 4095 || p.k > 4095) Fail("Mmad shape", Fmt("m %u, n %u, k %u: each must be in [0, 4095]", p.m, p.n, p.k));
+    if (p.m > 4095 || p.n > 4095 || p.k > 4095)
+        Fail("Mmad shape", Fmt("m %u, n %u, k %u: each must be in [0, 4095]", p.m, p.n, p.k));
     fm.SimAlign(kCube.l0abAlign, "fm (A)");
     filter.SimAlign(kCube.l0abAlign, "filter (B)");
     dst.SimAlign(kCube.l0cAlign, "dst");
@@ -319,7 +354,8 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& fm, const Loca
         for (uint64_t j = 0; j < kp; ++j)
             av[i * kp + j] = static_cast<float>(a[gemv ? j : FractalOffset(kCube.l0a, i, j, mp, kp, kFractalRows, c0)]);
     for (uint64_t j = 0; j < kp; ++j)
-        for (uint64_t l = 0; l < np; ++l) bv[l * kp + j] = static_cast<float>(b[FractalOffset(kCube.l0b, j, l, kp, np, c0, kFractalRows)]);
+        for (uint64_t l = 0; l < np; ++l)
+            bv[l * kp + j] = static_cast<float>(b[FractalOffset(kCube.l0b, j, l, kp, np, c0, kFractalRows)]);
     RequireFinite(av, kp, "fm (A, L0A)");
     RequireFinite(bv, kp, "filter (B, L0B)", true);
     for (uint64_t i = 0; i < mp; ++i)
@@ -352,8 +388,8 @@ inline constexpr FixpipeConfig CFG_ROW_MAJOR{CO2Layout::ROW_MAJOR};
 struct FixpipeParamsV220 {
     uint16_t nSize = 0;
     uint16_t mSize = 0;
-    uint16_t srcStride = 0;   // C0 rows (16 elements) between consecutive 16-column blocks of src
-    uint32_t dstStride = 0;   // ND: elements between consecutive rows of dst
+    uint16_t srcStride = 0;  // C0 rows (16 elements) between consecutive 16-column blocks of src
+    uint32_t dstStride = 0;  // ND: elements between consecutive rows of dst
     QuantMode_t quantPre = NoQuant;
     uint64_t deqScalar = 0;
     uint16_t ndNum = 1;
@@ -371,7 +407,8 @@ namespace sim {
 // Elements per unit of an NZ output's dstStride (2-byte outputs): a 32-byte row on 2201, an element on 3510.
 inline constexpr uint64_t kNzDstStrideElems = kSocFacts.arch == 3510 ? 1 : 16;
 inline const char* QuantName(QuantMode_t q) {
-    static const char* qn[] = {"NoQuant", "F322F16", "F322BF16", "DEQF16", "VDEQF16", "QF322B8_PRE", "VQF322B8_PRE", "REQ8", "VREQ8"};
+    static const char* qn[] = {"NoQuant",     "F322F16",      "F322BF16", "DEQF16", "VDEQF16",
+                               "QF322B8_PRE", "VQF322B8_PRE", "REQ8",     "VREQ8"};
     return q <= VREQ8 ? qn[q] : "?";
 }
 // Checks shared by both destinations; returns the source (nullptr when mSize or nSize is 0) and
@@ -379,23 +416,29 @@ inline const char* QuantName(QuantMode_t q) {
 template <class T, class U>
 inline const U* FixpipeSource(const LocalTensor<U>& src, const FixpipeParamsV220& p, CO2Layout format) {
     RequireArena(src, ArenaKind::L0C, "Fixpipe", "src", "L0C (CO1)");
-    if (p.unitFlag != 0) Fail("Fixpipe", "unitFlag != 0 is not simulated: synchronise M -> FIX with SetFlag/WaitFlag<HardEvent::M_FIX>");
+    if (p.unitFlag != 0)
+        Fail("Fixpipe", "unitFlag != 0 is not simulated: synchronise M -> FIX with SetFlag/WaitFlag<HardEvent::M_FIX>");
     if (p.ndNum != 1) Fail("Fixpipe", Fmt("ndNum %u: only ndNum = 1 is simulated", p.ndNum));
     if (p.isChannelSplit) Fail("Fixpipe", "isChannelSplit is not simulated");
     const QuantMode_t want = std::is_same_v<T, float> ? NoQuant : std::is_same_v<T, half> ? F322F16 : F322BF16;
     if (p.quantPre != want)
-        Fail("Fixpipe quantisation mode",
-             Fmt("quantPre %s with a %s destination: float needs NoQuant, half F322F16, bfloat16_t F322BF16 (other modes are not simulated)",
-                 QuantName(p.quantPre), std::is_same_v<T, float> ? "float" : std::is_same_v<T, half> ? "half" : "bfloat16_t"));
+        Fail("Fixpipe quantisation mode", Fmt("quantPre %s with a %s destination: float needs NoQuant, half F322F16, bfloat16_t "
+                                              "F322BF16 (other modes are not simulated)",
+                                              QuantName(p.quantPre),
+                                              std::is_same_v<T, float>  ? "float"
+                                              : std::is_same_v<T, half> ? "half"
+                                                                        : "bfloat16_t"));
     src.SimAlign(64, "src");
     if (p.mSize == 0 || p.nSize == 0) return nullptr;
     if (p.srcStride < p.mSize)
-        Fail("Fixpipe fractal parameters", Fmt("srcStride %u rows < mSize %u: the 16-column blocks of the NZ source overlap", p.srcStride, p.mSize));
+        Fail("Fixpipe fractal parameters",
+             Fmt("srcStride %u rows < mSize %u: the 16-column blocks of the NZ source overlap", p.srcStride, p.mSize));
     if (format == CO2Layout::ROW_MAJOR && p.dstStride < p.nSize)
         Fail("Fixpipe", Fmt("dstStride %u < nSize %u: destination rows overlap", p.dstStride, p.nSize));
     if (format == CO2Layout::NZ && uint64_t(p.dstStride) * kNzDstStrideElems < uint64_t(p.mSize) * 16)
         Fail("Fixpipe", Fmt("NZ output: dstStride %u (%s between 16-column blocks) is less than the mSize %u rows of a block: "
-                            "the blocks overlap", p.dstStride, kNzDstStrideElems == 1 ? "elements on a5" : "32-byte rows", p.mSize));
+                            "the blocks overlap",
+                            p.dstStride, kNzDstStrideElems == 1 ? "elements on a5" : "32-byte rows", p.mSize));
     if (format == CO2Layout::COLUMN_MAJOR) Fail("Fixpipe", "COLUMN_MAJOR output is not simulated");
     const uint64_t blocks = (uint64_t(p.nSize) + 15) / 16, pitch = uint64_t(p.srcStride) * 16;
     const U* s = src.SimData((blocks - 1) * pitch + uint64_t(p.mSize) * 16, "src");
@@ -414,21 +457,25 @@ inline uint64_t FixpipeDstSpan(CO2Layout f, const FixpipeParamsV220& p) {
     if (f == CO2Layout::NZ) return FixpipeDstOff(f, p, p.mSize - 1u, (p.nSize - 1u) / 16 * 16) + 16;
     return FixpipeDstOff(f, p, p.mSize - 1u, p.nSize - 1u) + 1;
 }
-template <class T> inline T FixpipeValue(const float* s, const FixpipeParamsV220& p, uint64_t r, uint64_t c) {
+template <class T>
+inline T FixpipeValue(const float* s, const FixpipeParamsV220& p, uint64_t r, uint64_t c) {
     float v = s[(c / 16) * uint64_t(p.srcStride) * 16 + r * 16 + c % 16];
     if (p.reluEn && v < 0.0f) v = 0.0f;
     return FromFloat<T>(v, RoundMode::CAST_RINT);
 }
-template <class T> constexpr bool kFixpipeOut = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+template <class T>
+constexpr bool kFixpipeOut = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
 }  // namespace sim
 
 // L0C -> GM (pipe FIX). CFG_ROW_MAJOR: NZ -> ND; CFG_NZ: the NZ order kept (2-byte outputs).
 template <class T, class U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
     static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
-    static_assert(sim::kFixpipeOut<T>, "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
+    static_assert(sim::kFixpipeOut<T>,
+                  "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
     static_assert(config.format != CO2Layout::NZ || sizeof(T) == 2,
-                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not simulated)");
+                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not "
+                  "simulated)");
     using namespace sim;
     BeginOp(PIPE_FIX, "Fixpipe");
     const U* s = FixpipeSource<T>(src, p, config.format);
@@ -449,9 +496,11 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
 template <class T, class U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
     static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
-    static_assert(sim::kFixpipeOut<T>, "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
+    static_assert(sim::kFixpipeOut<T>,
+                  "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
     static_assert(config.format != CO2Layout::NZ || sizeof(T) == 2,
-                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not simulated)");
+                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not "
+                  "simulated)");
     using namespace sim;
     BeginOp(PIPE_FIX, "Fixpipe(L0C->L1)");
     RequireArena(dst, ArenaKind::L1, "Fixpipe", "dst", "L1 (A1/B1) or GM (L0C -> UB, a5, is not simulated)");

@@ -34,7 +34,8 @@ struct DataCopyExtParams {
         : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
 };
 
-template <class T> struct DataCopyPadExtParams {
+template <class T>
+struct DataCopyPadExtParams {
     bool isPad = false;
     uint8_t leftPadding = 0;   // elements
     uint8_t rightPadding = 0;  // elements
@@ -50,24 +51,29 @@ inline void RequireUbOrL1(const Slot* s, bool toLocal, const char* op) {
     if (!s) return;
     const ArenaKind a = s->arena;
     if (toLocal && a != ArenaKind::UB && a != ArenaKind::L1)
-        Fail("bad DataCopy destination", Fmt("%s from GM into %s (%s): GM data goes to UB or L1", op, ArenaName(a), s->name.c_str()));
+        Fail("bad DataCopy destination",
+             Fmt("%s from GM into %s (%s): GM data goes to UB or L1", op, ArenaName(a), s->name.c_str()));
     if (!toLocal && a != ArenaKind::UB)
-        Fail("bad DataCopy source", Fmt("%s to GM from %s (%s): the simulation moves UB to GM only (L0C goes through Fixpipe)", op, ArenaName(a), s->name.c_str()));
+        Fail("bad DataCopy source", Fmt("%s to GM from %s (%s): the simulation moves UB to GM only (L0C goes through Fixpipe)",
+                                        op, ArenaName(a), s->name.c_str()));
 }
 
-template <class T> inline void Require32(uint64_t count, const char* op) {
+template <class T>
+inline void Require32(uint64_t count, const char* op) {
     const uint64_t bytes = count * sizeof(T);
     if (bytes % kBlock != 0)
-        Fail("DataCopy 32-byte rule",
-             Fmt("%s of %llu elements x %zu bytes = %llu bytes is not a multiple of 32 (the device would silently copy only %llu bytes); "
-                 "use DataCopyPad for unaligned lengths",
-                 op, (unsigned long long)count, sizeof(T), (unsigned long long)bytes, (unsigned long long)(bytes / kBlock * kBlock)));
+        Fail("DataCopy 32-byte rule", Fmt("%s of %llu elements x %zu bytes = %llu bytes is not a multiple of 32 (the device "
+                                          "would silently copy only %llu bytes); "
+                                          "use DataCopyPad for unaligned lengths",
+                                          op, (unsigned long long)count, sizeof(T), (unsigned long long)bytes,
+                                          (unsigned long long)(bytes / kBlock * kBlock)));
 }
 
 }  // namespace sim
 
 // GM -> UB/L1, `count` elements.
-template <class T> inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count) {
+template <class T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count) {
     sim::BeginOp(PIPE_MTE2, "DataCopy(GM->local)");
     sim::RequireUbOrL1(dst.SimSlot(), true, "DataCopy");
     sim::Require32<T>(count, "DataCopy(GM->local)");
@@ -80,7 +86,8 @@ template <class T> inline void DataCopy(const LocalTensor<T>& dst, const GlobalT
 }
 
 // UB -> GM, `count` elements.
-template <class T> inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+template <class T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
     sim::BeginOp(PIPE_MTE3, "DataCopy(local->GM)");
     sim::RequireUbOrL1(src.SimSlot(), false, "DataCopy");
     sim::Require32<T>(count, "DataCopy(local->GM)");
@@ -93,7 +100,8 @@ template <class T> inline void DataCopy(const GlobalTensor<T>& dst, const LocalT
 }
 
 // UB -> UB, `count` elements (vector pipe).
-template <class T> inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+template <class T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
     sim::BeginOp(PIPE_V, "DataCopy(UB->UB)");
     sim::Require32<T>(count, "DataCopy(UB->UB)");
     const T* s = src.SimData(count, "src");
@@ -107,7 +115,8 @@ template <class T> inline void DataCopy(const LocalTensor<T>& dst, const LocalTe
 }
 
 // GM -> UB/L1 in 32-byte blocks.
-template <class T> inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
+template <class T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
     sim::BeginOp(PIPE_MTE2, "DataCopy(GM->local, DataCopyParams)");
     sim::RequireUbOrL1(dst.SimSlot(), true, "DataCopy");
     dst.SimAlign(sim::kBlock, "dst");
@@ -128,7 +137,8 @@ template <class T> inline void DataCopy(const LocalTensor<T>& dst, const GlobalT
 }
 
 // UB -> GM in 32-byte blocks.
-template <class T> inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+template <class T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
     sim::BeginOp(PIPE_MTE3, "DataCopy(local->GM, DataCopyParams)");
     sim::RequireUbOrL1(src.SimSlot(), false, "DataCopy");
     src.SimAlign(sim::kBlock, "src");
@@ -148,7 +158,8 @@ template <class T> inline void DataCopy(const GlobalTensor<T>& dst, const LocalT
 }
 
 // UB -> UB in 32-byte blocks (vector pipe).
-template <class T> inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+template <class T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
     sim::BeginOp(PIPE_V, "DataCopy(UB->UB, DataCopyParams)");
     src.SimAlign(sim::kBlock, "src");
     dst.SimAlign(sim::kBlock, "dst");
@@ -176,7 +187,8 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     sim::RequireUbOrL1(dst.SimSlot(), true, "DataCopyPad");
     dst.SimAlign(sim::kBlock, "dst");
     if (p.blockLen % sizeof(T) != 0)
-        sim::Fail("DataCopyPad length", sim::Fmt("blockLen %u bytes is not a whole number of %zu-byte elements", p.blockLen, sizeof(T)));
+        sim::Fail("DataCopyPad length",
+                  sim::Fmt("blockLen %u bytes is not a whole number of %zu-byte elements", p.blockLen, sizeof(T)));
     if (p.blockCount == 0 || p.blockLen == 0) return;
     const uint64_t blk = sim::kBlock, sz = sizeof(T);
     const uint64_t left = pad.isPad ? pad.leftPadding * sz : 0, right = pad.isPad ? pad.rightPadding * sz : 0;
@@ -203,12 +215,14 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
 }
 
 // UB -> GM with byte lengths; UB rows start on 32-byte boundaries.
-template <class T> inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+template <class T>
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
     sim::BeginOp(PIPE_MTE3, "DataCopyPad(local->GM)");
     sim::RequireUbOrL1(src.SimSlot(), false, "DataCopyPad");
     src.SimAlign(sim::kBlock, "src");
     if (p.blockLen % sizeof(T) != 0)
-        sim::Fail("DataCopyPad length", sim::Fmt("blockLen %u bytes is not a whole number of %zu-byte elements", p.blockLen, sizeof(T)));
+        sim::Fail("DataCopyPad length",
+                  sim::Fmt("blockLen %u bytes is not a whole number of %zu-byte elements", p.blockLen, sizeof(T)));
     if (p.blockCount == 0 || p.blockLen == 0) return;
     const uint64_t blk = sim::kBlock, sz = sizeof(T);
     const uint64_t row = (uint64_t(p.blockLen) + blk - 1) / blk * blk;

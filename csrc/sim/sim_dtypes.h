@@ -15,7 +15,13 @@
 namespace AscendC {
 
 enum class RoundMode : uint8_t {
-    CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD,
+    CAST_NONE = 0,
+    CAST_RINT,
+    CAST_FLOOR,
+    CAST_CEIL,
+    CAST_ROUND,
+    CAST_TRUNC,
+    CAST_ODD,
 };
 
 namespace sim {
@@ -45,23 +51,22 @@ inline uint32_t EncodeFloat(float f, int expBits, int mantBits, RoundMode mode) 
     const double frac = q - lo;
     bool up = false;
     switch (mode) {
-    case RoundMode::CAST_NONE:
-    case RoundMode::CAST_RINT: up = frac > 0.5 || (frac == 0.5 && std::fmod(lo, 2.0) != 0.0); break;
-    case RoundMode::CAST_ROUND: up = frac >= 0.5; break;
-    case RoundMode::CAST_TRUNC: up = false; break;
-    case RoundMode::CAST_FLOOR: up = neg && frac > 0.0; break;
-    case RoundMode::CAST_CEIL: up = !neg && frac > 0.0; break;
-    case RoundMode::CAST_ODD:
-        if (frac > 0.0 && std::fmod(lo, 2.0) == 0.0) lo += 1.0;
-        break;
+        case RoundMode::CAST_NONE:
+        case RoundMode::CAST_RINT: up = frac > 0.5 || (frac == 0.5 && std::fmod(lo, 2.0) != 0.0); break;
+        case RoundMode::CAST_ROUND: up = frac >= 0.5; break;
+        case RoundMode::CAST_TRUNC: up = false; break;
+        case RoundMode::CAST_FLOOR: up = neg && frac > 0.0; break;
+        case RoundMode::CAST_CEIL: up = !neg && frac > 0.0; break;
+        case RoundMode::CAST_ODD:
+            if (frac > 0.0 && std::fmod(lo, 2.0) == 0.0) lo += 1.0;
+            break;
     }
     const double n = lo + (up ? 1.0 : 0.0);
     const double v = std::ldexp(n, ue);
     const double maxFinite = std::ldexp(2.0 - std::ldexp(1.0, -mantBits), emax);
     if (v > maxFinite) {
-        const bool toInf = mode == RoundMode::CAST_NONE || mode == RoundMode::CAST_RINT ||
-                           mode == RoundMode::CAST_ROUND || (mode == RoundMode::CAST_FLOOR && neg) ||
-                           (mode == RoundMode::CAST_CEIL && !neg);
+        const bool toInf = mode == RoundMode::CAST_NONE || mode == RoundMode::CAST_RINT || mode == RoundMode::CAST_ROUND ||
+                           (mode == RoundMode::CAST_FLOOR && neg) || (mode == RoundMode::CAST_CEIL && !neg);
         if (toInf) return sign | (expMax << mantBits);
         return sign | ((expMax - 1) << mantBits) | ((1u << mantBits) - 1);
     }
@@ -102,25 +107,36 @@ struct half {
     half() = default;
     half(float f) : bits(static_cast<uint16_t>(AscendC::sim::EncodeFloat(f, 5, 10, AscendC::RoundMode::CAST_RINT))) {}
     operator float() const { return AscendC::sim::DecodeHalf(bits); }
-    static half FromBits(uint16_t b) { half h; h.bits = b; return h; }
+    static half FromBits(uint16_t b) {
+        half h;
+        h.bits = b;
+        return h;
+    }
 };
 struct bfloat16_t {
     uint16_t bits = 0;
     bfloat16_t() = default;
     bfloat16_t(float f) : bits(static_cast<uint16_t>(AscendC::sim::EncodeFloat(f, 8, 7, AscendC::RoundMode::CAST_RINT))) {}
     operator float() const { return AscendC::sim::DecodeBf16(bits); }
-    static bfloat16_t FromBits(uint16_t b) { bfloat16_t h; h.bits = b; return h; }
+    static bfloat16_t FromBits(uint16_t b) {
+        bfloat16_t h;
+        h.bits = b;
+        return h;
+    }
 };
 static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "16-bit float types must be 2 bytes");
 
 namespace AscendC {
 namespace sim {
 
-template <class T> constexpr bool kIsF16 = std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
-template <class T> constexpr bool kIsFloatLike = std::is_same_v<T, float> || kIsF16<T>;
+template <class T>
+constexpr bool kIsF16 = std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+template <class T>
+constexpr bool kIsFloatLike = std::is_same_v<T, float> || kIsF16<T>;
 
 // Round a float result to T with `mode` (per-instruction rounding).
-template <class T> inline T FromFloat(float f, RoundMode mode = RoundMode::CAST_RINT) {
+template <class T>
+inline T FromFloat(float f, RoundMode mode = RoundMode::CAST_RINT) {
     if constexpr (std::is_same_v<T, float>) {
         return f;
     } else if constexpr (std::is_same_v<T, half>) {
@@ -130,11 +146,11 @@ template <class T> inline T FromFloat(float f, RoundMode mode = RoundMode::CAST_
     } else {  // integers: round then saturate
         double r;
         switch (mode) {
-        case RoundMode::CAST_FLOOR: r = std::floor(f); break;
-        case RoundMode::CAST_CEIL: r = std::ceil(f); break;
-        case RoundMode::CAST_ROUND: r = std::round(f); break;
-        case RoundMode::CAST_TRUNC: r = std::trunc(f); break;
-        default: r = std::nearbyint(f); break;
+            case RoundMode::CAST_FLOOR: r = std::floor(f); break;
+            case RoundMode::CAST_CEIL: r = std::ceil(f); break;
+            case RoundMode::CAST_ROUND: r = std::round(f); break;
+            case RoundMode::CAST_TRUNC: r = std::trunc(f); break;
+            default: r = std::nearbyint(f); break;
         }
         if (std::isnan(r)) return T(0);
         const double lo = static_cast<double>(std::numeric_limits<T>::min());
@@ -142,7 +158,10 @@ template <class T> inline T FromFloat(float f, RoundMode mode = RoundMode::CAST_
         return static_cast<T>(r < lo ? lo : (r > hi ? hi : r));
     }
 }
-template <class T> inline float ToFloat(T v) { return static_cast<float>(v); }
+template <class T>
+inline float ToFloat(T v) {
+    return static_cast<float>(v);
+}
 
 }  // namespace sim
 }  // namespace AscendC

@@ -31,13 +31,10 @@ bool TryLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, F&& ke
     try {
         RunLaunch(name, type, numBlocks, kSoc, [&] { kernel(args...); });
         return true;
-    } catch (const LaunchError&) {
-        return false;
-    }
+    } catch (const LaunchError&) { return false; }
 }
 
 }  // namespace sim
 }  // namespace AscendC
 
-#define FLA_SIM_LAUNCH(kernel, type, numBlocks, ...) \
-    ::AscendC::sim::Launch(#kernel, type, numBlocks, kernel, ##__VA_ARGS__)
+#define FLA_SIM_LAUNCH(kernel, type, numBlocks, ...) ::AscendC::sim::Launch(#kernel, type, numBlocks, kernel, ##__VA_ARGS__)

@@ -27,13 +27,13 @@ struct Slot {
     CoreCtx* core = nullptr;
     ArenaKind arena = ArenaKind::UB;
     TPosition pos = TPosition::VECCALC;
-    uint32_t offset = 0;   // byte offset in the arena
-    uint32_t len = 0;      // bytes
+    uint32_t offset = 0;  // byte offset in the arena
+    uint32_t len = 0;     // bytes
     uint8_t* data = nullptr;
     uint32_t gen = 1;
     SlotState state = SlotState::Always;
     QueueBase* que = nullptr;
-    std::string name;      // e.g. "TQue<VECIN>#0 buffer 1"
+    std::string name;  // e.g. "TQue<VECIN>#0 buffer 1"
 };
 
 // Vector-clock snapshot of one pipe (what that pipe had completed/seen when the token was taken).
@@ -54,13 +54,14 @@ void CheckAlign(const Slot* s, uint64_t byteOff, uint32_t align, const char* ope
 void Touch(const Slot* s, uint64_t byteOff, uint64_t bytes, bool write);
 // Check the accumulation-order rule of Mmad against the previous Mmad and record this one.
 void NoteMmad(const Slot* dst, uint64_t byteOff, uint64_t bytes, bool accumulate, uint32_t m, uint32_t n);
-SyncToken TakeToken(pipe_t pipe);        // snapshot of pipe's clock
+SyncToken TakeToken(pipe_t pipe);                 // snapshot of pipe's clock
 void JoinToken(pipe_t pipe, const SyncToken& t);  // pipe waits for the token
 std::string Fmt(const char* fmt, ...);
 
 // ---------------------------------------------------------------------------------------------
-template <class T> class LocalTensor {
-public:
+template <class T>
+class LocalTensor {
+  public:
     using PrimType = T;
     LocalTensor() = default;
     LocalTensor(Slot* s, uint32_t gen, uint32_t byteOff, uint32_t count)
@@ -93,7 +94,8 @@ public:
     }
     uint32_t GetLength() const { return count_ * static_cast<uint32_t>(sizeof(T)); }
     TPosition GetPosition() const { return slot_ ? slot_->pos : TPosition::MAX; }
-    template <class U> LocalTensor<U> ReinterpretCast() const {
+    template <class U>
+    LocalTensor<U> ReinterpretCast() const {
         return LocalTensor<U>(slot_, gen_, byteOff_, static_cast<uint32_t>(uint64_t(count_) * sizeof(T) / sizeof(U)));
     }
     // Host address of the first element (valid only while the buffer is live).
@@ -112,11 +114,9 @@ public:
     void SimTouch(uint64_t elemOff, uint64_t n, bool write) const {
         Touch(slot_, byteOff_ + elemOff * sizeof(T), n * sizeof(T), write);
     }
-    void SimTouchBytes(uint64_t byteOff, uint64_t bytes, bool write) const {
-        Touch(slot_, byteOff_ + byteOff, bytes, write);
-    }
+    void SimTouchBytes(uint64_t byteOff, uint64_t bytes, bool write) const { Touch(slot_, byteOff_ + byteOff, bytes, write); }
 
-private:
+  private:
     Slot* slot_ = nullptr;
     uint32_t gen_ = 0;
     uint32_t byteOff_ = 0;
@@ -124,26 +124,44 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-template <class T> class GlobalTensor {
-public:
+template <class T>
+class GlobalTensor {
+  public:
     using PrimType = T;
     GlobalTensor() = default;
-    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) { ptr_ = buffer; size_ = bufferSize; sized_ = true; }
-    void SetGlobalBuffer(__gm__ T* buffer) { ptr_ = buffer; size_ = 0; sized_ = false; }
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) {
+        ptr_ = buffer;
+        size_ = bufferSize;
+        sized_ = true;
+    }
+    void SetGlobalBuffer(__gm__ T* buffer) {
+        ptr_ = buffer;
+        size_ = 0;
+        sized_ = false;
+    }
     GlobalTensor operator[](uint64_t offset) const {
-        if (sized_ && offset > size_) Fail("GM offset out of range", Fmt("GlobalTensor[%llu] on a buffer of %llu elements", (unsigned long long)offset, (unsigned long long)size_));
+        if (sized_ && offset > size_)
+            Fail("GM offset out of range",
+                 Fmt("GlobalTensor[%llu] on a buffer of %llu elements", (unsigned long long)offset, (unsigned long long)size_));
         GlobalTensor g;
         g.ptr_ = ptr_ + offset;
         g.size_ = sized_ ? size_ - offset : 0;
         g.sized_ = sized_;
         return g;
     }
-    T GetValue(uint64_t i) const { SimCheck(i, 1, "GetValue"); return ptr_[i]; }
-    void SetValue(uint64_t i, T v) const { SimCheck(i, 1, "SetValue"); ptr_[i] = v; }
+    T GetValue(uint64_t i) const {
+        SimCheck(i, 1, "GetValue");
+        return ptr_[i];
+    }
+    void SetValue(uint64_t i, T v) const {
+        SimCheck(i, 1, "SetValue");
+        ptr_[i] = v;
+    }
     uint64_t GetSize() const { return size_; }
     __gm__ T* GetPhyAddr() const { return ptr_; }
     __gm__ T* GetPhyAddr(uint64_t offset) const { return ptr_ + offset; }
-    template <class U> GlobalTensor<U> ReinterpretCast() const {
+    template <class U>
+    GlobalTensor<U> ReinterpretCast() const {
         GlobalTensor<U> g;
         if (sized_) g.SetGlobalBuffer(reinterpret_cast<U*>(ptr_), size_ * sizeof(T) / sizeof(U));
         else g.SetGlobalBuffer(reinterpret_cast<U*>(ptr_));
@@ -160,7 +178,7 @@ public:
     }
     T* SimPtr() const { return ptr_; }
 
-private:
+  private:
     T* ptr_ = nullptr;
     uint64_t size_ = 0;
     bool sized_ = false;
@@ -191,44 +209,64 @@ struct QueueBase {
 };
 void QueueProducerConsumer(TPosition pos, pipe_t& producer, pipe_t& consumer);
 
-template <TPosition pos, int32_t depth = 1, auto mask = 0> class TQue : public QueueBase {
-public:
-    TQue() { this->qpos = pos; this->qdepth = depth; }
-    template <class T> LocalTensor<T> AllocTensor() {
+template <TPosition pos, int32_t depth = 1, auto mask = 0>
+class TQue : public QueueBase {
+  public:
+    TQue() {
+        this->qpos = pos;
+        this->qdepth = depth;
+    }
+    template <class T>
+    LocalTensor<T> AllocTensor() {
         Slot* s = Alloc();
         return LocalTensor<T>(s, s->gen, 0, s->len / static_cast<uint32_t>(sizeof(T)));
     }
-    template <class T> bool EnQue(const LocalTensor<T>& t) { QueueBase::EnQue(t.SimSlot(), t.SimGen()); return true; }
-    template <class T> LocalTensor<T> DeQue() {
+    template <class T>
+    bool EnQue(const LocalTensor<T>& t) {
+        QueueBase::EnQue(t.SimSlot(), t.SimGen());
+        return true;
+    }
+    template <class T>
+    LocalTensor<T> DeQue() {
         Slot* s = QueueBase::DeQue();
         return LocalTensor<T>(s, s->gen, 0, s->len / static_cast<uint32_t>(sizeof(T)));
     }
-    template <class T> void FreeTensor(LocalTensor<T>& t) { Free(t.SimSlot(), t.SimGen()); }
+    template <class T>
+    void FreeTensor(LocalTensor<T>& t) {
+        Free(t.SimSlot(), t.SimGen());
+    }
     bool HasTensorInQue() const { return HasTensor(); }
     bool VacantInQue() const { return Vacant() > 0; }
 };
 
-template <TPosition pos = TPosition::VECCALC> class TBuf {
-public:
-    template <class T> LocalTensor<T> Get() const {
+template <TPosition pos = TPosition::VECCALC>
+class TBuf {
+  public:
+    template <class T>
+    LocalTensor<T> Get() const {
         Slot* s = Need("TBuf::Get");
         return LocalTensor<T>(s, s->gen, 0, s->len / static_cast<uint32_t>(sizeof(T)));
     }
-    template <class T> LocalTensor<T> Get(uint32_t len) const {
+    template <class T>
+    LocalTensor<T> Get(uint32_t len) const {
         Slot* s = Need("TBuf::Get");
-        if (uint64_t(len) * sizeof(T) > s->len) Fail("TBuf::Get out of range", Fmt("Get(%u) of %zu-byte elements from a %u-byte %s", len, sizeof(T), s->len, s->name.c_str()));
+        if (uint64_t(len) * sizeof(T) > s->len)
+            Fail("TBuf::Get out of range",
+                 Fmt("Get(%u) of %zu-byte elements from a %u-byte %s", len, sizeof(T), s->len, s->name.c_str()));
         return LocalTensor<T>(s, s->gen, 0, len);
     }
-    template <class T> LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) const {
+    template <class T>
+    LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) const {
         Slot* s = Need("TBuf::GetWithOffset");
         if (uint64_t(bufOffset) + uint64_t(size) * sizeof(T) > s->len)
-            Fail("TBuf::GetWithOffset out of range", Fmt("%u elements at byte %u exceed the %u-byte %s", size, bufOffset, s->len, s->name.c_str()));
+            Fail("TBuf::GetWithOffset out of range",
+                 Fmt("%u elements at byte %u exceed the %u-byte %s", size, bufOffset, s->len, s->name.c_str()));
         return LocalTensor<T>(s, s->gen, bufOffset, size);
     }
     Slot* SimSlot() const { return slot_; }
     Slot* slot_ = nullptr;
 
-private:
+  private:
     Slot* Need(const char* api) const {
         if (!slot_) Fail("TBuf used before InitBuffer", api);
         return slot_;
@@ -237,7 +275,7 @@ private:
 
 // ---------------------------------------------------------------------------------------------
 class TPipe {
-public:
+  public:
     TPipe();
     ~TPipe();
     TPipe(const TPipe&) = delete;
@@ -248,19 +286,29 @@ public:
         InitQueue(que, num, len);
         return true;
     }
-    template <TPosition pos> bool InitBuffer(TBuf<pos>& buf, uint32_t len) {
+    template <TPosition pos>
+    bool InitBuffer(TBuf<pos>& buf, uint32_t len) {
         buf.slot_ = Carve(pos, len, Fmt("TBuf<%s>#%d", PositionName(pos), nbuf_++));
         buf.slot_->state = SlotState::Always;
         return true;
     }
-    template <HardEvent evt> TEventID AllocEventID() { return AllocEvent(evt); }
-    template <HardEvent evt> void ReleaseEventID(TEventID id) { ReleaseEvent(evt, id); }
+    template <HardEvent evt>
+    TEventID AllocEventID() {
+        return AllocEvent(evt);
+    }
+    template <HardEvent evt>
+    void ReleaseEventID(TEventID id) {
+        ReleaseEvent(evt, id);
+    }
     TEventID FetchEventID(HardEvent evt);
-    template <HardEvent evt> TEventID FetchEventID() { return FetchEventID(evt); }
+    template <HardEvent evt>
+    TEventID FetchEventID() {
+        return FetchEventID(evt);
+    }
     void Destroy();
     void Reset();
 
-private:
+  private:
     void InitQueue(QueueBase& q, uint8_t num, uint32_t len);
     Slot* Carve(TPosition pos, uint32_t len, const std::string& name);
     TEventID AllocEvent(HardEvent evt);

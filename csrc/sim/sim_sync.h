@@ -20,14 +20,28 @@ void CrossCoreWaitFlagImpl(int mode, pipe_t pipe, uint16_t flagId);
 void SyncAllImpl(bool aivOnly);
 }  // namespace sim
 
-template <HardEvent event> inline void SetFlag(int32_t eventID) { sim::SetFlagImpl(event, eventID); }
-template <HardEvent event> inline void WaitFlag(int32_t eventID) { sim::WaitFlagImpl(event, eventID); }
-template <pipe_t pipe> inline void PipeBarrier() { sim::PipeBarrierImpl(pipe); }
-template <bool isAIVOnly = true> inline void SyncAll() { sim::SyncAllImpl(isAIVOnly); }
-template <uint8_t modeId, pipe_t pipe> inline void CrossCoreSetFlag(uint16_t flagId) {
+template <HardEvent event>
+inline void SetFlag(int32_t eventID) {
+    sim::SetFlagImpl(event, eventID);
+}
+template <HardEvent event>
+inline void WaitFlag(int32_t eventID) {
+    sim::WaitFlagImpl(event, eventID);
+}
+template <pipe_t pipe>
+inline void PipeBarrier() {
+    sim::PipeBarrierImpl(pipe);
+}
+template <bool isAIVOnly = true>
+inline void SyncAll() {
+    sim::SyncAllImpl(isAIVOnly);
+}
+template <uint8_t modeId, pipe_t pipe>
+inline void CrossCoreSetFlag(uint16_t flagId) {
     sim::CrossCoreSetFlagImpl(modeId, pipe, flagId);
 }
-template <uint8_t modeId = 0, pipe_t pipe = PIPE_S> inline void CrossCoreWaitFlag(uint16_t flagId) {
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
+inline void CrossCoreWaitFlag(uint16_t flagId) {
     sim::CrossCoreWaitFlagImpl(modeId, pipe, flagId);
 }
 

@@ -30,7 +30,12 @@ struct BinaryRepeatParams {
     bool repeatStrideMode = false, strideSizeMode = false;
     BinaryRepeatParams() = default;
     BinaryRepeatParams(uint8_t dstBlk, uint8_t s0Blk, uint8_t s1Blk, uint8_t dstRep, uint8_t s0Rep, uint8_t s1Rep)
-        : dstBlkStride(dstBlk), src0BlkStride(s0Blk), src1BlkStride(s1Blk), dstRepStride(dstRep), src0RepStride(s0Rep), src1RepStride(s1Rep) {}
+        : dstBlkStride(dstBlk),
+          src0BlkStride(s0Blk),
+          src1BlkStride(s1Blk),
+          dstRepStride(dstRep),
+          src0RepStride(s0Rep),
+          src1RepStride(s1Rep) {}
 };
 struct UnaryRepeatParams {
     uint16_t dstBlkStride = 1, srcBlkStride = 1;
@@ -50,22 +55,34 @@ enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORD
 
 namespace sim {
 
-template <class T> using Calc = std::conditional_t<kIsFloatLike<T>, float, int64_t>;
-template <class T> inline Calc<T> Ld(T v) { return static_cast<Calc<T>>(v); }
-template <class T> inline T St(Calc<T> v) {
+template <class T>
+using Calc = std::conditional_t<kIsFloatLike<T>, float, int64_t>;
+template <class T>
+inline Calc<T> Ld(T v) {
+    return static_cast<Calc<T>>(v);
+}
+template <class T>
+inline T St(Calc<T> v) {
     if constexpr (kIsFloatLike<T>) return FromFloat<T>(v);
     else return static_cast<T>(v);
 }
-template <class C> inline C NanMax(C a, C b) {
-    if constexpr (std::is_floating_point_v<C>) { if (std::isnan(a) || std::isnan(b)) return NAN; }
+template <class C>
+inline C NanMax(C a, C b) {
+    if constexpr (std::is_floating_point_v<C>) {
+        if (std::isnan(a) || std::isnan(b)) return NAN;
+    }
     return a > b ? a : b;
 }
-template <class C> inline C NanMin(C a, C b) {
-    if constexpr (std::is_floating_point_v<C>) { if (std::isnan(a) || std::isnan(b)) return NAN; }
+template <class C>
+inline C NanMin(C a, C b) {
+    if constexpr (std::is_floating_point_v<C>) {
+        if (std::isnan(a) || std::isnan(b)) return NAN;
+    }
     return a < b ? a : b;
 }
 
-template <class T> inline T* VecOperand(const LocalTensor<T>& t, uint64_t n, const char* name) {
+template <class T>
+inline T* VecOperand(const LocalTensor<T>& t, uint64_t n, const char* name) {
     T* p = t.SimData(n, name);
     if (t.SimSlot()->arena != ArenaKind::UB)
         Fail("vector operand not in UB", Fmt("%s lives in %s (%s); vector instructions read and write UB only", name,
@@ -82,16 +99,19 @@ struct LaneMask {
     uint64_t m[2] = {0, 0};
     bool On(uint32_t l) const { return (m[l >> 6] >> (l & 63)) & 1u; }
 };
-template <class T> inline LaneMask MaskOfCount(uint64_t mask) {
+template <class T>
+inline LaneMask MaskOfCount(uint64_t mask) {
     const uint64_t lanes = kRepeatBytes / sizeof(T);
     if (mask == 0 || mask > lanes)
-        Fail("bad vector mask", Fmt("mask %llu: a repeat of %zu-byte elements has 1..%llu lanes", (unsigned long long)mask, sizeof(T), (unsigned long long)lanes));
+        Fail("bad vector mask", Fmt("mask %llu: a repeat of %zu-byte elements has 1..%llu lanes", (unsigned long long)mask,
+                                    sizeof(T), (unsigned long long)lanes));
     LaneMask lm;
     lm.m[0] = mask >= 64 ? ~0ull : ((1ull << mask) - 1);
     lm.m[1] = mask > 64 ? (mask - 64 >= 64 ? ~0ull : ((1ull << (mask - 64)) - 1)) : 0;
     return lm;
 }
-template <class T> inline LaneMask MaskOfBits(const uint64_t mask[]) {
+template <class T>
+inline LaneMask MaskOfBits(const uint64_t mask[]) {
     LaneMask lm;
     lm.m[0] = mask[0];
     lm.m[1] = sizeof(T) == 2 ? mask[1] : 0;
@@ -99,28 +119,35 @@ template <class T> inline LaneMask MaskOfBits(const uint64_t mask[]) {
     if (lm.m[0] == 0 && lm.m[1] == 0) Fail("bad vector mask", "empty lane mask");
     return lm;
 }
-template <class T> inline void CheckIsSetMask(bool isSetMask) {
+template <class T>
+inline void CheckIsSetMask(bool isSetMask) {
     if (!isSetMask) Fail("unsupported in simulation", "isSetMask=false (sticky mask registers) is not simulated yet");
 }
 
-struct Stride { uint32_t blk, rep; };
+struct Stride {
+    uint32_t blk, rep;
+};
 // Element offset of lane l in repeat r for an operand with the given strides.
-template <class T> inline uint64_t LaneOff(uint32_t r, uint32_t l, Stride s) {
+template <class T>
+inline uint64_t LaneOff(uint32_t r, uint32_t l, Stride s) {
     constexpr uint32_t epb = kBlock / sizeof(T);
     return (uint64_t(r) * s.rep + uint64_t(l / epb) * s.blk) * epb + l % epb;
 }
-template <class T> inline uint32_t LastLane(const LaneMask& lm) {
+template <class T>
+inline uint32_t LastLane(const LaneMask& lm) {
     for (int l = int(kRepeatBytes / sizeof(T)) - 1; l >= 0; --l)
         if (lm.On(uint32_t(l))) return uint32_t(l);
     return 0;
 }
-template <class T> inline uint64_t ActiveLanes(const LaneMask& lm) {
+template <class T>
+inline uint64_t ActiveLanes(const LaneMask& lm) {
     uint64_t n = 0;
     for (uint32_t l = 0; l < kRepeatBytes / sizeof(T); ++l) n += lm.On(l);
     return n;
 }
 // Validate an operand of a repeat-form instruction and record its accesses (whole 32-byte blocks).
-template <class T> inline T* RepOperand(const LocalTensor<T>& t, const LaneMask& lm, uint8_t repeat, Stride s, bool write, const char* name) {
+template <class T>
+inline T* RepOperand(const LocalTensor<T>& t, const LaneMask& lm, uint8_t repeat, Stride s, bool write, const char* name) {
     constexpr uint32_t epb = kBlock / sizeof(T);
     T* p = VecOperand(t, LaneOff<T>(repeat - 1u, LastLane<T>(lm), s) + 1, name);
     for (uint32_t r = 0; r < repeat; ++r)
@@ -133,7 +160,8 @@ template <class T> inline T* RepOperand(const LocalTensor<T>& t, const LaneMask&
 }
 
 template <class T, class F>
-inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t count, F f) {
+inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t count,
+                     F f) {
     BeginOp(PIPE_V, op);
     RequireCount(count);
     const T* pa = VecOperand(a, count, "src0");
@@ -146,8 +174,8 @@ inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTenso
     CountVector(count, VectorPasses<T>(count));
 }
 template <class T, class F>
-inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const LaneMask& lm,
-                      uint8_t repeat, const BinaryRepeatParams& p, F f) {
+inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
+                      const LaneMask& lm, uint8_t repeat, const BinaryRepeatParams& p, F f) {
     BeginOp(PIPE_V, op);
     if (repeat == 0) return;
     const Stride sd{p.dstBlkStride, p.dstRepStride}, sa{p.src0BlkStride, p.src0RepStride}, sb{p.src1BlkStride, p.src1RepStride};
@@ -187,63 +215,61 @@ inline void UnRepeat(const char* op, const LocalTensor<T>& dst, const LocalTenso
 }  // namespace sim
 
 // ---- binary: Add Sub Mul Div Max Min ------------------------------------------------------------
-#define FLA_SIM_BINARY(NAME, REQUIRE, EXPR)                                                                               \
-    template <typename T>                                                                                                 \
+#define FLA_SIM_BINARY(NAME, REQUIRE, EXPR)                                                                                     \
+    template <typename T>                                                                                                       \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count) { \
-        REQUIRE(T, #NAME);                                                                                                \
-        sim::BinCount(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; });                               \
-    }                                                                                                                     \
-    template <typename T, bool isSetMask = true>                                                                          \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask,    \
-                     const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {                                  \
-        REQUIRE(T, #NAME);                                                                                                \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                      \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                                \
-        sim::BinRepeat(#NAME, dst, src0, src1, sim::MaskOfCount<T>(mask), repeatTime, repeatParams,                       \
-                       [](auto a, auto b) { return EXPR; });                                                              \
-    }                                                                                                                     \
-    template <typename T, bool isSetMask = true>                                                                          \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask[],  \
-                     const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {                                  \
-        REQUIRE(T, #NAME);                                                                                                \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                      \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                                \
-        sim::BinRepeat(#NAME, dst, src0, src1, sim::MaskOfBits<T>(mask), repeatTime, repeatParams,                        \
-                       [](auto a, auto b) { return EXPR; });                                                              \
+        REQUIRE(T, #NAME);                                                                                                      \
+        sim::BinCount(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; });                                      \
+    }                                                                                                                           \
+    template <typename T, bool isSetMask = true>                                                                                \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask,          \
+                     const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {                                        \
+        REQUIRE(T, #NAME);                                                                                                      \
+        sim::BeginOp(PIPE_V, #NAME);                                                                                            \
+        sim::CheckIsSetMask<T>(isSetMask);                                                                                      \
+        sim::BinRepeat(#NAME, dst, src0, src1, sim::MaskOfCount<T>(mask), repeatTime, repeatParams,                             \
+                       [](auto a, auto b) { return EXPR; });                                                                    \
+    }                                                                                                                           \
+    template <typename T, bool isSetMask = true>                                                                                \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask[],        \
+                     const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {                                        \
+        REQUIRE(T, #NAME);                                                                                                      \
+        sim::BeginOp(PIPE_V, #NAME);                                                                                            \
+        sim::CheckIsSetMask<T>(isSetMask);                                                                                      \
+        sim::BinRepeat(#NAME, dst, src0, src1, sim::MaskOfBits<T>(mask), repeatTime, repeatParams,                              \
+                       [](auto a, auto b) { return EXPR; });                                                                    \
     }
 
 FLA_SIM_BINARY(Add, FLA_SIM_REQUIRE_ARITH, a + b)
 FLA_SIM_BINARY(Sub, FLA_SIM_REQUIRE_ARITH, a - b)
-FLA_SIM_BINARY(Mul, FLA_SIM_REQUIRE_ARITH, a * b)
+FLA_SIM_BINARY(Mul, FLA_SIM_REQUIRE_ARITH, a* b)
 FLA_SIM_BINARY(Div, FLA_SIM_REQUIRE_FLOAT, a / b)
 FLA_SIM_BINARY(Max, FLA_SIM_REQUIRE_ARITH, sim::NanMax(a, b))
 FLA_SIM_BINARY(Min, FLA_SIM_REQUIRE_ARITH, sim::NanMin(a, b))
 #undef FLA_SIM_BINARY
 
 // ---- unary: Exp Ln Abs Sqrt Rsqrt Reciprocal Relu ---------------------------------------------
-#define FLA_SIM_UNARY(NAME, REQUIRE, EXPR)                                                                          \
-    template <typename T>                                                                                           \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {                  \
-        REQUIRE(T, #NAME);                                                                                          \
-        sim::UnCount(#NAME, dst, src, count, [](auto a) { return EXPR; });                                          \
-    }                                                                                                               \
-    template <typename T, bool isSetMask = true>                                                                    \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime, \
-                     const UnaryRepeatParams& repeatParams) {                                                       \
-        REQUIRE(T, #NAME);                                                                                          \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                          \
-        sim::UnRepeat(#NAME, dst, src, sim::MaskOfCount<T>(mask), repeatTime, repeatParams,                         \
-                      [](auto a) { return EXPR; });                                                                 \
-    }                                                                                                               \
-    template <typename T, bool isSetMask = true>                                                                    \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask[], const uint8_t repeatTime, \
-                     const UnaryRepeatParams& repeatParams) {                                                       \
-        REQUIRE(T, #NAME);                                                                                          \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                          \
-        sim::UnRepeat(#NAME, dst, src, sim::MaskOfBits<T>(mask), repeatTime, repeatParams,                          \
-                      [](auto a) { return EXPR; });                                                                 \
+#define FLA_SIM_UNARY(NAME, REQUIRE, EXPR)                                                                                \
+    template <typename T>                                                                                                 \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {                        \
+        REQUIRE(T, #NAME);                                                                                                \
+        sim::UnCount(#NAME, dst, src, count, [](auto a) { return EXPR; });                                                \
+    }                                                                                                                     \
+    template <typename T, bool isSetMask = true>                                                                          \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,       \
+                     const UnaryRepeatParams& repeatParams) {                                                             \
+        REQUIRE(T, #NAME);                                                                                                \
+        sim::BeginOp(PIPE_V, #NAME);                                                                                      \
+        sim::CheckIsSetMask<T>(isSetMask);                                                                                \
+        sim::UnRepeat(#NAME, dst, src, sim::MaskOfCount<T>(mask), repeatTime, repeatParams, [](auto a) { return EXPR; }); \
+    }                                                                                                                     \
+    template <typename T, bool isSetMask = true>                                                                          \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask[], const uint8_t repeatTime,     \
+                     const UnaryRepeatParams& repeatParams) {                                                             \
+        REQUIRE(T, #NAME);                                                                                                \
+        sim::BeginOp(PIPE_V, #NAME);                                                                                      \
+        sim::CheckIsSetMask<T>(isSetMask);                                                                                \
+        sim::UnRepeat(#NAME, dst, src, sim::MaskOfBits<T>(mask), repeatTime, repeatParams, [](auto a) { return EXPR; });  \
     }
 
 FLA_SIM_UNARY(Exp, FLA_SIM_REQUIRE_FLOAT, std::exp(a))
@@ -257,31 +283,32 @@ FLA_SIM_UNARY(Relu, FLA_SIM_REQUIRE_ARITH, a > 0 ? a : decltype(a)(0))
 
 // ---- tensor-scalar: Muls Adds Maxs Mins ---------------------------------------------------------
 // The scalar is first converted (rounded) to the element type, as the instruction reads it.
-#define FLA_SIM_SCALAR(NAME, EXPR)                                                                                   \
-    template <typename T, typename U>                                                                                \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const int32_t& count) { \
-        FLA_SIM_REQUIRE_ARITH(T, #NAME);                                                                             \
-        const auto s = sim::Ld(static_cast<T>(scalarValue));                                                         \
-        sim::UnCount(#NAME, dst, src, count, [s](auto a) { return EXPR; });                                          \
-    }                                                                                                                \
-    template <typename T, typename U, bool isSetMask = true>                                                         \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, uint64_t mask,      \
-                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {                              \
-        FLA_SIM_REQUIRE_ARITH(T, #NAME);                                                                             \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                 \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                           \
-        const auto s = sim::Ld(static_cast<T>(scalarValue));                                                         \
+#define FLA_SIM_SCALAR(NAME, EXPR)                                                                                         \
+    template <typename T, typename U>                                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const int32_t& count) {   \
+        FLA_SIM_REQUIRE_ARITH(T, #NAME);                                                                                   \
+        const auto s = sim::Ld(static_cast<T>(scalarValue));                                                               \
+        sim::UnCount(#NAME, dst, src, count, [s](auto a) { return EXPR; });                                                \
+    }                                                                                                                      \
+    template <typename T, typename U, bool isSetMask = true>                                                               \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, uint64_t mask,            \
+                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {                                    \
+        FLA_SIM_REQUIRE_ARITH(T, #NAME);                                                                                   \
+        sim::BeginOp(PIPE_V, #NAME);                                                                                       \
+        sim::CheckIsSetMask<T>(isSetMask);                                                                                 \
+        const auto s = sim::Ld(static_cast<T>(scalarValue));                                                               \
         sim::UnRepeat(#NAME, dst, src, sim::MaskOfCount<T>(mask), repeatTime, repeatParams, [s](auto a) { return EXPR; }); \
     }
 
-FLA_SIM_SCALAR(Muls, a * s)
+FLA_SIM_SCALAR(Muls, a* s)
 FLA_SIM_SCALAR(Adds, a + s)
 FLA_SIM_SCALAR(Maxs, sim::NanMax(a, s))
 FLA_SIM_SCALAR(Mins, sim::NanMin(a, s))
 #undef FLA_SIM_SCALAR
 
 // ---- Duplicate -------------------------------------------------------------------------------
-template <typename T> inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count) {
+template <typename T>
+inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count) {
     static_assert(sim::kVecFillType<T>, "fla-npu sim: Duplicate: element type must be 16 or 32 bits");
     sim::BeginOp(PIPE_V, "Duplicate");
     sim::RequireCount(count);
@@ -308,11 +335,13 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t 
 
 // ---- Cast ------------------------------------------------------------------------------------
 namespace sim {
-template <class D, class S> inline void CheckRoundMode(RoundMode m) {
+template <class D, class S>
+inline void CheckRoundMode(RoundMode m) {
     const bool widenFloat = (std::is_same_v<D, float> && kIsF16<S>);
     const bool toInt = std::is_integral_v<D> && kIsFloatLike<S>;
     const bool toBf16 = std::is_same_v<D, bfloat16_t> && std::is_same_v<S, float>;
-    if (widenFloat && m != RoundMode::CAST_NONE) Fail("bad Cast round mode", "a widening float Cast is exact: use RoundMode::CAST_NONE");
+    if (widenFloat && m != RoundMode::CAST_NONE)
+        Fail("bad Cast round mode", "a widening float Cast is exact: use RoundMode::CAST_NONE");
     if ((toInt || toBf16) && (m == RoundMode::CAST_NONE || m == RoundMode::CAST_ODD))
         Fail("bad Cast round mode", toBf16 ? "float -> bfloat16_t needs CAST_RINT/FLOOR/CEIL/ROUND/TRUNC"
                                            : "a Cast to an integer needs CAST_RINT/FLOOR/CEIL/ROUND/TRUNC");
@@ -340,7 +369,8 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
 // ---- reductions (count form) -----------------------------------------------------------------
 namespace sim {
 // Pairwise tree over [0, n): deterministic, rounding each step to T (hardware order differs).
-template <class T, class F> inline Calc<T> TreeReduce(const T* p, uint32_t n, F f) {
+template <class T, class F>
+inline Calc<T> TreeReduce(const T* p, uint32_t n, F f) {
     std::vector<T> v(p, p + n);
     while (v.size() > 1) {
         std::vector<T> w((v.size() + 1) / 2);
@@ -351,8 +381,8 @@ template <class T, class F> inline Calc<T> TreeReduce(const T* p, uint32_t n, F 
     return Ld(v[0]);
 }
 template <class T, class F>
-inline void ReduceCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& tmp, int32_t count,
-                        bool calIndex, F f) {
+inline void ReduceCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& tmp,
+                        int32_t count, bool calIndex, F f) {
     BeginOp(PIPE_V, op);
     if (count <= 0) Fail("bad count", Fmt("%s of %d elements", op, count));
     const T* ps = VecOperand(src, count, "src");
@@ -366,28 +396,37 @@ inline void ReduceCount(const char* op, const LocalTensor<T>& dst, const LocalTe
     if (calIndex) {  // index of the first element equal to the result, stored as integer bits
         uint32_t idx = 0;
         for (int32_t i = 0; i < count; ++i)
-            if (Ld(ps[i]) == r) { idx = uint32_t(i); break; }
-        if constexpr (sizeof(T) == 4) { const uint32_t b = idx; std::memcpy(&pd[1], &b, 4); }
-        else { const uint16_t b = uint16_t(idx); std::memcpy(&pd[1], &b, 2); }
+            if (Ld(ps[i]) == r) {
+                idx = uint32_t(i);
+                break;
+            }
+        if constexpr (sizeof(T) == 4) {
+            const uint32_t b = idx;
+            std::memcpy(&pd[1], &b, 4);
+        } else {
+            const uint16_t b = uint16_t(idx);
+            std::memcpy(&pd[1], &b, 2);
+        }
     }
     CountVector(count, VectorPasses<T>(count));
 }
 }  // namespace sim
 
 template <typename T>
-inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, const int32_t count,
-                      bool calIndex = 0) {
+inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
+                      const int32_t count, bool calIndex = 0) {
     FLA_SIM_REQUIRE_FLOAT(T, "ReduceMax");
     sim::ReduceCount("ReduceMax", dst, src, sharedTmpBuffer, count, calIndex, [](auto a, auto b) { return sim::NanMax(a, b); });
 }
 template <typename T>
-inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, const int32_t count,
-                      bool calIndex = 0) {
+inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
+                      const int32_t count, bool calIndex = 0) {
     FLA_SIM_REQUIRE_FLOAT(T, "ReduceMin");
     sim::ReduceCount("ReduceMin", dst, src, sharedTmpBuffer, count, calIndex, [](auto a, auto b) { return sim::NanMin(a, b); });
 }
 template <typename T>
-inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, const int32_t count) {
+inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
+                      const int32_t count) {
     FLA_SIM_REQUIRE_FLOAT(T, "ReduceSum");
     sim::ReduceCount("ReduceSum", dst, src, sharedTmpBuffer, count, false, [](auto a, auto b) { return a + b; });
 }
@@ -398,7 +437,8 @@ template <class T, class F>
 inline void WholeReduce(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask, int32_t repeatTimes,
                         int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, int outElems, bool withIndex, F f) {
     BeginOp(PIPE_V, op);
-    if (repeatTimes <= 0 || repeatTimes > int32_t(kMaxRepeat)) Fail("bad repeat", Fmt("%s with repeatTimes %d (1..255)", op, repeatTimes));
+    if (repeatTimes <= 0 || repeatTimes > int32_t(kMaxRepeat))
+        Fail("bad repeat", Fmt("%s with repeatTimes %d (1..255)", op, repeatTimes));
     const LaneMask lm = MaskOfCount<T>(uint64_t(mask));
     const Stride ss{uint32_t(srcBlkStride), uint32_t(srcRepStride)};
     const T* ps = RepOperand(src, lm, uint8_t(repeatTimes), ss, false, "src");
@@ -409,15 +449,24 @@ inline void WholeReduce(const char* op, const LocalTensor<T>& dst, const LocalTe
         std::vector<T> lanes;
         std::vector<uint32_t> idx;
         for (uint32_t l = 0; l < kRepeatBytes / sizeof(T); ++l)
-            if (lm.On(l)) { lanes.push_back(ps[LaneOff<T>(uint32_t(r), l, ss)]); idx.push_back(l); }
+            if (lm.On(l)) {
+                lanes.push_back(ps[LaneOff<T>(uint32_t(r), l, ss)]);
+                idx.push_back(l);
+            }
         const Calc<T> v = TreeReduce(lanes.data(), uint32_t(lanes.size()), f);
         pd[dstPitch * r] = St<T>(v);
         if (withIndex) {
             uint32_t at = 0;
             for (size_t i = 0; i < lanes.size(); ++i)
-                if (Ld(lanes[i]) == v) { at = idx[i]; break; }
+                if (Ld(lanes[i]) == v) {
+                    at = idx[i];
+                    break;
+                }
             if constexpr (sizeof(T) == 4) std::memcpy(&pd[dstPitch * r + 1], &at, 4);
-            else { const uint16_t b = uint16_t(at); std::memcpy(&pd[dstPitch * r + 1], &b, 2); }
+            else {
+                const uint16_t b = uint16_t(at);
+                std::memcpy(&pd[dstPitch * r + 1], &b, 2);
+            }
         }
     }
     CountVector(ActiveLanes<T>(lm) * repeatTimes, repeatTimes);
@@ -444,8 +493,8 @@ inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     if (order != ReduceOrder::ORDER_VALUE_INDEX && order != ReduceOrder::ORDER_ONLY_VALUE)
         sim::Fail("unsupported in simulation", "WholeReduceMax supports ORDER_VALUE_INDEX and ORDER_ONLY_VALUE");
     const bool pairs = order == ReduceOrder::ORDER_VALUE_INDEX;
-    sim::WholeReduce("WholeReduceMax", dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride, pairs ? 2 : 1, pairs,
-                     [](auto a, auto b) { return sim::NanMax(a, b); });
+    sim::WholeReduce("WholeReduceMax", dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride, pairs ? 2 : 1,
+                     pairs, [](auto a, auto b) { return sim::NanMax(a, b); });
 }
 
 // ---- Brcb: each of 8 source elements per repeat fills one 32-byte block --------------------------
@@ -492,32 +541,35 @@ inline const char* SelModeName(SELMODE m) {
     static const char* n[] = {"VSEL_CMPMASK_SPR", "VSEL_TENSOR_SCALAR_MODE", "VSEL_TENSOR_TENSOR_MODE"};
     return static_cast<uint8_t>(m) < 3 ? n[static_cast<uint8_t>(m)] : "?";
 }
-template <class C> inline bool CmpEval(CMPMODE m, C a, C b) {
+template <class C>
+inline bool CmpEval(CMPMODE m, C a, C b) {
     switch (m) {
-    case CMPMODE::LT: return a < b;
-    case CMPMODE::GT: return a > b;
-    case CMPMODE::EQ: return a == b;
-    case CMPMODE::LE: return a <= b;
-    case CMPMODE::GE: return a >= b;
-    case CMPMODE::NE: return !(a == b);
+        case CMPMODE::LT: return a < b;
+        case CMPMODE::GT: return a > b;
+        case CMPMODE::EQ: return a == b;
+        case CMPMODE::LE: return a <= b;
+        case CMPMODE::GE: return a >= b;
+        case CMPMODE::NE: return !(a == b);
     }
     Fail("bad CMPMODE", Fmt("cmpMode %u is not one of LT GT EQ LE GE NE", unsigned(m)));
 }
 inline bool BitAt(const uint8_t* p, uint64_t i) { return (p[i >> 3] >> (i & 7)) & 1u; }
 
-template <class T> inline void CmpCountRule(const char* op, uint32_t count) {
+template <class T>
+inline void CmpCountRule(const char* op, uint32_t count) {
     const uint64_t bytes = uint64_t(count) * sizeof(T);
     if (bytes % kRepeatBytes != 0)
         Fail(std::string(op) + " count alignment",
              Fmt("count %u x %zu bytes = %llu bytes is not a multiple of 256 bytes: the count form of %s compares whole 256-byte "
                  "repeats (%u elements of this type); round the count up to a multiple of %u and size the operands for it",
-                 count, sizeof(T), (unsigned long long)bytes, op, unsigned(kRepeatBytes / sizeof(T)), unsigned(kRepeatBytes / sizeof(T))));
+                 count, sizeof(T), (unsigned long long)bytes, op, unsigned(kRepeatBytes / sizeof(T)),
+                 unsigned(kRepeatBytes / sizeof(T))));
 }
 
 // b == nullptr: compare against the scalar s.
 template <class T>
-inline void CmpCount(const char* op, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, const LocalTensor<T>* b, T s, CMPMODE m,
-                     uint32_t count) {
+inline void CmpCount(const char* op, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, const LocalTensor<T>* b, T s,
+                     CMPMODE m, uint32_t count) {
     BeginOp(PIPE_V, op);
     CmpCountRule<T>(op, count);
     if (count == 0) return;
@@ -534,8 +586,8 @@ inline void CmpCount(const char* op, const LocalTensor<uint8_t>& dst, const Loca
     CountVector(count, VectorPasses<T>(count));
 }
 template <class T>
-inline void CmpRepeat(const char* op, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, const LocalTensor<T>* b, T s, CMPMODE m,
-                      const LaneMask& lm, uint8_t repeat, Stride sa, Stride sb) {
+inline void CmpRepeat(const char* op, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, const LocalTensor<T>* b, T s,
+                      CMPMODE m, const LaneMask& lm, uint8_t repeat, Stride sa, Stride sb) {
     static_assert(sizeof(T) >= 2, "fla-npu sim: the mask/repeat form of Compare is simulated for 16/32-bit sources only");
     (void)op;  // the wrapper began the operation
     if (repeat == 0) return;
@@ -557,12 +609,15 @@ inline void CmpRepeat(const char* op, const LocalTensor<uint8_t>& dst, const Loc
 
 inline void SelModeRule(SELMODE mode, bool scalar) {
     if (scalar && mode != SELMODE::VSEL_TENSOR_SCALAR_MODE)
-        Fail("Select mode", Fmt("selMode %s with a scalar src1: a scalar selects only in VSEL_TENSOR_SCALAR_MODE", SelModeName(mode)));
+        Fail("Select mode",
+             Fmt("selMode %s with a scalar src1: a scalar selects only in VSEL_TENSOR_SCALAR_MODE", SelModeName(mode)));
     if (!scalar && mode != SELMODE::VSEL_CMPMASK_SPR && mode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
-        Fail("Select mode", Fmt("selMode %s with a tensor src1: use VSEL_TENSOR_TENSOR_MODE or VSEL_CMPMASK_SPR", SelModeName(mode)));
+        Fail("Select mode",
+             Fmt("selMode %s with a tensor src1: use VSEL_TENSOR_TENSOR_MODE or VSEL_CMPMASK_SPR", SelModeName(mode)));
 }
 // Read the bits of selMask the instruction consumes (bits [0, nbits)).
-template <class U> inline const uint8_t* SelMaskBits(const LocalTensor<U>& m, uint64_t nbits) {
+template <class U>
+inline const uint8_t* SelMaskBits(const LocalTensor<U>& m, uint64_t nbits) {
     const uint64_t bytes = (nbits + 7) / 8;
     const uint8_t* p = reinterpret_cast<const uint8_t*>(VecOperand(m, (bytes + sizeof(U) - 1) / sizeof(U), "selMask"));
     m.SimTouchBytes(0, bytes, false);
@@ -611,13 +666,14 @@ inline void SelRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& sel, cons
 }  // namespace sim
 
 template <typename T, typename U>
-inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, uint32_t count) {
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    uint32_t count) {
     FLA_SIM_REQUIRE_CMP(T, U, "Compare");
     sim::CmpCount<T>("Compare", dst, src0, &src1, T{}, cmpMode, count);
 }
 template <typename T, typename U, bool isSetMask = true>
-inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask[],
-                    uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    const uint64_t mask[], uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "Compare");
     sim::BeginOp(PIPE_V, "Compare");
     sim::CheckIsSetMask<T>(isSetMask);
@@ -626,8 +682,8 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
                       sim::Stride{repeatParams.src1BlkStride, repeatParams.src1RepStride});
 }
 template <typename T, typename U, bool isSetMask = true>
-inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask,
-                    uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    const uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "Compare");
     sim::BeginOp(PIPE_V, "Compare");
     sim::CheckIsSetMask<T>(isSetMask);
@@ -636,13 +692,14 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
                       sim::Stride{repeatParams.src1BlkStride, repeatParams.src1RepStride});
 }
 template <typename T, typename U>
-inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode, uint32_t count) {
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
+                          uint32_t count) {
     FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
     sim::CmpCount<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode, count);
 }
 template <typename T, typename U, bool isSetMask = true>
-inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode, const uint64_t mask[],
-                          uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
+                          const uint64_t mask[], uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
     sim::BeginOp(PIPE_V, "CompareScalar");
     sim::CheckIsSetMask<T>(isSetMask);
@@ -650,8 +707,8 @@ inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0,
                       sim::Stride{repeatParams.srcBlkStride, repeatParams.srcRepStride}, sim::Stride{0, 0});
 }
 template <typename T, typename U, bool isSetMask = true>
-inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode, const uint64_t mask,
-                          uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
+                          const uint64_t mask, uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
     sim::BeginOp(PIPE_V, "CompareScalar");
     sim::CheckIsSetMask<T>(isSetMask);
@@ -667,8 +724,8 @@ inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, cons
 // Select, count form: tensor/tensor (VSEL_TENSOR_TENSOR_MODE, VSEL_CMPMASK_SPR) and tensor/scalar
 // (VSEL_TENSOR_SCALAR_MODE).
 template <typename T, typename U>
-inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-                   SELMODE selMode, uint32_t count) {
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
+                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t count) {
     FLA_SIM_REQUIRE_SEL(T, U);
     sim::SelCount<T, U>(dst, selMask, src0, &src1, T{}, selMode, count);
 }
@@ -681,7 +738,7 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
 // Select, mask/repeat form.
 #define FLA_SIM_SELECT_REPEAT(SRC1_DECL, SRC1_PTR, SRC1_VAL, MASK_DECL, MASK_OF)                                        \
     template <typename T, typename U, bool isSetMask = true>                                                            \
-    inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, SRC1_DECL,  \
+    inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, SRC1_DECL, \
                        SELMODE selMode, MASK_DECL, uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {        \
         FLA_SIM_REQUIRE_SEL(T, U);                                                                                      \
         sim::BeginOp(PIPE_V, "Select");                                                                                 \

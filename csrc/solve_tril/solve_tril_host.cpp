@@ -15,11 +15,13 @@ int ValidateAndTile(const FlaNpuTensor* l, const FlaNpuTensor* akk, EntryCall* c
     // The descriptors' dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook.
     if (l->dtype != FLA_NPU_FLOAT32)
-        return InvalidArgument(kEntry, std::string("`l` must be float32 (the Cube reads it as it is), got ") + DtypeName(l->dtype));
+        return InvalidArgument(kEntry,
+                               std::string("`l` must be float32 (the Cube reads it as it is), got ") + DtypeName(l->dtype));
     if (akk->dtype != FLA_NPU_FLOAT32 && akk->dtype != FLA_NPU_FLOAT16 && akk->dtype != FLA_NPU_BFLOAT16)
         return InvalidArgument(kEntry, std::string("`akk` must be float32, float16 or bfloat16, got ") + DtypeName(akk->dtype));
-    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors,
-                               [call](const ShapeArg* a, const DeviceFacts& dev) { return TilingFromShapes(a, dev, &call->tiling); });
+    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors, [call](const ShapeArg* a, const DeviceFacts& dev) {
+        return TilingFromShapes(a, dev, &call->tiling);
+    });
 }
 
 }  // namespace solve_tril

@@ -17,10 +17,10 @@
 #ifndef FLA_NPU_SOLVE_TRIL_KERNEL_H
 #define FLA_NPU_SOLVE_TRIL_KERNEL_H
 
+#include "../common/chunk_cube.h"
 #include "kernel_operator.h"
 #include "solve_tril_tiling.h"
 #include "tril_inverse.h"
-#include "../common/chunk_cube.h"
 
 namespace fla_npu {
 namespace solve_tril {
@@ -33,7 +33,7 @@ using namespace chunk_cube;
 // ------------------------------------------------------------------------------------------------
 template <class O>
 class SolveTrilCube {
-public:
+  public:
     __aicore__ inline SolveTrilCube() {}
 
     __aicore__ inline void Init(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
@@ -56,7 +56,7 @@ public:
         }
     }
 
-private:
+  private:
     SolveTrilTiling t_{};
     TPipe pipe_;
     BlockRowMerge<O> merge_;
@@ -67,12 +67,14 @@ private:
 // ------------------------------------------------------------------------------------------------
 // AIV: the diagonal blocks, their hand-off, and the zeros above the diagonal.
 // ------------------------------------------------------------------------------------------------
-template <class O> struct ToOutType {  // fp32 -> O, rounded once
+template <class O>
+struct ToOutType {  // fp32 -> O, rounded once
     __aicore__ static inline void Run(const LocalTensor<O>& dst, const LocalTensor<float>& src, uint32_t n) {
         Cast(dst, src, RoundMode::CAST_RINT, n);
     }
 };
-template <> struct ToOutType<float> {
+template <>
+struct ToOutType<float> {
     __aicore__ static inline void Run(const LocalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n) {
         Adds(dst, src, 0.0f, static_cast<int32_t>(n));
     }
@@ -80,7 +82,7 @@ template <> struct ToOutType<float> {
 
 template <class O>
 class SolveTrilVector {
-public:
+  public:
     __aicore__ inline SolveTrilVector() {}
 
     __aicore__ inline void Init(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
@@ -123,7 +125,7 @@ public:
         }
     }
 
-private:
+  private:
     // Diagonal block b of unit u: X_bb and the zeros right of it to Akk; with a merge, what the Cube
     // reads of it to the slot at `base`: -X_bb (b > 0) and X_bb^T on XT's diagonal (b < nb - 1).
     __aicore__ inline void Diagonal(uint32_t u, uint32_t b, uint64_t base, bool merge) {

@@ -17,19 +17,35 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.in_bytes != 4) { *err = "solve_tril tiling: L must be float32"; return -1; }
+    if (p.in_bytes != 4) {
+        *err = "solve_tril tiling: L must be float32";
+        return -1;
+    }
     if (p.out_kind != kOutFloat32 && p.out_kind != kOutFloat16 && p.out_kind != kOutBfloat16) {
-        *err = "solve_tril tiling: Akk must be float32, float16 or bfloat16"; return -1;
+        *err = "solve_tril tiling: Akk must be float32, float16 or bfloat16";
+        return -1;
     }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) { *err = "solve_tril tiling: the chunk size BT must be 16, 32 or 64"; return -1; }
+    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+        *err = "solve_tril tiling: the chunk size BT must be 16, 32 or 64";
+        return -1;
+    }
     if (!p.cube_fp32 && p.BT > kBlock) {
-        *err = "solve_tril tiling: this SoC's Cube takes no float32 inputs (the merges of the diagonal blocks need them)"; return -1;
+        *err = "solve_tril tiling: this SoC's Cube takes no float32 inputs (the merges of the diagonal blocks need them)";
+        return -1;
     }
-    if (p.core_num == 0) { *err = "solve_tril tiling: core_num must be positive"; return -1; }
+    if (p.core_num == 0) {
+        *err = "solve_tril tiling: core_num must be positive";
+        return -1;
+    }
     const uint64_t units = uint64_t(p.NC) * p.HV;
-    if (units > 0x7FFFFFFFull || units * p.BT * p.BT > (1ull << 40)) { *err = "solve_tril tiling: tensor too large"; return -1; }
+    if (units > 0x7FFFFFFFull || units * p.BT * p.BT > (1ull << 40)) {
+        *err = "solve_tril tiling: tensor too large";
+        return -1;
+    }
 
-    t->NC = p.NC; t->HV = p.HV; t->BT = p.BT;
+    t->NC = p.NC;
+    t->HV = p.HV;
+    t->BT = p.BT;
     t->nb = p.BT / kBlock;
     t->out_kind = p.out_kind;
     t->out_bytes = p.out_kind == kOutFloat32 ? 4 : 2;
@@ -39,9 +55,12 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
     // scratch row products, the identity; out: X_bb (output type), -X_bb and X_bb^T (fp32); the
     // zeros written right of the diagonal blocks (16 x (BT - 16) of the output type).
     const uint32_t side = p.BT - kBlock;
-    t->ub_bytes_used = kBlockElems * 4 * 4 + kBlockElems * 32 + kBlockElems * t->out_bytes + kBlockElems * 4 * 2 +
-                       kBlock * side * t->out_bytes;
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "solve_tril tiling: UB too small"; return -1; }
+    t->ub_bytes_used =
+        kBlockElems * 4 * 4 + kBlockElems * 32 + kBlockElems * t->out_bytes + kBlockElems * 4 * 2 + kBlock * side * t->out_bytes;
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
+        *err = "solve_tril tiling: UB too small";
+        return -1;
+    }
 
     // AIC (block row i, n = 16 i <= BT - 16): XT [n, n], L[i, :n] [16, n], R^T [n, 16], -X_ii in L1;
     // the largest A (XT), B (16 x n) and C (n x 16) in L0.
@@ -52,7 +71,8 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
         t->l0c_bytes_used = kBlock * side * 4;
         if (t->l1_bytes_used > p.l1_bytes || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes ||
             t->l0c_bytes_used > p.l0c_bytes) {
-            *err = "solve_tril tiling: L1 / L0 too small"; return -1;
+            *err = "solve_tril tiling: L1 / L0 too small";
+            return -1;
         }
         t->ws_nx_off = p.BT * p.BT;
         t->ws_rt_off = t->ws_nx_off + t->nb * kBlockElems;

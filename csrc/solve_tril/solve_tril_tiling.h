@@ -48,7 +48,7 @@ struct DeviceFacts;
 
 namespace solve_tril {
 
-constexpr uint32_t kBlock = 16;                   // side of a diagonal block
+constexpr uint32_t kBlock = 16;  // side of a diagonal block
 constexpr uint32_t kBlockElems = kBlock * kBlock;
 using soc::kL0abBytes;  // L0A / L0B on every SoC
 
@@ -58,11 +58,11 @@ constexpr uint32_t kOutFloat32 = 0, kOutFloat16 = 1, kOutBfloat16 = 2;
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct SolveTrilTiling {
     uint32_t NC, HV, BT;
-    uint32_t nb;                 // diagonal blocks per chunk: BT / 16
-    uint32_t out_kind;           // kOutFloat32 / kOutFloat16 / kOutBfloat16
-    uint32_t out_bytes;          // sizeof the output element
-    uint32_t num_units;          // NC * HV
-    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t nb;         // diagonal blocks per chunk: BT / 16
+    uint32_t out_kind;   // kOutFloat32 / kOutFloat16 / kOutBfloat16
+    uint32_t out_bytes;  // sizeof the output element
+    uint32_t num_units;  // NC * HV
+    uint32_t block_dim;  // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
     uint32_t ws_nx_off;          // slot layout (fp32 elements): XT [BT, BT] at 0, -X_bb at ws_nx_off
     uint32_t ws_rt_off;          //   (nb blocks of 16 x 16), R^T [(BT - 16), 16] at ws_rt_off
@@ -73,11 +73,11 @@ struct SolveTrilTiling {
 
 struct SolveTrilProblem {
     uint32_t NC = 0, HV = 0, BT = 64;
-    uint32_t in_bytes = 4;       // of L: float32 only
+    uint32_t in_bytes = 4;  // of L: float32 only
     uint32_t out_kind = kOutFloat32;
-    bool cube_fp32 = true;       // the SoC's Cube takes float x float
-    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;       // usable UB per vector core (0: not checked)
+    bool cube_fp32 = true;  // the SoC's Cube takes float x float
+    uint32_t core_num = 1;  // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;  // usable UB per vector core (0: not checked)
     uint32_t l1_bytes = soc::kA2.l1Bytes;
     uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };

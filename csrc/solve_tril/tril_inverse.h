@@ -10,9 +10,9 @@
 #ifndef FLA_NPU_SOLVE_TRIL_TRIL_INVERSE_H
 #define FLA_NPU_SOLVE_TRIL_TRIL_INVERSE_H
 
+#include "../common/chunk_cube.h"
 #include "kernel_operator.h"
 #include "solve_tril_tiling.h"  // kBlock, kBlockElems (plain C++ constants)
-#include "../common/chunk_cube.h"
 
 namespace fla_npu {
 namespace solve_tril {
@@ -33,7 +33,7 @@ using namespace chunk_cube;
 // Strictly upper entries of x (lower of y) stay exact zeros: they only ever lose finite multiples of
 // exact zeros. Every element of the result is rounded once per multiply and subtract, in fp32.
 class BlockInverse16 {
-public:
+  public:
     __aicore__ inline BlockInverse16() {}
 
     // Carves its buffers from `pipe` (10 KB of UB) and builds the identity. Call once, on the AIV.
@@ -84,7 +84,7 @@ public:
         }
     }
 
-private:
+  private:
     static constexpr uint64_t kRowLanes = kBlock;  // one block row per repeat
 
     TBuf<TPosition::VECCALC> bc_, tmp_, id_;
@@ -101,8 +101,9 @@ private:
 // blocks `height` rows apart (default: rows; more when it is the top part of a taller NZ matrix).
 __aicore__ inline void LoadNzRows(const LocalTensor<float>& l1, const GlobalTensor<float>& gm, uint32_t rows, uint32_t cols,
                                   uint32_t pitch, uint32_t height = 0) {
-    DataCopy(l1, gm, Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(pitch),
-                                 static_cast<uint16_t>(height ? height : rows), 1, 0));
+    DataCopy(l1, gm,
+             Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(pitch),
+                         static_cast<uint16_t>(height ? height : rows), 1, 0));
 }
 
 // B (k x n) into L0B from the NZ of B^T in L1.
@@ -113,7 +114,8 @@ __aicore__ inline void LoadBt(const LocalTensor<float>& b2, const LocalTensor<fl
 // One product into L0C (the caller has ordered L1 -> MTE1): A, B^T from L1 into L0, Mmad (m, n, k
 // multiples of 16, m >= 16). Orders itself against the previous Mmad (L0 reuse) and Fixpipe (L0C).
 __aicore__ inline void ProductNT(const LocalTensor<float>& c, const LocalTensor<float>& a2, const LocalTensor<float>& b2,
-                                 const LocalTensor<float>& a1, const LocalTensor<float>& bt1, uint32_t m, uint32_t n, uint32_t k) {
+                                 const LocalTensor<float>& a1, const LocalTensor<float>& bt1, uint32_t m, uint32_t n,
+                                 uint32_t k) {
     Sync<HardEvent::M_MTE1>();
     LoadA(a2, a1, m, k);
     LoadBt(b2, bt1, n, k);
@@ -123,13 +125,23 @@ __aicore__ inline void ProductNT(const LocalTensor<float>& c, const LocalTensor<
     Sync<HardEvent::M_FIX>();
 }
 
-template <class O> struct FixpipeQuant { static constexpr QuantMode_t kMode = QuantMode_t::NoQuant; };
-template <> struct FixpipeQuant<half> { static constexpr QuantMode_t kMode = QuantMode_t::F322F16; };
-template <> struct FixpipeQuant<bfloat16_t> { static constexpr QuantMode_t kMode = QuantMode_t::F322BF16; };
+template <class O>
+struct FixpipeQuant {
+    static constexpr QuantMode_t kMode = QuantMode_t::NoQuant;
+};
+template <>
+struct FixpipeQuant<half> {
+    static constexpr QuantMode_t kMode = QuantMode_t::F322F16;
+};
+template <>
+struct FixpipeQuant<bfloat16_t> {
+    static constexpr QuantMode_t kMode = QuantMode_t::F322BF16;
+};
 
 // The m x n product in L0C to GM row-major (row pitch `pitch`), converted to O once.
 template <class O>
-__aicore__ inline void StoreRows(const GlobalTensor<O>& out, const LocalTensor<float>& c, uint32_t m, uint32_t n, uint32_t pitch) {
+__aicore__ inline void StoreRows(const GlobalTensor<O>& out, const LocalTensor<float>& c, uint32_t m, uint32_t n,
+                                 uint32_t pitch) {
     FixpipeParamsV220 p(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false);
     p.quantPre = FixpipeQuant<O>::kMode;
     Fixpipe(out, c, p);
@@ -145,7 +157,7 @@ __aicore__ inline void StoreRows(const GlobalTensor<O>& out, const LocalTensor<f
 // All operands are already in the A / B^T form the Cube takes: nothing is transposed.
 template <class O>
 class BlockRowMerge {
-public:
+  public:
     __aicore__ inline BlockRowMerge() {}
 
     // Carves L1 / L0 buffers for chunks of up to BT rows from `pipe`. Call once, on the AIC.
@@ -177,7 +189,7 @@ public:
             Sync<HardEvent::MTE2_MTE1>();
             ProductNT(c, a2, b2, xt1, ls1, n, kBlock, n);
             StoreRows(rt, c, n, kBlock, kBlock);
-            Sync<HardEvent::FIX_MTE2>();   // R^T is in GM
+            Sync<HardEvent::FIX_MTE2>();  // R^T is in GM
             Sync<HardEvent::MTE1_MTE2>();
             LoadNzRows(rt1, rt, n, kBlock, kBlock);
             LoadNzRows(nx1, nx[uint64_t(i) * kBlockElems], kBlock, kBlock, kBlock);
@@ -192,7 +204,7 @@ public:
         }
     }
 
-private:
+  private:
     TBuf<TPosition::A1> xt1_, rt1_, nx1_;
     TBuf<TPosition::B1> ls1_;
     TBuf<TPosition::A2> a2_;

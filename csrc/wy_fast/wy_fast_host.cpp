@@ -22,8 +22,9 @@ int ValidateAndTile(const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTe
     for (const FlaNpuTensor* x : {beta, e_row, e_tail, w, u, kg})
         if (x->dtype != FLA_NPU_FLOAT32)
             return InvalidArgument(kEntry, "`beta`, `e_row`, `e_tail`, `w`, `u` and `kg` must be float32");
-    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors,
-                               [call](const ShapeArg* a, const DeviceFacts& dev) { return TilingFromShapes(a, dev, &call->tiling); });
+    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors, [call](const ShapeArg* a, const DeviceFacts& dev) {
+        return TilingFromShapes(a, dev, &call->tiling);
+    });
 }
 
 }  // namespace wy_fast

@@ -17,9 +17,9 @@
 #ifndef FLA_NPU_WY_FAST_KERNEL_H
 #define FLA_NPU_WY_FAST_KERNEL_H
 
+#include "../common/chunk_cube.h"
 #include "kernel_operator.h"
 #include "wy_fast_tiling.h"
-#include "../common/chunk_cube.h"
 
 namespace fla_npu {
 namespace wy_fast {
@@ -32,7 +32,7 @@ using namespace chunk_cube;
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class WyFastCube {
-public:
+  public:
     __aicore__ inline WyFastCube() {}
 
     __aicore__ inline void Init(GM_ADDR akk, GM_ADDR w, GM_ADDR u, GM_ADDR ws, const WyFastTiling& t) {
@@ -57,7 +57,7 @@ public:
         for (uint32_t i = 0; i < count; ++i) Unit(first + i, i % 2, i + 2 < count);
     }
 
-private:
+  private:
     __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V;
         const uint64_t base = uint64_t(slot) * t_.ws_slot_elems;
@@ -71,7 +71,7 @@ private:
         SlotConsumer::Release(slotReused);
         LoadNz(a1, gA_[uint64_t(u) * BT * BT], BT, BT);
         Sync<HardEvent::MTE2_MTE1>();
-        Sync<HardEvent::M_MTE1>();     // the previous unit's Mmads have read L0A
+        Sync<HardEvent::M_MTE1>();  // the previous unit's Mmads have read L0A
         LoadA(aa, a1, BT, BT);
         const CubeProduct<T> w[1] = {{aa, x1, xb, BT}};
         TileProducts(oc, gW_[uint64_t(u) * BT * K], K, BT, K, t_.n_tile, w);
@@ -95,7 +95,7 @@ private:
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class WyFastVector {
-public:
+  public:
     __aicore__ inline WyFastVector() {}
 
     __aicore__ inline void Init(GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR eRow, GM_ADDR eTail, GM_ADDR kg, GM_ADDR ws,
@@ -146,7 +146,7 @@ public:
         }
     }
 
-private:
+  private:
     // R rows of e (fp32, Kg columns) from GM, dequeued.
     __aicore__ inline LocalTensor<float> LoadE(const GlobalTensor<float>& g, uint64_t row0) {
         const uint32_t n = t_.rows_per_aiv * t_.Kg;

@@ -19,26 +19,47 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
     if (p.elem_bytes == 4 && !p.cube_fp32) {
-        *err = "wy_fast tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16"; return -1;
-    }
-    if (p.elem_bytes == 4) {
-        *err = "wy_fast tiling: float32 Cube inputs are not supported: beta * k * e_row and beta * v reach the Cube "
-               "through a transposing load that exists for 2-byte types only; pass float16 or bfloat16";
+        *err = "wy_fast tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16";
         return -1;
     }
-    if (p.elem_bytes != 2) { *err = "wy_fast tiling: inputs must be float16 or bfloat16"; return -1; }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) { *err = "wy_fast tiling: the chunk size BT must be 16, 32 or 64"; return -1; }
-    if (!HeadDimOk(p.K) || !HeadDimOk(p.V)) {
-        *err = "wy_fast tiling: the head dims K and V must be multiples of 16 in [16, 256]"; return -1;
+    if (p.elem_bytes == 4) {
+        *err =
+            "wy_fast tiling: float32 Cube inputs are not supported: beta * k * e_row and beta * v reach the Cube "
+            "through a transposing load that exists for 2-byte types only; pass float16 or bfloat16";
+        return -1;
     }
-    if (p.Kg != 1 && p.Kg != p.K) { *err = "wy_fast tiling: e_row and e_tail must have 1 or K columns"; return -1; }
-    if (p.core_num == 0) { *err = "wy_fast tiling: core_num must be positive"; return -1; }
+    if (p.elem_bytes != 2) {
+        *err = "wy_fast tiling: inputs must be float16 or bfloat16";
+        return -1;
+    }
+    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+        *err = "wy_fast tiling: the chunk size BT must be 16, 32 or 64";
+        return -1;
+    }
+    if (!HeadDimOk(p.K) || !HeadDimOk(p.V)) {
+        *err = "wy_fast tiling: the head dims K and V must be multiples of 16 in [16, 256]";
+        return -1;
+    }
+    if (p.Kg != 1 && p.Kg != p.K) {
+        *err = "wy_fast tiling: e_row and e_tail must have 1 or K columns";
+        return -1;
+    }
+    if (p.core_num == 0) {
+        *err = "wy_fast tiling: core_num must be positive";
+        return -1;
+    }
     const uint64_t units = uint64_t(p.NC) * p.HV;
     if (units > 0x7FFFFFFFull || units * p.BT * (p.K > p.V ? p.K : p.V) > (1ull << 40)) {
-        *err = "wy_fast tiling: tensor too large"; return -1;
+        *err = "wy_fast tiling: tensor too large";
+        return -1;
     }
 
-    t->NC = p.NC; t->HV = p.HV; t->BT = p.BT; t->K = p.K; t->V = p.V; t->Kg = p.Kg;
+    t->NC = p.NC;
+    t->HV = p.HV;
+    t->BT = p.BT;
+    t->K = p.K;
+    t->V = p.V;
+    t->Kg = p.Kg;
     t->elem_bytes = p.elem_bytes;
     chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
@@ -48,9 +69,13 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
     // k / v in and X out (T); e_row / e_tail in, the fp32 k / v, the fp32 scaled rows and kg out
     // (fp32); beta and the GDN row factor; two Brcb blocks per row (beta, the row factor).
     const uint64_t rows = t->rows_per_aiv;
-    t->ub_bytes_used = static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 4 +
-                                             Pad32(rows * 4) * 2 + Pad32(rows * 8 * 4) * 2);
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) { *err = "wy_fast tiling: UB too small"; return -1; }
+    t->ub_bytes_used =
+        static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 4 +
+                              Pad32(rows * 4) * 2 + Pad32(rows * 8 * 4) * 2);
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
+        *err = "wy_fast tiling: UB too small";
+        return -1;
+    }
 
     // AIC: the N-tile is the widest multiple of 16 whose B operand (BT rows) fits L0B and whose fp32
     // result fits L0C (with BT <= 64 and N <= 256 that is all of N).
@@ -64,7 +89,8 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
     t->l0b_bytes_used = p.BT * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = p.BT * t->n_tile * 4;
     if (t->n_tile < 16 || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "wy_fast tiling: L0 too small"; return -1;
+        *err = "wy_fast tiling: L0 too small";
+        return -1;
     }
     t->ws_slot_elems = p.BT * (p.K + p.V);
     t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;
@@ -86,7 +112,8 @@ const char* WyFastArgs::SetShapes(const int64_t* k, const int64_t* v, const int6
     const int64_t NC = k[0], HV = k[1], BT = k[2], K = k[3], V = v[3];
     const int64_t* all[] = {v, beta, akk, e_row, e_tail, w, u, kg};
     for (const int64_t* x : all)
-        if (x[0] != NC || x[1] != HV) return "`v`, `beta`, `akk`, `e_row`, `e_tail`, `w`, `u` and `kg` must have the [NC, HV] of `k`";
+        if (x[0] != NC || x[1] != HV)
+            return "`v`, `beta`, `akk`, `e_row`, `e_tail`, `w`, `u` and `kg` must have the [NC, HV] of `k`";
     if (v[2] != BT) return "`v` must be [NC, HV, BT, V]";
     if (beta[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (akk[2] != BT || akk[3] != BT) return "`akk` must be [NC, HV, BT, BT]";
@@ -112,7 +139,8 @@ const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastTi
     // k, v, beta, akk, e_row, e_tail, w, u, kg
     WyFastArgs checked;
     const char* bad = nullptr;
-    if ((bad = checked.SetRanks(a[0].ndim, a[1].ndim, a[2].ndim, a[3].ndim, a[4].ndim, a[5].ndim, a[6].ndim, a[7].ndim, a[8].ndim)))
+    if ((bad =
+             checked.SetRanks(a[0].ndim, a[1].ndim, a[2].ndim, a[3].ndim, a[4].ndim, a[5].ndim, a[6].ndim, a[7].ndim, a[8].ndim)))
         return bad;
     if ((bad = checked.SetShapes(a[0].d, a[1].d, a[2].d, a[3].d, a[4].d, a[5].d, a[6].d, a[7].d, a[8].d))) return bad;
     if ((bad = checked.CheckSizes())) return bad;

@@ -47,9 +47,9 @@ using soc::kL0abBytes;  // L0A / L0B on every SoC
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct WyFastTiling {
     uint32_t NC, HV, BT, K, V, Kg;
-    uint32_t elem_bytes;         // sizeof(T): 2
-    uint32_t num_units;          // NC * HV
-    uint32_t block_dim;          // AI cores launched (<= num_units)
+    uint32_t elem_bytes;  // sizeof(T): 2
+    uint32_t num_units;   // NC * HV
+    uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
     uint32_t rows_per_aiv;       // BT / 2 rows per AIV
     uint32_t vec_elems;          // elements of each AIV row buffer: rows_per_aiv * max(K, V)
@@ -61,10 +61,10 @@ struct WyFastTiling {
 
 struct WyFastProblem {
     uint32_t NC = 0, HV = 0, BT = 64, K = 128, V = 128, Kg = 128;
-    uint32_t elem_bytes = 2;     // of k, v, Akk
-    bool cube_fp32 = true;       // the SoC's Cube takes float x float
-    uint32_t core_num = 1;       // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;       // usable UB per vector core
+    uint32_t elem_bytes = 2;  // of k, v, Akk
+    bool cube_fp32 = true;    // the SoC's Cube takes float x float
+    uint32_t core_num = 1;    // AI cores (AIC + 2 AIV) available
+    uint32_t ub_bytes = 0;    // usable UB per vector core
     uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 
@@ -79,8 +79,8 @@ inline uint64_t UserWorkspaceBytes(const WyFastTiling& t) { return uint64_t(t.bl
 // a message (static, without the op's name); call them in the order declared.
 class WyFastArgs {
   public:
-    const char* SetRanks(int32_t k, int32_t v, int32_t beta, int32_t akk, int32_t e_row, int32_t e_tail, int32_t w,
-                         int32_t u, int32_t kg);
+    const char* SetRanks(int32_t k, int32_t v, int32_t beta, int32_t akk, int32_t e_row, int32_t e_tail, int32_t w, int32_t u,
+                         int32_t kg);
     const char* SetShapes(const int64_t* k, const int64_t* v, const int64_t* beta, const int64_t* akk, const int64_t* e_row,
                           const int64_t* e_tail, const int64_t* w, const int64_t* u, const int64_t* kg);
     const char* CheckSizes() const;  // BT 16/32/64, K and V multiples of 16 up to 256, NC and HV fit 31 bits

@@ -35,7 +35,9 @@ const std::map<std::string, std::function<int()>> kCases = {
     {"refuse_head_dim", [] { return Refused(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 72, 1), "multiple of 16"); }},
     {"refuse_g_shape", [] { return Refused(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 8), "`g`"); }},
     {"refuse_l_shape",
-     [] { return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1), 5, {1, 2, 64, 32}), "`l`"); }},
+     [] {
+         return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1), 5, {1, 2, 64, 32}), "`l`");
+     }},
 };
 
 }  // namespace

@@ -11,7 +11,12 @@ namespace soc = fla_npu::soc;
 
 static ChunkIntraProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t Kg, uint32_t cores) {
     ChunkIntraProblem p;
-    p.NC = NC; p.HV = HV; p.BT = BT; p.K = K; p.Kg = Kg; p.core_num = cores;
+    p.NC = NC;
+    p.HV = HV;
+    p.BT = BT;
+    p.K = K;
+    p.Kg = Kg;
+    p.core_num = cores;
     p.ub_bytes = soc::kA2.ubBytes;
     return p;
 }

@@ -23,11 +23,13 @@ int BadShape(int32_t dtype, size_t tensor, std::vector<int64_t> shape, const cha
     return opp_glue::Refused(opp_test::Reshaped(Call(dtype, 1, 2, 64, 64, 64, 1), tensor, std::move(shape)), expect);
 }
 
-const opp_test::Cases kCases = opp_test::ChunkCases(opp_glue::Spec(), Call, "v_tiles_bf16", {
-    {"registration", [] { return opp_glue::Registration(Call(FLA_NPU_BFLOAT16, 3, 2, 64, 128, 96, 1)); }},
-    {"refuse_s_shape", [] { return BadShape(FLA_NPU_FLOAT16, 2, {1, 2, 64, 32}, "`s`"); }},
-    {"refuse_out_shape", [] { return BadShape(FLA_NPU_BFLOAT16, 5, {1, 2, 64, 48}, "`out`"); }},
-});
+const opp_test::Cases kCases = opp_test::ChunkCases(
+    opp_glue::Spec(), Call, "v_tiles_bf16",
+    {
+        {"registration", [] { return opp_glue::Registration(Call(FLA_NPU_BFLOAT16, 3, 2, 64, 128, 96, 1)); }},
+        {"refuse_s_shape", [] { return BadShape(FLA_NPU_FLOAT16, 2, {1, 2, 64, 32}, "`s`"); }},
+        {"refuse_out_shape", [] { return BadShape(FLA_NPU_BFLOAT16, 5, {1, 2, 64, 48}, "`out`"); }},
+    });
 
 }  // namespace
 

@@ -11,7 +11,13 @@ namespace soc = fla_npu::soc;
 
 static ChunkOutputProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg, uint32_t cores) {
     ChunkOutputProblem p;
-    p.NC = NC; p.HV = HV; p.BT = BT; p.K = K; p.V = V; p.Kg = Kg; p.core_num = cores;
+    p.NC = NC;
+    p.HV = HV;
+    p.BT = BT;
+    p.K = K;
+    p.V = V;
+    p.Kg = Kg;
+    p.core_num = cores;
     p.ub_bytes = soc::kA2.ubBytes;
     return p;
 }
@@ -41,13 +47,11 @@ static void TestShapes() {
     CHECK(ComputeTiling(Problem(0, 4, 64, 128, 128, 1, 8), &t, &err) == 0 && t.block_dim == 0 && UserWorkspaceBytes(t) == 0);
 }
 
-static void TestRefusals() {
-    tiling_test::CheckChunkRefusals<ChunkOutputTiling>(Problem);
-}
+static void TestRefusals() { tiling_test::CheckChunkRefusals<ChunkOutputTiling>(Problem); }
 
 static void TestArgs() {
-    const int64_t q[] = {3, 2, 64, 128}, e[] = {3, 2, 64, 1}, ek[] = {3, 2, 64, 128}, s[] = {3, 2, 128, 64},
-                  a[] = {3, 2, 64, 64}, v[] = {3, 2, 64, 64};
+    const int64_t q[] = {3, 2, 64, 128}, e[] = {3, 2, 64, 1}, ek[] = {3, 2, 64, 128}, s[] = {3, 2, 128, 64}, a[] = {3, 2, 64, 64},
+                  v[] = {3, 2, 64, 64};
     ChunkOutputArgs args;
     CHECK(args.SetRanks(4, 4, 4, 4, 4, 3) != nullptr);
     CHECK(args.SetRanks(4, 4, 4, 4, 4, 4) == nullptr);

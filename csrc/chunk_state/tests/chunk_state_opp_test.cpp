@@ -21,7 +21,8 @@ struct Shape {
 CallSpec Call(int32_t dtype, int32_t h, int32_t v, const Shape& s, bool with_h0, bool v_first) {
     const int32_t f32 = FLA_NPU_FLOAT32;
     const int64_t NC = s.offsets.back(), N = static_cast<int64_t>(s.offsets.size()) - 1;
-    const std::vector<int64_t> state = v_first ? std::vector<int64_t>{N, s.HV, s.V, s.K} : std::vector<int64_t>{N, s.HV, s.K, s.V};
+    const std::vector<int64_t> state =
+        v_first ? std::vector<int64_t>{N, s.HV, s.V, s.K} : std::vector<int64_t>{N, s.HV, s.K, s.V};
     opp_test::AttrValue v_first_attr;
     v_first_attr.i = v_first ? 1 : 0;
     return {{Floats(dtype, {NC, s.HV, s.BT, s.K}), Floats(f32, {NC, s.HV, s.BT, s.V}), Floats(dtype, {NC, s.HV, s.BT, s.K}),
@@ -48,7 +49,8 @@ const std::map<std::string, std::function<int()>> kCases = {
     // Refused by both front ends with the same message.
     {"refuse_chunk_size", [] { return Refused(Call(f16, f32, f32, {2, 48, 64, 64, 1, {0, 1}}, true, false), "BT"); }},
     {"refuse_head_dim", [] { return Refused(Call(bf16, f32, f32, {2, 64, 64, 72, 1, {0, 1}}, true, false), "multiples of 16"); }},
-    {"refuse_state_v_first", [] {
+    {"refuse_state_v_first",
+     [] {
          CallSpec c = Call(f16, f32, f32, kKda, true, false);
          c.attrs[0].i = 2;
          return Refused(c, "`state_v_first`");

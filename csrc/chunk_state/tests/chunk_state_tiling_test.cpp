@@ -12,7 +12,14 @@ namespace soc = fla_npu::soc;
 static ChunkStateProblem Problem(uint32_t N, uint32_t HV, uint32_t NC, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg,
                                  uint32_t cores, const soc::SocFacts& s = soc::kA2) {
     ChunkStateProblem p;
-    p.N = N; p.HV = HV; p.NC = NC; p.BT = BT; p.K = K; p.V = V; p.Kg = Kg; p.core_num = cores;
+    p.N = N;
+    p.HV = HV;
+    p.NC = NC;
+    p.BT = BT;
+    p.K = K;
+    p.V = V;
+    p.Kg = Kg;
+    p.core_num = cores;
     p.ub_bytes = s.ubBytes;
     p.l0c_bytes = s.l0cBytes;
     return p;
@@ -115,7 +122,8 @@ static void TestArgs() {
     CHECK(std::strstr(a.SetShapes(w, u, w, e, co, nullptr, h, w, s, false), "`v_new`") != nullptr);
     CHECK(std::strstr(a.SetShapes(w, u, w, e, badCo, nullptr, h, u, s, false), "`chunk_offsets`") != nullptr);
     const int64_t w48[] = {3, 2, 48, 128}, u48[] = {3, 2, 48, 80};
-    CHECK(a.SetShapes(w48, u48, w48, e, co, nullptr, h, u48, s, false) == nullptr && std::strstr(a.CheckSizes(), "BT") != nullptr);
+    CHECK(a.SetShapes(w48, u48, w48, e, co, nullptr, h, u48, s, false) == nullptr &&
+          std::strstr(a.CheckSizes(), "BT") != nullptr);
 }
 
 int main() {

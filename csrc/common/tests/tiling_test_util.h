@@ -71,7 +71,8 @@ void CheckChunkRefusals(MakeProblem problem) {
     const char* err = nullptr;
     auto p = problem(2, 2, 64, 128, 128, 128, 4);
     p.elem_bytes = 4;
-    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "float32") != nullptr && std::strstr(err, "transposing") != nullptr);
+    CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "float32") != nullptr &&
+          std::strstr(err, "transposing") != nullptr);
     p.cube_fp32 = false;
     CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "takes no float32") != nullptr);
     CHECK(ComputeTiling(problem(2, 2, 128, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);

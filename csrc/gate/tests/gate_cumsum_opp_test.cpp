@@ -85,14 +85,17 @@ const std::map<std::string, std::function<int()>> kCases = {
     {"refuse_chunk_size", [] { return Refused(Attr(Kda(FLA_NPU_FLOAT32, 1, kKdaG), kChunkSize, 48), "chunk_size"); }},
     {"refuse_softplus_without_a_log", [] { return Refused(Without(Kda(FLA_NPU_FLOAT32, 1, kKdaG), kALog), "needs `a_log`"); }},
     {"refuse_gate_form", [] { return Refused(Kda(FLA_NPU_FLOAT32, 3, kKdaG), "`gate_form`"); }},
-    {"refuse_g_rank", [] {
+    {"refuse_g_rank",
+     [] {
          CallSpec c = Kda(FLA_NPU_FLOAT32, 1, kKdaG);
          c.t[kG].shape = {300, 3};
          return Refused(c, "`g` must be");
      }},
-    {"refuse_out_shape", [] { return Refused(opp_test::Reshaped(Kda(FLA_NPU_FLOAT32, 1, kKdaG), kOut, {2, 150, 3, 8}), "`out`"); }},
+    {"refuse_out_shape",
+     [] { return Refused(opp_test::Reshaped(Kda(FLA_NPU_FLOAT32, 1, kKdaG), kOut, {2, 150, 3, 8}), "`out`"); }},
     {"refuse_cu_alone", [] { return Refused(Without(Varlen(FLA_NPU_FLOAT32), kChunks), "go together"); }},
-    {"refuse_varlen_batch", [] {
+    {"refuse_varlen_batch",
+     [] {
          CallSpec c = Varlen(FLA_NPU_FLOAT32);
          c.t[kG].shape = c.t[kOut].shape = {2, 75, 3, 16};
          return Refused(c, "batch size");

@@ -13,9 +13,19 @@ namespace soc = fla_npu::soc;
 static GateCumsumProblem Problem(uint32_t B, uint32_t T, uint32_t H, uint32_t D, uint32_t bt, uint32_t form, uint32_t bytes,
                                  uint32_t cores = 8, const char* soc = "a2") {
     GateCumsumProblem p;
-    p.B = B; p.T = T; p.H = H; p.D = D; p.chunk_size = bt; p.gate_form = form; p.in_elem_bytes = bytes;
-    p.has_a_log = form != kGateNone; p.has_dt_bias = true; p.scale = 2.0f; p.lower_bound = -5.0f;
-    p.core_num = cores; p.ub_bytes = soc::Find(soc)->ubBytes;
+    p.B = B;
+    p.T = T;
+    p.H = H;
+    p.D = D;
+    p.chunk_size = bt;
+    p.gate_form = form;
+    p.in_elem_bytes = bytes;
+    p.has_a_log = form != kGateNone;
+    p.has_dt_bias = true;
+    p.scale = 2.0f;
+    p.lower_bound = -5.0f;
+    p.core_num = cores;
+    p.ub_bytes = soc::Find(soc)->ubBytes;
     return p;
 }
 
@@ -29,7 +39,7 @@ static void CheckInvariants(const GateCumsumProblem& p, const GateCumsumTiling& 
         CHECK(w >= 1 && w <= t.tile_w && c0 + w <= t.W);
         CHECK(TilePitch(w, p.in_elem_bytes) <= t.max_pitch);
         if (t.heads_per_tile == 0) CHECK(c0 / t.D == (c0 + w - 1) / t.D);  // one head
-        else if (t.D > 1) CHECK(c0 % t.D == 0 && w % t.D == 0);          // whole heads
+        else if (t.D > 1) CHECK(c0 % t.D == 0 && w % t.D == 0);            // whole heads
         for (uint32_t c = c0; c < c0 + w && c < t.W; ++c) cover[c]++;
     }
     for (uint32_t c = 0; c < t.W; ++c) CHECK(cover[c] == 1);

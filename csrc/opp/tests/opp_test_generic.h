@@ -49,11 +49,9 @@
     } while (0)
 
 // Run a check returning 0 / an exit code, and return its code from the caller on failure.
-#define OPP_TRY(expr)                 \
-    do {                              \
-        if (const int rc_ = (expr)) { \
-            return rc_;               \
-        }                             \
+#define OPP_TRY(expr)                               \
+    do {                                            \
+        if (const int rc_ = (expr)) { return rc_; } \
     } while (0)
 
 namespace opp_test {
@@ -88,8 +86,8 @@ struct AttrDef {
 };
 
 struct OpSpec {
-    const char* op_type;      // "FlaNpuChunkOutput"
-    const char* direct_name;  // "flaNpuChunkOutput"
+    const char* op_type;             // "FlaNpuChunkOutput"
+    const char* direct_name;         // "flaNpuChunkOutput"
     std::vector<TensorDef> tensors;  // inputs, then outputs
     std::vector<AttrDef> attrs;
     std::vector<std::string> configs;
@@ -465,9 +463,9 @@ inline int Registration(const OpSpec& spec, const CallSpec& c) {
         const bool whole = rule.size() == 1 && rule[0].dim < 0;  // an input's shape
         if (whole) want = c.t[static_cast<size_t>(rule[0].input)].shape;
         for (size_t k = 0; !whole && k < rule.size(); ++k)
-            want.push_back(rule[k].input < 0 ? rule[k].dim
-                                             : c.t[static_cast<size_t>(rule[k].input)].shape[static_cast<size_t>(rule[k].dim)] -
-                                                   rule[k].minus);
+            want.push_back(rule[k].input < 0
+                               ? rule[k].dim
+                               : c.t[static_cast<size_t>(rule[k].input)].shape[static_cast<size_t>(rule[k].dim)] - rule[k].minus);
         OPP_CHECK(shape_ctx.outputs[o] == gert::Shape(want));
         OPP_CHECK(dtype_ctx.outputs[o] == GeType(outs[o]->dtypes[static_cast<size_t>(combo)]));
     }

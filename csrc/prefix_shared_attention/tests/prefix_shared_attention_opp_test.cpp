@@ -53,7 +53,8 @@ const std::map<std::string, std::function<int()>> kCases = {
     {"split_units_over_cores_bf16", [] { return SameSplitUnits(With(FLA_NPU_BFLOAT16, 2, 3, 1, 2500, 64)); }},
     {"split_on_chip_bf16", [] { return SameSplitOnChip(With(FLA_NPU_BFLOAT16, 2, 64, 4, 600, 64)); }},
     {"empty_f16", [] { return Same(With(FLA_NPU_FLOAT16, 0, 4, 3, 20, 64)); }},
-    {"schedule_mode_refused", [] { return opp_test::BatchModeRefused(opp_glue::Spec(), With(FLA_NPU_FLOAT16, 1, 4, 1, 1000, 128)); }},
+    {"schedule_mode_refused",
+     [] { return opp_test::BatchModeRefused(opp_glue::Spec(), With(FLA_NPU_FLOAT16, 1, 4, 1, 1000, 128)); }},
     // Refused by both front ends with the same message.
     {"refuse_head_dim", [] { return Refused(With(FLA_NPU_FLOAT16, 1, 2, 3, 20, 96), "64 or 128"); }},
     {"refuse_kv_batch", [] { return Refused(Reshaped(With(FLA_NPU_FLOAT16, 2, 2, 3, 20, 64), 1, {1, 20, 64}), "batch sizes"); }},

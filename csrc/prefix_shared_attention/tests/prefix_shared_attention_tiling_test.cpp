@@ -11,7 +11,12 @@ namespace soc = fla_npu::soc;
 
 static PsaProblem Problem(uint32_t bs, uint32_t G, uint32_t Lq, uint32_t Lkv, uint32_t D, uint32_t cores) {
     PsaProblem p;
-    p.bs = bs; p.G = G; p.len_q = Lq; p.len_kv = Lkv; p.D = D; p.core_num = cores;
+    p.bs = bs;
+    p.G = G;
+    p.len_q = Lq;
+    p.len_kv = Lkv;
+    p.D = D;
+    p.core_num = cores;
     p.scale = 0.125f;
     p.ub_bytes = soc::kA2.ubBytes;
     return p;
@@ -44,7 +49,8 @@ static void CheckSplits(const PsaTiling& t) {
     const bool distributed = t.unit_splits > 1;
     CHECK(t.partial_slots == (distributed ? t.bs * t.m_tiles * t.kv_splits : 0u));
     CHECK(t.partial_slot_bytes == (2 * kBlockM + kBlockM * t.D) * 4);
-    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core + uint64_t(t.partial_slots) * t.partial_slot_bytes);
+    CHECK(UserWorkspaceBytes(t) ==
+          uint64_t(t.block_dim) * t.ws_bytes_per_core + uint64_t(t.partial_slots) * t.partial_slot_bytes);
     if (!distributed) {
         CHECK(t.combine_groups == 0);
         return;
@@ -148,7 +154,8 @@ int main() {
     CHECK(t.ws_bytes_per_core == 2 * 128 * 128 * 4 + 128 * 128 * 2 + 128 * 64 * 4);
     CHECK(t.ub_bytes_used <= soc::kA2.ubBytes);
     CHECK(ComputeTiling(Problem(1, 1, 1, 1, 128, 4), &t, &err) == 0);
-    CHECK(t.l0a_bytes_used <= soc::kA2.l0aBytes && t.l0b_bytes_used <= soc::kA2.l0bBytes && t.l0c_bytes_used <= soc::kA2.l0cBytes);
+    CHECK(t.l0a_bytes_used <= soc::kA2.l0aBytes && t.l0b_bytes_used <= soc::kA2.l0bBytes &&
+          t.l0c_bytes_used <= soc::kA2.l0cBytes);
     CHECK(t.ub_bytes_used == UbBytesNeeded(128, 2));
     // bs == 0: nothing to launch.
     CHECK(ComputeTiling(Problem(0, 4, 3, 10, 128, 4), &t, &err) == 0);

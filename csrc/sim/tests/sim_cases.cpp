@@ -21,16 +21,20 @@
 
 using namespace AscendC;
 
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
             std::fprintf(stderr, "check failed at line %d: %s\n", __LINE__, #cond); \
-            return 2;                                                             \
-        }                                                                         \
+            return 2;                                                               \
+        }                                                                           \
     } while (0)
 
 static GM_ADDR G(void* p) { return static_cast<GM_ADDR>(p); }
-static uint32_t Bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static uint32_t Bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
 
 // =============================================================================================
 // Correct kernels
@@ -73,7 +77,10 @@ extern "C" __global__ __aicore__ void vec_add(GM_ADDR x, GM_ADDR y, GM_ADDR z, i
 static int case_vec_add() {
     const int blocks = 3, per = 4 * kTile, n = blocks * per;
     std::vector<float> x(n), y(n), z(n, NAN);
-    for (int i = 0; i < n; ++i) { x[i] = 0.5f * i; y[i] = 1.0f - i; }
+    for (int i = 0; i < n; ++i) {
+        x[i] = 0.5f * i;
+        y[i] = 1.0f - i;
+    }
     FLA_SIM_LAUNCH(vec_add, KERNEL_TYPE_AIV_ONLY, blocks, G(x.data()), G(y.data()), G(z.data()), per);
     for (int i = 0; i < n; ++i) CHECK(z[i] == x[i] + y[i]);
     // Counters through the C interface.
@@ -100,8 +107,27 @@ static int case_vec_add() {
 
 // Explicit flags over TBufs: MTE2 -> V -> MTE3, and back (V -> MTE2, MTE3 -> V) for the next tile.
 // Every count-form float op against the host's float result.
-enum OpId { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_MULS, OP_ADDS, OP_MAXS, OP_MINS, OP_EXP, OP_LN, OP_ABS, OP_SQRT,
-            OP_RSQRT, OP_RECIP, OP_RELU, OP_DUP, OP_COUNT };
+enum OpId {
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_MAX,
+    OP_MIN,
+    OP_MULS,
+    OP_ADDS,
+    OP_MAXS,
+    OP_MINS,
+    OP_EXP,
+    OP_LN,
+    OP_ABS,
+    OP_SQRT,
+    OP_RSQRT,
+    OP_RECIP,
+    OP_RELU,
+    OP_DUP,
+    OP_COUNT
+};
 extern "C" __global__ __aicore__ void vec_ops(GM_ADDR x, GM_ADDR y, GM_ADDR out, int32_t n) {
     TPipe pipe;
     TBuf<TPosition::VECCALC> bx, by, bz;
@@ -123,24 +149,24 @@ extern "C" __global__ __aicore__ void vec_ops(GM_ADDR x, GM_ADDR y, GM_ADDR out,
             WaitFlag<HardEvent::MTE3_V>(1);
         }
         switch (op) {
-        case OP_ADD: Add(lz, lx, ly, n); break;
-        case OP_SUB: Sub(lz, lx, ly, n); break;
-        case OP_MUL: Mul(lz, lx, ly, n); break;
-        case OP_DIV: Div(lz, lx, ly, n); break;
-        case OP_MAX: Max(lz, lx, ly, n); break;
-        case OP_MIN: Min(lz, lx, ly, n); break;
-        case OP_MULS: Muls(lz, lx, 0.3f, n); break;
-        case OP_ADDS: Adds(lz, lx, -1.25f, n); break;
-        case OP_MAXS: Maxs(lz, lx, 0.5f, n); break;
-        case OP_MINS: Mins(lz, lx, 0.5f, n); break;
-        case OP_EXP: Exp(lz, lx, n); break;
-        case OP_LN: Ln(lz, ly, n); break;
-        case OP_ABS: Abs(lz, lx, n); break;
-        case OP_SQRT: Sqrt(lz, ly, n); break;
-        case OP_RSQRT: Rsqrt(lz, ly, n); break;
-        case OP_RECIP: Reciprocal(lz, ly, n); break;
-        case OP_RELU: Relu(lz, lx, n); break;
-        case OP_DUP: Duplicate(lz, 7.5f, n); break;
+            case OP_ADD: Add(lz, lx, ly, n); break;
+            case OP_SUB: Sub(lz, lx, ly, n); break;
+            case OP_MUL: Mul(lz, lx, ly, n); break;
+            case OP_DIV: Div(lz, lx, ly, n); break;
+            case OP_MAX: Max(lz, lx, ly, n); break;
+            case OP_MIN: Min(lz, lx, ly, n); break;
+            case OP_MULS: Muls(lz, lx, 0.3f, n); break;
+            case OP_ADDS: Adds(lz, lx, -1.25f, n); break;
+            case OP_MAXS: Maxs(lz, lx, 0.5f, n); break;
+            case OP_MINS: Mins(lz, lx, 0.5f, n); break;
+            case OP_EXP: Exp(lz, lx, n); break;
+            case OP_LN: Ln(lz, ly, n); break;
+            case OP_ABS: Abs(lz, lx, n); break;
+            case OP_SQRT: Sqrt(lz, ly, n); break;
+            case OP_RSQRT: Rsqrt(lz, ly, n); break;
+            case OP_RECIP: Reciprocal(lz, ly, n); break;
+            case OP_RELU: Relu(lz, lx, n); break;
+            case OP_DUP: Duplicate(lz, 7.5f, n); break;
         }
         SetFlag<HardEvent::V_MTE3>(0);
         WaitFlag<HardEvent::V_MTE3>(0);
@@ -151,13 +177,31 @@ extern "C" __global__ __aicore__ void vec_ops(GM_ADDR x, GM_ADDR y, GM_ADDR out,
 static int case_vec_ops() {
     const int n = 200;  // 800 bytes: 32-byte multiple
     std::vector<float> x(n), y(n), out(n * OP_COUNT, NAN);
-    for (int i = 0; i < n; ++i) { x[i] = std::sin(0.37f * i) * 3.0f; y[i] = 0.25f + 0.03f * i; }
+    for (int i = 0; i < n; ++i) {
+        x[i] = std::sin(0.37f * i) * 3.0f;
+        y[i] = 0.25f + 0.03f * i;
+    }
     FLA_SIM_LAUNCH(vec_ops, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(y.data()), G(out.data()), n);
     for (int i = 0; i < n; ++i) {
         const float a = x[i], b = y[i];
-        const float expect[OP_COUNT] = {a + b, a - b, a * b, a / b, a > b ? a : b, a < b ? a : b, a * 0.3f, a + -1.25f,
-                                        a > 0.5f ? a : 0.5f, a < 0.5f ? a : 0.5f, std::exp(a), std::log(b), std::fabs(a),
-                                        std::sqrt(b), 1.0f / std::sqrt(b), 1.0f / b, a > 0 ? a : 0.0f, 7.5f};
+        const float expect[OP_COUNT] = {a + b,
+                                        a - b,
+                                        a * b,
+                                        a / b,
+                                        a > b ? a : b,
+                                        a < b ? a : b,
+                                        a * 0.3f,
+                                        a + -1.25f,
+                                        a > 0.5f ? a : 0.5f,
+                                        a < 0.5f ? a : 0.5f,
+                                        std::exp(a),
+                                        std::log(b),
+                                        std::fabs(a),
+                                        std::sqrt(b),
+                                        1.0f / std::sqrt(b),
+                                        1.0f / b,
+                                        a > 0 ? a : 0.0f,
+                                        7.5f};
         for (int op = 0; op < OP_COUNT; ++op)
             if (Bits(out[op * n + i]) != Bits(expect[op])) {
                 std::fprintf(stderr, "op %d element %d: %g != %g\n", op, i, out[op * n + i], expect[op]);
@@ -250,7 +294,7 @@ extern "C" __global__ __aicore__ void f16_numerics(GM_ADDR hin, GM_ADDR fin, GM_
     DataCopy(lf, gf, 64);
     SetFlag<HardEvent::MTE2_V>(0);
     WaitFlag<HardEvent::MTE2_V>(0);
-    Adds(lo, lh, half(1.0f), 64);                 // rounded to half per instruction
+    Adds(lo, lh, half(1.0f), 64);  // rounded to half per instruction
     Mul(lo[64], lh, lh, 64);
     Cast(lo[128], lf, RoundMode::CAST_RINT, 64);
     Cast(lo[192], lf, RoundMode::CAST_TRUNC, 64);
@@ -260,7 +304,7 @@ extern "C" __global__ __aicore__ void f16_numerics(GM_ADDR hin, GM_ADDR fin, GM_
     Cast(lb[128], lf, RoundMode::CAST_CEIL, 64);
     Cast(lb[192], lf, RoundMode::CAST_ROUND, 64);
     Cast(lb[256], lf, RoundMode::CAST_TRUNC, 64);
-    PipeBarrier<PIPE_V>();  // the next Cast reads lb
+    PipeBarrier<PIPE_V>();                        // the next Cast reads lb
     Cast(lff, lb, RoundMode::CAST_NONE, 64);      // bf16 -> float, exact
     Cast(lff[64], lh, RoundMode::CAST_NONE, 64);  // half -> float, exact
     SetFlag<HardEvent::V_MTE3>(0);
@@ -275,8 +319,8 @@ static int case_f16_numerics() {
     std::vector<float> f(64), fo(128);
     std::vector<bfloat16_t> bo(64 * 8);
     for (int i = 0; i < 64; ++i) {
-        h[i] = half(2048.0f + 2.0f * (i % 4));       // 2048 + 1 is a tie in half: RNE keeps 2048
-        f[i] = 1.0f + float(i) * (1.0f / 4096.0f);   // between bf16/half neighbours
+        h[i] = half(2048.0f + 2.0f * (i % 4));      // 2048 + 1 is a tie in half: RNE keeps 2048
+        f[i] = 1.0f + float(i) * (1.0f / 4096.0f);  // between bf16/half neighbours
     }
     f[63] = -1.00390625f * 1.5f;  // negative, not representable in bf16
     FLA_SIM_LAUNCH(f16_numerics, KERNEL_TYPE_AIV_ONLY, 1, G(h.data()), G(f.data()), G(ho.data()), G(bo.data()), G(fo.data()));
@@ -327,11 +371,11 @@ extern "C" __global__ __aicore__ void reduce(GM_ADDR x, GM_ADDR out, int32_t n) 
     SetFlag<HardEvent::MTE2_V>(0);
     WaitFlag<HardEvent::MTE2_V>(0);
     Duplicate(lo, 0.0f, 256);
-    ReduceMax(lo, lx, lt, n, true);        // lo[0] = max, lo[1] = index bits
-    ReduceSum(lo[8], lx, lt, n);           // lo[8] = sum
-    WholeReduceSum(lo[16], lx, 64, 4, 1, 1, 8);  // lo[16..19] = sums of rows 0..3 (64 each)
-    WholeReduceMax(lo[24], lx, 64, 4, 1, 1, 8);  // (value, index) pairs at lo[24..31]
-    Brcb(lo[64], lx, 1, BrcbRepeatParams(1, 8)); // x[0..7] each into one 8-float block
+    ReduceMax(lo, lx, lt, n, true);               // lo[0] = max, lo[1] = index bits
+    ReduceSum(lo[8], lx, lt, n);                  // lo[8] = sum
+    WholeReduceSum(lo[16], lx, 64, 4, 1, 1, 8);   // lo[16..19] = sums of rows 0..3 (64 each)
+    WholeReduceMax(lo[24], lx, 64, 4, 1, 1, 8);   // (value, index) pairs at lo[24..31]
+    Brcb(lo[64], lx, 1, BrcbRepeatParams(1, 8));  // x[0..7] each into one 8-float block
     SetFlag<HardEvent::V_MTE3>(0);
     WaitFlag<HardEvent::V_MTE3>(0);
     DataCopy(go, lo, 256);
@@ -344,7 +388,10 @@ static int case_reduce() {
     FLA_SIM_LAUNCH(reduce, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(out.data()), n);
     int am = 0;
     double sum = 0;
-    for (int i = 0; i < n; ++i) { if (x[i] > x[am]) am = i; sum += x[i]; }
+    for (int i = 0; i < n; ++i) {
+        if (x[i] > x[am]) am = i;
+        sum += x[i];
+    }
     CHECK(out[0] == x[am]);
     uint32_t idx;
     std::memcpy(&idx, &out[1], 4);
@@ -353,7 +400,10 @@ static int case_reduce() {
     for (int r = 0; r < 4; ++r) {
         double s = 0;
         int a = r * 64;
-        for (int j = 0; j < 64; ++j) { s += x[r * 64 + j]; if (x[r * 64 + j] > x[a]) a = r * 64 + j; }
+        for (int j = 0; j < 64; ++j) {
+            s += x[r * 64 + j];
+            if (x[r * 64 + j] > x[a]) a = r * 64 + j;
+        }
         CHECK(std::fabs(out[16 + r] - s) < 1e-3);
         CHECK(out[24 + 2 * r] == x[a]);
         uint32_t li;
@@ -398,7 +448,7 @@ extern "C" __global__ __aicore__ void copies(GM_ADDR src, GM_ADDR dst, GM_ADDR d
     qout.EnQue(d);
     qin.FreeTensor(c);
     d = qout.DeQue<float>();
-    DataCopyPad(gd2, d, DataCopyExtParams(4, 32, 0, 4, 0));   // whole padded rows, GM gap 4 bytes
+    DataCopyPad(gd2, d, DataCopyExtParams(4, 32, 0, 4, 0));       // whole padded rows, GM gap 4 bytes
     DataCopyPad(gd2[512], d, DataCopyExtParams(4, 20, 0, 0, 0));  // rows of 5, packed
     qout.FreeTensor(d);
 }
@@ -434,7 +484,7 @@ extern "C" __global__ __aicore__ void mixed_ids(GM_ADDR ids, GM_ADDR data, int32
         out[b * 12 + 1] = int32_t(GetBlockNum());
         out[b * 12 + 2] = int32_t(GetSubBlockIdx());
         for (int32_t r = 0; r < rounds; ++r) {
-            buf[b * 4 + 0] = r;       // the AIC produces ...
+            buf[b * 4 + 0] = r;  // the AIC produces ...
             buf[b * 4 + 1] = r;
             CrossCoreSetFlag<2, PIPE_FIX>(1);  // ... both AIVs consume
             CrossCoreWaitFlag(2);              // both AIVs have answered
@@ -475,7 +525,8 @@ static int case_mixed_ids() {
     CHECK(fla_sim_last_core_count() == 3 * blocks);
     FlaSimCoreInfo info{};
     CHECK(fla_sim_last_core_counters(0, nullptr, &info) == 0 && info.core_type == 0 && info.block_idx == 0);
-    CHECK(fla_sim_last_core_counters(2, nullptr, &info) == 0 && info.core_type == 1 && info.block_idx == 1 && info.sub_block_idx == 1);
+    CHECK(fla_sim_last_core_counters(2, nullptr, &info) == 0 && info.core_type == 1 && info.block_idx == 1 &&
+          info.sub_block_idx == 1);
     return 0;
 }
 
@@ -807,24 +858,22 @@ extern "C" __global__ __aicore__ void alloc_exhausted() {
     LocalTensor<float> a = q.AllocTensor<float>();
     LocalTensor<float> b = q.AllocTensor<float>();
     LocalTensor<float> c = q.AllocTensor<float>();
-    (void)a; (void)b; (void)c;
+    (void)a;
+    (void)b;
+    (void)c;
 }
 static int case_alloc_exhausted() {
     FLA_SIM_LAUNCH(alloc_exhausted, KERNEL_TYPE_AIV_ONLY, 1);
     return 0;
 }
 
-extern "C" __global__ __aicore__ void wait_without_set() {
-    WaitFlag<HardEvent::V_MTE3>(2);
-}
+extern "C" __global__ __aicore__ void wait_without_set() { WaitFlag<HardEvent::V_MTE3>(2); }
 static int case_wait_without_set() {
     FLA_SIM_LAUNCH(wait_without_set, KERNEL_TYPE_AIV_ONLY, 1);
     return 0;
 }
 
-extern "C" __global__ __aicore__ void unbalanced_set() {
-    SetFlag<HardEvent::MTE3_MTE2>(1);
-}
+extern "C" __global__ __aicore__ void unbalanced_set() { SetFlag<HardEvent::MTE3_MTE2>(1); }
 static int case_unbalanced_set() {
     FLA_SIM_LAUNCH(unbalanced_set, KERNEL_TYPE_AIV_ONLY, 1);
     return 0;
@@ -922,9 +971,7 @@ static int case_syncall_deadlock() {
     return 0;
 }
 
-extern "C" __global__ __aicore__ void type_mismatch() {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-}
+extern "C" __global__ __aicore__ void type_mismatch() { KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2); }
 static int case_kernel_type_mismatch() {
     FLA_SIM_LAUNCH(type_mismatch, KERNEL_TYPE_AIV_ONLY, 1);
     return 0;
@@ -992,7 +1039,8 @@ static int case_bad_mask() {
 static uint32_t CeilU(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
 // Deterministic values in [-1, 1), rounded to T.
-template <class T> static std::vector<T> RandomMatrix(size_t n, uint32_t seed) {
+template <class T>
+static std::vector<T> RandomMatrix(size_t n, uint32_t seed) {
     std::vector<T> v(n);
     uint32_t s = seed;
     for (size_t i = 0; i < n; ++i) {
@@ -1019,7 +1067,8 @@ static void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m
     }
 }
 
-template <class O> static constexpr QuantMode_t QuantFor() {
+template <class O>
+static constexpr QuantMode_t QuantFor() {
     return std::is_same_v<O, float> ? NoQuant : std::is_same_v<O, half> ? F322F16 : F322BF16;
 }
 
@@ -1079,7 +1128,8 @@ static void cube_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, int32_t M, int32_t N, i
                 }
                 DataCopy(b1, gB[uint64_t(n0) * K + k0], Nd2NzParams(1, nLen, kLen, 0, K, nPad, 1, 0));
             } else {
-                if (kLen != kRows && bug != 5) InitConstValue(b1, InitConstValueParams<T>(1, uint16_t(kRows * nPad * sizeof(T) / 32), 0, T(0)));
+                if (kLen != kRows && bug != 5)
+                    InitConstValue(b1, InitConstValueParams<T>(1, uint16_t(kRows * nPad * sizeof(T) / 32), 0, T(0)));
                 DataCopy(b1, gB[uint64_t(k0) * N + n0], Nd2NzParams(1, kLen, nLen, 0, N, kRows, 1, 0));
             }
             SetFlag<HardEvent::MTE2_MTE1>(0);
@@ -1093,7 +1143,8 @@ static void cube_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, int32_t M, int32_t N, i
                 LoadData(b2, b1, LoadData2dParams(0, uint8_t((kPad / c0) * (nPad / 16)), 1, 0, 0, false, 0));
             } else {
                 for (uint32_t j = 0; j < kRows / 16; ++j)
-                    LoadData(b2[j * (nPad / 16) * fr], b1[j * fr], LoadData2dParams(0, uint8_t(nPad / 16), uint16_t(kRows / 16), 0, 0, true, 0));
+                    LoadData(b2[j * (nPad / 16) * fr], b1[j * fr],
+                             LoadData2dParams(0, uint8_t(nPad / 16), uint16_t(kRows / 16), 0, 0, true, 0));
             }
             if (bug != 1) {
                 SetFlag<HardEvent::MTE1_M>(0);
@@ -1121,16 +1172,18 @@ static void cube_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, int32_t M, int32_t N, i
 
 // Rounding bound of one output: fp32 accumulation (one rounding per multiply-add, |partial| <= S)
 // then one rounding to the output type.
-template <class O> static double OutUlp() {
+template <class O>
+static double OutUlp() {
     return std::is_same_v<O, float> ? std::ldexp(1.0, -24) : std::is_same_v<O, half> ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
 }
 
 // Runs the matmul and checks values and counters; returns 0 when right, 2 when wrong.
-template <class T, class O> static int RunMatmul(int M, int N, int K, int bT, int blocks, int bug) {
+template <class T, class O>
+static int RunMatmul(int M, int N, int K, int bT, int blocks, int bug) {
     const std::vector<T> A = RandomMatrix<T>(size_t(M) * K, 7), B = RandomMatrix<T>(size_t(K) * N, 11);
     std::vector<O> C(size_t(M) * N, O(NAN));
-    sim::Launch("cube_matmul", KERNEL_TYPE_AIC_ONLY, blocks, cube_matmul<T, O>, G((void*)A.data()), G((void*)B.data()), G(C.data()), M,
-                N, K, bT, bug);
+    sim::Launch("cube_matmul", KERNEL_TYPE_AIC_ONLY, blocks, cube_matmul<T, O>, G((void*)A.data()), G((void*)B.data()),
+                G(C.data()), M, N, K, bT, bug);
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
             double ref = 0, s = 0;
@@ -1144,7 +1197,8 @@ template <class T, class O> static int RunMatmul(int M, int N, int K, int bT, in
             const double bound = acc + OutUlp<O>() * (std::fabs(ref) + acc) + 1e-30;
             const double got = float(C[size_t(i) * N + j]);
             if (!(std::fabs(got - ref) <= bound)) {
-                if (bug != 3 && bug != 5 && bug != 8) std::fprintf(stderr, "C[%d,%d] = %.9g, expected %.9g +- %.3g\n", i, j, got, ref, bound);
+                if (bug != 3 && bug != 5 && bug != 8)
+                    std::fprintf(stderr, "C[%d,%d] = %.9g, expected %.9g +- %.3g\n", i, j, got, ref, bound);
                 return 2;
             }
         }
@@ -1220,7 +1274,7 @@ extern "C" __global__ __aicore__ void cube_mixed(GM_ADDR q, GM_ADDR k, GM_ADDR w
         GlobalTensor<half> gq, gk;
         gq.SetGlobalBuffer((__gm__ half*)q, int64_t(M) * D);
         gk.SetGlobalBuffer((__gm__ half*)k, int64_t(N) * D);
-        if (rounds > 0) {  // K^T once per block: rows = keys (n), C0 along d: already L0B's Zn fractals
+        if (rounds > 0) {               // K^T once per block: rows = keys (n), C0 along d: already L0B's Zn fractals
             if (uint32_t(N) != nPad) {  // the key padding rows are read by the Cube: zero, not NaN
                 InitConstValue(k1, InitConstValueParams<half>(1, uint16_t(nPad * dPad * sizeof(half) / 32), 0, half(0.0f)));
                 PipeBarrier<PIPE_MTE2>();
@@ -1259,7 +1313,8 @@ extern "C" __global__ __aicore__ void cube_mixed(GM_ADDR q, GM_ADDR k, GM_ADDR w
             SetFlag<HardEvent::M_FIX>(0);
             WaitFlag<HardEvent::M_FIX>(0);
             if (r >= 2) CrossCoreWaitFlag(1);  // both AIVs released this slot (round r - 2)
-            Fixpipe(gws[int64_t(r % 2) * R * N], lc, FixpipeParamsV220(uint16_t(N), uint16_t(mLen), uint16_t(mPad), uint32_t(N), false));
+            Fixpipe(gws[int64_t(r % 2) * R * N], lc,
+                    FixpipeParamsV220(uint16_t(N), uint16_t(mLen), uint16_t(mPad), uint32_t(N), false));
             CrossCoreSetFlag<2, PIPE_FIX>(0);
         }
         for (int32_t r = std::max(0, rounds - 2); r < rounds; ++r) CrossCoreWaitFlag(1);
@@ -1298,8 +1353,8 @@ static int case_cube_mixed() {
     const float scale = 0.125f;
     const std::vector<half> Q = RandomMatrix<half>(size_t(M) * D, 3), Kt = RandomMatrix<half>(size_t(N) * D, 5);
     std::vector<float> ws(size_t(blocks) * 2 * 32 * N, NAN), out(size_t(M) * N, NAN);
-    FLA_SIM_LAUNCH(cube_mixed, KERNEL_TYPE_MIX_AIC_1_2, blocks, G((void*)Q.data()), G((void*)Kt.data()), G(ws.data()), G(out.data()), M, N, D,
-                   scale);
+    FLA_SIM_LAUNCH(cube_mixed, KERNEL_TYPE_MIX_AIC_1_2, blocks, G((void*)Q.data()), G((void*)Kt.data()), G(ws.data()),
+                   G(out.data()), M, N, D, scale);
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
             double ref = 0, s = 0;
@@ -1316,7 +1371,7 @@ static int case_cube_mixed() {
     FlaSimCoreInfo info{};
     CHECK(fla_sim_last_total_counters(&tot) == 0);
     CHECK(tot.cube_macs == uint64_t(M) * N * D);
-    CHECK(tot.local_to_gm_bytes == 2ull * M * N * 4);                               // S by the AICs, out by the AIVs
+    CHECK(tot.local_to_gm_bytes == 2ull * M * N * 4);  // S by the AICs, out by the AIVs
     CHECK(tot.gm_to_local_bytes == (uint64_t(blocks) * N * D + uint64_t(M) * D) * 2 + uint64_t(M) * N * 4);
     CHECK(tot.vector_elem_ops == uint64_t(M) * N);
     const int rowsOf[2] = {32 + 16, 32};  // block 0: tiles 0 and 2 (16-row tail); block 1: tile 1
@@ -1361,12 +1416,13 @@ static int case_cube_l1_copies() {
         for (int c = 0; c < 32; ++c) {
             const uint16_t got = out[(c / 16) * 256 + r * 16 + c % 16];
             if (r < 3 && c < 20) CHECK(got == a[r * 20 + c].bits);
-            else if (r < 3) CHECK(got == 0);        // zero-filled C0 tail
-            else CHECK(got == 0xFFFF);              // not reached: poison
+            else if (r < 3) CHECK(got == 0);  // zero-filled C0 tail
+            else CHECK(got == 0xFFFF);        // not reached: poison
         }
     for (int i = 0; i < 48; ++i) CHECK(out[512 + i] == a[i].bits);
     FlaSimCounters tot{};
-    CHECK(fla_sim_last_total_counters(&tot) == 0 && tot.gm_to_local_bytes == (60 + 48) * 2 && tot.peak_l1_bytes == 16 * 32 * 2 + 128);
+    CHECK(fla_sim_last_total_counters(&tot) == 0 && tot.gm_to_local_bytes == (60 + 48) * 2 &&
+          tot.peak_l1_bytes == 16 * 32 * 2 + 128);
     return 0;
 }
 
@@ -1417,19 +1473,18 @@ static int case_cube_loaddata_misaligned() {
     return 0;
 }
 
-
 // =============================================================================================
 // Compare / CompareScalar / Select
 // =============================================================================================
 
 static bool HostCmp(int m, float a, float b) {
     switch (m) {
-    case 0: return a < b;
-    case 1: return a > b;
-    case 2: return a == b;
-    case 3: return a <= b;
-    case 4: return a >= b;
-    default: return !(a == b);
+        case 0: return a < b;
+        case 1: return a > b;
+        case 2: return a == b;
+        case 3: return a <= b;
+        case 4: return a >= b;
+        default: return !(a == b);
     }
 }
 static const CMPMODE kModes[6] = {CMPMODE::LT, CMPMODE::GT, CMPMODE::EQ, CMPMODE::LE, CMPMODE::GE, CMPMODE::NE};
@@ -1438,7 +1493,8 @@ static const CMPMODE kModes[6] = {CMPMODE::LT, CMPMODE::GT, CMPMODE::EQ, CMPMODE
 // half; Select in VSEL_TENSOR_TENSOR_MODE (max by mask), VSEL_TENSOR_SCALAR_MODE and
 // VSEL_CMPMASK_SPR (the first 64 bits for every repeat).
 constexpr int32_t kCmpN = 128;
-extern "C" __global__ __aicore__ void vec_compare_select(GM_ADDR x, GM_ADDR y, GM_ADDR hx, GM_ADDR bitsOut, GM_ADDR zOut, GM_ADDR hOut) {
+extern "C" __global__ __aicore__ void vec_compare_select(GM_ADDR x, GM_ADDR y, GM_ADDR hx, GM_ADDR bitsOut, GM_ADDR zOut,
+                                                         GM_ADDR hOut) {
     TPipe pipe;
     TBuf<TPosition::VECCALC> bx, by, bh, bbits, bz, bhz;
     pipe.InitBuffer(bx, kCmpN * 4);
@@ -1469,11 +1525,11 @@ extern "C" __global__ __aicore__ void vec_compare_select(GM_ADDR x, GM_ADDR y, G
         Compare(bits[m * 32], lx, ly, kModes[m], kCmpN);
         CompareScalar(bits[(6 + m) * 32], lx, 0.5f, kModes[m], kCmpN);
     }
-    CompareScalar(bits[12 * 32], lh, half(-0.25f), CMPMODE::GE, kCmpN);  // half: 128 elements = 256 bytes
-    PipeBarrier<PIPE_V>();  // Select reads the compare bits
-    Select(lz, bits[1 * 32], lx, ly, SELMODE::VSEL_TENSOR_TENSOR_MODE, kCmpN);                // x > y ? x : y
+    CompareScalar(bits[12 * 32], lh, half(-0.25f), CMPMODE::GE, kCmpN);                         // half: 128 elements = 256 bytes
+    PipeBarrier<PIPE_V>();                                                                      // Select reads the compare bits
+    Select(lz, bits[1 * 32], lx, ly, SELMODE::VSEL_TENSOR_TENSOR_MODE, kCmpN);                  // x > y ? x : y
     Select(lz[kCmpN], bits[(6 + 1) * 32], lx, -7.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, kCmpN);  // x > 0.5 ? x : -7
-    Select(lz[2 * kCmpN], bits[0], lx, ly, SELMODE::VSEL_CMPMASK_SPR, kCmpN);                  // bit i % 64 of (x < y)
+    Select(lz[2 * kCmpN], bits[0], lx, ly, SELMODE::VSEL_CMPMASK_SPR, kCmpN);                   // bit i % 64 of (x < y)
     Select(lhz, bits[12 * 32], lh, half(2.0f), SELMODE::VSEL_TENSOR_SCALAR_MODE, kCmpN);
     SetFlag<HardEvent::V_MTE3>(0);
     WaitFlag<HardEvent::V_MTE3>(0);
@@ -1495,8 +1551,8 @@ static int case_vec_compare_select() {
     x[5] = NAN;
     y[7] = NAN;
     x[9] = 0.5f;
-    FLA_SIM_LAUNCH(vec_compare_select, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(y.data()), G(hx.data()), G(bits.data()), G(z.data()),
-                   G(ho.data()));
+    FLA_SIM_LAUNCH(vec_compare_select, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(y.data()), G(hx.data()), G(bits.data()),
+                   G(z.data()), G(ho.data()));
     auto bit = [&](int slot, int i) { return (bits[slot * 32 + i / 8] >> (i % 8)) & 1; };
     for (int m = 0; m < 6; ++m) {
         for (int i = 0; i < n; ++i) {
@@ -1524,7 +1580,8 @@ static int case_vec_compare_select() {
 // on lanes 0..31 only (their other bits are written 0); Select in VSEL_TENSOR_TENSOR_MODE with a
 // count mask of 48 lanes (lanes 48..63 keep dst), consuming 64 bits per repeat; VSEL_CMPMASK_SPR
 // (the same 64 bits every repeat); CompareScalar and scalar Select on half (128 lanes per repeat).
-extern "C" __global__ __aicore__ void vec_select_repeat(GM_ADDR x, GM_ADDR row, GM_ADDR hx, GM_ADDR bitsOut, GM_ADDR zOut, GM_ADDR hOut) {
+extern "C" __global__ __aicore__ void vec_select_repeat(GM_ADDR x, GM_ADDR row, GM_ADDR hx, GM_ADDR bitsOut, GM_ADDR zOut,
+                                                        GM_ADDR hOut) {
     TPipe pipe;
     TBuf<TPosition::VECCALC> bx, br, bh, bbits, bz, bhz;
     pipe.InitBuffer(bx, 128 * 4);
@@ -1552,9 +1609,9 @@ extern "C" __global__ __aicore__ void vec_select_repeat(GM_ADDR x, GM_ADDR row, 
     WaitFlag<HardEvent::MTE2_V>(0);
     uint64_t low32[2] = {0xFFFFFFFFull, 0};
     Compare(bits, lx, lr, CMPMODE::LT, low32, 2, BinaryRepeatParams(1, 1, 1, 8, 8, 0));  // 16 bytes
-    CompareScalar(bits[32], lh, half(0.0f), CMPMODE::GT, 128, 2, UnaryRepeatParams());    // 32 bytes
+    CompareScalar(bits[32], lh, half(0.0f), CMPMODE::GT, 128, 2, UnaryRepeatParams());   // 32 bytes
     Duplicate(lz, -1.0f, 2 * 128);
-    PipeBarrier<PIPE_V>();  // Select reads the compare bits
+    PipeBarrier<PIPE_V>();                                                                    // Select reads the compare bits
     Select(lz, bits, lx, lx, SELMODE::VSEL_TENSOR_TENSOR_MODE, 48, 2, BinaryRepeatParams());  // own value either way
     Select(lz[128], bits, lx, lr, SELMODE::VSEL_CMPMASK_SPR, 64, 2, BinaryRepeatParams(1, 1, 1, 8, 8, 0));
     Duplicate(lhz, half(9.0f), 256);
@@ -1573,8 +1630,8 @@ static int case_vec_select_repeat() {
     for (int i = 0; i < 128; ++i) x[i] = 0.5f * float((i * 17) % 13) - 3.0f;
     for (int j = 0; j < 64; ++j) row[j] = 0.5f * float((j * 5) % 7) - 1.5f;
     for (int i = 0; i < 256; ++i) hx[i] = half(0.25f * float((i * 11) % 9) - 1.0f);
-    FLA_SIM_LAUNCH(vec_select_repeat, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(row.data()), G(hx.data()), G(bits.data()), G(z.data()),
-                   G(ho.data()));
+    FLA_SIM_LAUNCH(vec_select_repeat, KERNEL_TYPE_AIV_ONLY, 1, G(x.data()), G(row.data()), G(hx.data()), G(bits.data()),
+                   G(z.data()), G(ho.data()));
     auto bit = [&](int byteOff, int i) { return (bits[byteOff + i / 8] >> (i % 8)) & 1; };
     for (int r = 0; r < 2; ++r)
         for (int l = 0; l < 64; ++l) CHECK(bit(0, r * 64 + l) == (l < 32 && x[r * 64 + l] < row[l]));
@@ -1644,7 +1701,8 @@ extern "C" __global__ __aicore__ void vec_masked_max(GM_ADDR x, GM_ADDR t, GM_AD
     pipe.InitBuffer(bs, n * 4);
     pipe.InitBuffer(bw, 64 * 4);
     pipe.InitBuffer(bo, rows * 8 * 4);
-    LocalTensor<float> lx = bx.Get<float>(), lt = bt.Get<float>(), ls = bs.Get<float>(), lw = bw.Get<float>(), lo = bo.Get<float>();
+    LocalTensor<float> lx = bx.Get<float>(), lt = bt.Get<float>(), ls = bs.Get<float>(), lw = bw.Get<float>(),
+                       lo = bo.Get<float>();
     LocalTensor<uint8_t> lm = bm.Get<uint8_t>();
     GlobalTensor<float> gx, gt, go;
     gx.SetGlobalBuffer((__gm__ float*)x, n);
@@ -1737,7 +1795,8 @@ extern "C" __global__ __aicore__ void cube_fixpipe_l1(GM_ADDR a, GM_ADDR b1t, GM
     pipe.InitBuffer(bA2, kFxM * kFxK * 2);
     pipe.InitBuffer(bB2, kFxK * kFxN * 2);
     pipe.InitBuffer(bC, kFxM * kFxN * 4);
-    LocalTensor<half> a1 = bA1.Get<half>(), c1 = bC1.Get<half>(), b1 = bB1.Get<half>(), a2 = bA2.Get<half>(), b2 = bB2.Get<half>();
+    LocalTensor<half> a1 = bA1.Get<half>(), c1 = bC1.Get<half>(), b1 = bB1.Get<half>(), a2 = bA2.Get<half>(),
+                      b2 = bB2.Get<half>();
     LocalTensor<float> nd = bND.Get<float>(), lc = bC.Get<float>();
     GlobalTensor<half> gA, gB1, gB2, gC1;
     GlobalTensor<float> gC2;
@@ -1800,8 +1859,8 @@ static int run_fixpipe_l1(int bug) {
     for (int i = 0; i < M * K; ++i) A[i] = half(float((i * 7 + 3) % 5 - 2));
     for (int i = 0; i < N * K; ++i) B1[i] = half(float((i * 11 + 1) % 5 - 2));
     for (int i = 0; i < N * K; ++i) B2[i] = half(float((i * 13 + 2) % 5 - 2));
-    FLA_SIM_LAUNCH(cube_fixpipe_l1, KERNEL_TYPE_AIC_ONLY, 1, G(A.data()), G(B1.data()), G(B2.data()), G(C1nz.data()), G(C1nd.data()),
-                   G(C2.data()), bug);
+    FLA_SIM_LAUNCH(cube_fixpipe_l1, KERNEL_TYPE_AIC_ONLY, 1, G(A.data()), G(B1.data()), G(B2.data()), G(C1nz.data()),
+                   G(C1nd.data()), G(C2.data()), bug);
     std::vector<float> c1(M * N), c2(M * N);
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {

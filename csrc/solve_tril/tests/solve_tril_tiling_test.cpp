@@ -11,7 +11,11 @@ namespace soc = fla_npu::soc;
 
 static SolveTrilProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t out_kind, uint32_t cores) {
     SolveTrilProblem p;
-    p.NC = NC; p.HV = HV; p.BT = BT; p.out_kind = out_kind; p.core_num = cores;
+    p.NC = NC;
+    p.HV = HV;
+    p.BT = BT;
+    p.out_kind = out_kind;
+    p.core_num = cores;
     p.ub_bytes = soc::kA2.ubBytes;
     return p;
 }
@@ -65,7 +69,8 @@ static void TestRefusals() {
     p = Problem(2, 2, 64, kOutFloat32, 4);
     p.cube_fp32 = false;
     CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "takes no float32") != nullptr);
-    for (uint32_t BT : {8u, 48u, 128u}) CHECK(ComputeTiling(Problem(2, 2, BT, kOutFloat32, 4), &t, &err) != 0 && std::strstr(err, "BT"));
+    for (uint32_t BT : {8u, 48u, 128u})
+        CHECK(ComputeTiling(Problem(2, 2, BT, kOutFloat32, 4), &t, &err) != 0 && std::strstr(err, "BT"));
     CHECK(ComputeTiling(Problem(2, 2, 64, kOutFloat32, 0), &t, &err) != 0);
     p = Problem(2, 2, 64, kOutFloat32, 4);
     p.ub_bytes = 8 * 1024;

@@ -25,11 +25,13 @@ int BadShape(int32_t dtype, size_t tensor, std::vector<int64_t> shape, const cha
     return opp_glue::Refused(opp_test::Reshaped(Call(dtype, 1, 2, 64, 64, 64, 1), tensor, std::move(shape)), expect);
 }
 
-const opp_test::Cases kCases = opp_test::ChunkCases(opp_glue::Spec(), Call, "wide_bf16", {
-    {"registration", [] { return opp_glue::Registration(Call(FLA_NPU_BFLOAT16, 3, 2, 64, 128, 96, 1)); }},
-    {"refuse_beta_shape", [] { return BadShape(FLA_NPU_FLOAT16, 2, {1, 2, 32}, "`beta`"); }},
-    {"refuse_u_shape", [] { return BadShape(FLA_NPU_BFLOAT16, 7, {1, 2, 64, 48}, "`u`"); }},
-});
+const opp_test::Cases kCases = opp_test::ChunkCases(
+    opp_glue::Spec(), Call, "wide_bf16",
+    {
+        {"registration", [] { return opp_glue::Registration(Call(FLA_NPU_BFLOAT16, 3, 2, 64, 128, 96, 1)); }},
+        {"refuse_beta_shape", [] { return BadShape(FLA_NPU_FLOAT16, 2, {1, 2, 32}, "`beta`"); }},
+        {"refuse_u_shape", [] { return BadShape(FLA_NPU_BFLOAT16, 7, {1, 2, 64, 48}, "`u`"); }},
+    });
 
 }  // namespace
 

@@ -11,7 +11,13 @@ namespace soc = fla_npu::soc;
 
 static WyFastProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg, uint32_t cores) {
     WyFastProblem p;
-    p.NC = NC; p.HV = HV; p.BT = BT; p.K = K; p.V = V; p.Kg = Kg; p.core_num = cores;
+    p.NC = NC;
+    p.HV = HV;
+    p.BT = BT;
+    p.K = K;
+    p.V = V;
+    p.Kg = Kg;
+    p.core_num = cores;
     p.ub_bytes = soc::kA2.ubBytes;
     return p;
 }
@@ -68,8 +74,10 @@ static void TestArgs() {
     CHECK(std::strstr(args.SetShapes(k, v, b, a, e, e, k, badU, k), "`u`") != nullptr);
     CHECK(std::strstr(args.SetShapes(k, v, b, a, e, e, v, v, k), "`w`") != nullptr);
     CHECK(std::strstr(args.SetShapes(k, badHead, b, a, e, e, k, v, k), "[NC, HV]") != nullptr);
-    const int64_t k48[] = {3, 2, 48, 128}, v48[] = {3, 2, 48, 64}, b48[] = {3, 2, 48}, a48[] = {3, 2, 48, 48}, e48[] = {3, 2, 48, 1};
-    CHECK(args.SetShapes(k48, v48, b48, a48, e48, e48, k48, v48, k48) == nullptr && std::strstr(args.CheckSizes(), "BT") != nullptr);
+    const int64_t k48[] = {3, 2, 48, 128}, v48[] = {3, 2, 48, 64}, b48[] = {3, 2, 48}, a48[] = {3, 2, 48, 48},
+                  e48[] = {3, 2, 48, 1};
+    CHECK(args.SetShapes(k48, v48, b48, a48, e48, e48, k48, v48, k48) == nullptr &&
+          std::strstr(args.CheckSizes(), "BT") != nullptr);
 }
 
 int main() {

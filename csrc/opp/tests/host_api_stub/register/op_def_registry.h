@@ -93,10 +93,12 @@ class RuntimeAttrs {
     template <class T>
     const T* GetAttrPointer(size_t index) const;
 };
-template <> inline const int64_t* RuntimeAttrs::GetAttrPointer<int64_t>(size_t index) const {
+template <>
+inline const int64_t* RuntimeAttrs::GetAttrPointer<int64_t>(size_t index) const {
     return index < values.size() ? &values[index].i : nullptr;
 }
-template <> inline const float* RuntimeAttrs::GetAttrPointer<float>(size_t index) const {
+template <>
+inline const float* RuntimeAttrs::GetAttrPointer<float>(size_t index) const {
     return index < values.size() ? &values[index].f : nullptr;
 }
 
@@ -211,9 +213,18 @@ enum Option { REQUIRED = 0, OPTIONAL = 1, DYNAMIC = 2 };
 class OpParamDef {
   public:
     explicit OpParamDef(const char* n) : name(n) {}
-    OpParamDef& ParamType(Option o) { param_type = o; return *this; }
-    OpParamDef& DataType(std::vector<ge::DataType> t) { dtypes = std::move(t); return *this; }
-    OpParamDef& Format(std::vector<ge::Format> f) { formats = std::move(f); return *this; }
+    OpParamDef& ParamType(Option o) {
+        param_type = o;
+        return *this;
+    }
+    OpParamDef& DataType(std::vector<ge::DataType> t) {
+        dtypes = std::move(t);
+        return *this;
+    }
+    OpParamDef& Format(std::vector<ge::Format> f) {
+        formats = std::move(f);
+        return *this;
+    }
     std::string name;
     Option param_type = REQUIRED;
     std::vector<ge::DataType> dtypes;
@@ -224,9 +235,18 @@ class OpAttrDef {
   public:
     enum Kind { kUnset, kInt, kFloat };
     explicit OpAttrDef(const char* n) : name(n) {}
-    OpAttrDef& AttrType(Option o) { attr_type = o; return *this; }
-    OpAttrDef& Int() { kind = kInt; return *this; }
-    OpAttrDef& Float() { kind = kFloat; return *this; }
+    OpAttrDef& AttrType(Option o) {
+        attr_type = o;
+        return *this;
+    }
+    OpAttrDef& Int() {
+        kind = kInt;
+        return *this;
+    }
+    OpAttrDef& Float() {
+        kind = kFloat;
+        return *this;
+    }
     std::string name;
     Option attr_type = REQUIRED;
     Kind kind = kUnset;
@@ -238,8 +258,14 @@ using InferDataTypeFunc = ge::graphStatus (*)(gert::InferDataTypeContext*);
 
 class OpAICoreDef {
   public:
-    OpAICoreDef& SetTiling(TilingFunc f) { tiling = f; return *this; }
-    OpAICoreDef& AddConfig(const char* soc) { configs.emplace_back(soc); return *this; }
+    OpAICoreDef& SetTiling(TilingFunc f) {
+        tiling = f;
+        return *this;
+    }
+    OpAICoreDef& AddConfig(const char* soc) {
+        configs.emplace_back(soc);
+        return *this;
+    }
     TilingFunc tiling = nullptr;
     std::vector<std::string> configs;
 };
@@ -248,11 +274,26 @@ class OpDef {
   public:
     explicit OpDef(const char* type) : op_type(type) {}
     virtual ~OpDef() = default;
-    OpParamDef& Input(const char* n) { inputs.emplace_back(n); return inputs.back(); }
-    OpParamDef& Output(const char* n) { outputs.emplace_back(n); return outputs.back(); }
-    OpAttrDef& Attr(const char* n) { attrs.emplace_back(n); return attrs.back(); }
-    OpDef& SetInferShape(InferShapeFunc f) { infer_shape = f; return *this; }
-    OpDef& SetInferDataType(InferDataTypeFunc f) { infer_dtype = f; return *this; }
+    OpParamDef& Input(const char* n) {
+        inputs.emplace_back(n);
+        return inputs.back();
+    }
+    OpParamDef& Output(const char* n) {
+        outputs.emplace_back(n);
+        return outputs.back();
+    }
+    OpAttrDef& Attr(const char* n) {
+        attrs.emplace_back(n);
+        return attrs.back();
+    }
+    OpDef& SetInferShape(InferShapeFunc f) {
+        infer_shape = f;
+        return *this;
+    }
+    OpDef& SetInferDataType(InferDataTypeFunc f) {
+        infer_dtype = f;
+        return *this;
+    }
     OpAICoreDef& AICore() { return aicore; }
 
     std::string op_type;
