@@ -9,9 +9,7 @@
 namespace fla_npu {
 namespace chunk_intra {
 
-namespace {
-uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
-}  // namespace
+using chunk_tiling::Pad32;
 
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err) {
     static const char* kOk = "";
@@ -32,11 +30,11 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
         *err = "chunk_intra tiling: q and k must be float16 or bfloat16";
         return -1;
     }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
         *err = "chunk_intra tiling: the chunk size BT must be 16, 32 or 64";
         return -1;
     }
-    if (p.K < 16 || p.K > kMaxHeadDim || p.K % 16 != 0) {
+    if (!chunk_tiling::HeadDimOk(p.K, kMaxHeadDim)) {
         *err = "chunk_intra tiling: the head dim K must be a multiple of 16 in [16, 256]";
         return -1;
     }

@@ -11,7 +11,7 @@ namespace fla_npu {
 namespace chunk_state {
 
 namespace {
-uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
+using chunk_tiling::Pad32;
 uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 uint32_t Ceil16(uint32_t x) { return (x + 15) / 16 * 16; }
 uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
@@ -38,12 +38,12 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
             "exists for 2-byte types only)";
         return -1;
     }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
         *err = "chunk_state tiling: the chunk size BT must be 16, 32 or 64";
         return -1;
     }
     for (uint32_t d : {p.K, p.V})
-        if (d < 16 || d > kMaxHeadDim || d % 16 != 0) {
+        if (!chunk_tiling::HeadDimOk(d, kMaxHeadDim)) {
             *err = "chunk_state tiling: the head dims K and V must be multiples of 16 in [16, 256]";
             return -1;
         }

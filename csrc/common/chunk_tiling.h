@@ -10,6 +10,15 @@
 namespace fla_npu {
 namespace chunk_tiling {
 
+// Bytes rounded up to whole 32-byte UB blocks.
+inline uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
+
+// The chunk sizes the chunk kernels take.
+inline bool ChunkSizeOk(uint32_t BT) { return BT == 16 || BT == 32 || BT == 64; }
+
+// A head dim the chunk kernels take: a multiple of 16 in [16, max_head_dim].
+inline bool HeadDimOk(uint32_t d, uint32_t max_head_dim) { return d >= 16 && d <= max_head_dim && d % 16 == 0; }
+
 // Splits `num_units` over min(num_units, core_num) AI cores in contiguous ranges (read back by the
 // op's CoreUnits); sets t->num_units, block_dim, units_per_core, units_rem.
 template <typename Tiling>

@@ -25,7 +25,7 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
         *err = "solve_tril tiling: Akk must be float32, float16 or bfloat16";
         return -1;
     }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
         *err = "solve_tril tiling: the chunk size BT must be 16, 32 or 64";
         return -1;
     }

@@ -10,8 +10,8 @@ namespace fla_npu {
 namespace wy_fast {
 
 namespace {
-uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
-bool HeadDimOk(uint32_t d) { return d >= 16 && d <= kMaxHeadDim && d % 16 == 0; }
+using chunk_tiling::Pad32;
+bool HeadDimOk(uint32_t d) { return chunk_tiling::HeadDimOk(d, kMaxHeadDim); }
 }  // namespace
 
 int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
@@ -32,7 +32,7 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
         *err = "wy_fast tiling: inputs must be float16 or bfloat16";
         return -1;
     }
-    if (p.BT != 16 && p.BT != 32 && p.BT != 64) {
+    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
         *err = "wy_fast tiling: the chunk size BT must be 16, 32 or 64";
         return -1;
     }
