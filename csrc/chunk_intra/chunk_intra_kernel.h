@@ -42,31 +42,6 @@ using namespace chunk_cube;
 constexpr uint16_t kFlagDone = 2;              // AIC -> AIVs: the results of a unit are in its result slot
 constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
 
-template <class U>
-struct IsHalf {
-    static constexpr bool value = false;
-};
-template <>
-struct IsHalf<half> {
-    static constexpr bool value = true;
-};
-template <class U>
-struct IsFloat {
-    static constexpr bool value = false;
-};
-template <>
-struct IsFloat<float> {
-    static constexpr bool value = true;
-};
-template <class U, class V>
-struct IsSame {
-    static constexpr bool value = false;
-};
-template <class U>
-struct IsSame<U, U> {
-    static constexpr bool value = true;
-};
-
 // The result slot of AI core `block`: two slots of `elems` floats after its two operand slots.
 __aicore__ inline void BindResults(GlobalTensor<float>& g, GM_ADDR ws, uint32_t block, const ChunkIntraTiling& t) {
     g.SetGlobalBuffer(
@@ -140,7 +115,7 @@ class ChunkIntraCube {
         if (t_.out_f32) {
             Fixpipe(gf[at], oc, p);
         } else {
-            p.quantPre = IsHalf<T>::value ? QuantMode_t::F322F16 : QuantMode_t::F322BF16;
+            p.quantPre = IsSame<T, half>::value ? QuantMode_t::F322F16 : QuantMode_t::F322BF16;
             Fixpipe<T, float, CFG_ROW_MAJOR>(gt[at], oc, p);
         }
     }
@@ -616,9 +591,9 @@ class ChunkIntraVector {
 template <class T, class O>
 __aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
                                      const ChunkIntraTiling& tiling) {
-    static_assert(IsFloat<O>::value || IsSame<O, T>::value, "aqk and l: float or the Cube input type");
+    static_assert(IsSame<O, float>::value || IsSame<O, T>::value, "aqk and l: float or the Cube input type");
     ChunkIntraTiling t = tiling;
-    t.out_f32 = IsFloat<O>::value ? 1u : 0u;
+    t.out_f32 = IsSame<O, float>::value ? 1u : 0u;
     if ASCEND_IS_AIC {
         ChunkIntraCube<T> op;
         op.Init(q, k, aqk, l, ws, t);

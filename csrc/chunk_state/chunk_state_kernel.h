@@ -430,33 +430,16 @@ class ChunkStateVector {
     GlobalTensor<int32_t> gCo_;
 };
 
-template <class U>
-struct IsFloat {
-    static constexpr bool value = false;
-};
-template <>
-struct IsFloat<float> {
-    static constexpr bool value = true;
-};
-template <class U, class V>
-struct IsSame {
-    static constexpr bool value = false;
-};
-template <class U>
-struct IsSame<U, U> {
-    static constexpr bool value = true;
-};
-
 // The kernel body: T the Cube type (w, kg), H and V the dtypes of h and v_new (float or T). H and V
 // decide the output paths; the tiling's h_f32 / v_new_f32 of a checked call say the same.
 template <class T, class H, class V>
 __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR h,
                                      GM_ADDR vNew, GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& tiling) {
-    static_assert((IsFloat<H>::value || IsSame<H, T>::value) && (IsFloat<V>::value || IsSame<V, T>::value),
+    static_assert((IsSame<H, float>::value || IsSame<H, T>::value) && (IsSame<V, float>::value || IsSame<V, T>::value),
                   "h and v_new: float or the Cube type");
     ChunkStateTiling t = tiling;
-    t.h_f32 = IsFloat<H>::value ? 1u : 0u;
-    t.v_new_f32 = IsFloat<V>::value ? 1u : 0u;
+    t.h_f32 = IsSame<H, float>::value ? 1u : 0u;
+    t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
     if ASCEND_IS_AIC {
         ChunkStateCube<T> op;
         op.Init(w, kg, chunkOffsets, ws, t);

@@ -22,6 +22,16 @@ namespace chunk_cube {
 using namespace AscendC;
 
 constexpr uint16_t kFlagReady = 0, kFlagFree = 1;
+
+// Whether U and V are one type (the kernels choose output types at compile time; no <type_traits>).
+template <class U, class V>
+struct IsSame {
+    static constexpr bool value = false;
+};
+template <class U>
+struct IsSame<U, U> {
+    static constexpr bool value = true;
+};
 constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
 
 template <HardEvent E>
