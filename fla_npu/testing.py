@@ -8,6 +8,8 @@ rounding of the outputs to the dtype), not the rounding of the inputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 # Relative RMS error allowed for outputs, states and gradients, by the dtype of q/k/v.
@@ -37,7 +39,7 @@ def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def check_close(name: str, x: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype,
-                terms: torch.Tensor | None = None) -> float:
+                terms: torch.Tensor | Callable[[], torch.Tensor] | None = None) -> float:
     """Assert ``x`` has no NaN/Inf, the shape of ``ref`` and a relative RMS error within
     ``TOLERANCES[dtype]``; returns the error.
 
@@ -45,7 +47,8 @@ def check_close(name: str, x: torch.Tensor, ref: torch.Tensor, dtype: torch.dtyp
     token): the sum of the magnitudes of its terms, shaped like ``ref``. A float32 sum is accurate
     to its terms' magnitude, not to its own, however far they cancel (measured: ``dA_log`` 1.2e4
     times smaller than its terms), so the error is then relative to ``RMS(terms)`` where that is
-    larger than ``RMS(ref)``; for a sum without cancellation the two are equal.
+    larger than ``RMS(ref)``; for a sum without cancellation the two are equal. ``terms`` may be a
+    function returning them, called only when the plain relative error exceeds the tolerance.
 
     A 16-bit ``x`` may also err by twice the gold's own rounding to that dtype, where that exceeds the
     tolerance: values far below the dtype's normal range (gradients of 1e-9 in float16) cannot be
@@ -57,6 +60,7 @@ def check_close(name: str, x: torch.Tensor, ref: torch.Tensor, dtype: torch.dtyp
     if x.dtype in (torch.float16, torch.bfloat16):
         tol = max(tol, 2 * rel_rms(ref.to(x.dtype), ref))
     if terms is not None and err > tol:
+        terms = terms() if callable(terms) else terms
         scale = max(float(ref.double().square().mean().sqrt()), float(terms.double().square().mean().sqrt()))
         err = float((x.double() - ref.double()).square().mean().sqrt()) / scale if scale > 0 else err
         assert err <= tol, f"{name}: error {err:.3e} relative to its terms' magnitude > {tol:.2e} ({dtype})"

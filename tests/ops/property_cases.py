@@ -23,6 +23,7 @@ from fla_npu.testing import check_close
 from helpers import (
     GRAD_NAMES,
     Switches,
+    activate64,
     cu,
     gold_forward,
     gold_forward_backward,
@@ -144,6 +145,7 @@ def check_case(case: Case) -> bool:
         return False
     out = run_chunk(fn, case.op, x, case.sw, do, dht, cs)
     terms = parameter_terms(case, x, gold)
+    terms["dbeta"] = lambda: beta_terms(case, x, do, dht, cs)
     for name, ref in gold.items():
         got = out.get(name)
         assert got is not None, f"{name}: missing"
@@ -180,6 +182,49 @@ def parameter_terms(case: Case, x: dict, gold: dict) -> dict:
     if x.get("dt_bias") is not None:
         out["ddt_bias"] = dg.abs().reshape(-1, *dg.shape[2:]).sum(0).reshape(x["dt_bias"].shape)
     return out
+
+
+def beta_terms(case: Case, x: dict, do: torch.Tensor, dht: torch.Tensor | None, cu_seqlens,
+               magnitude: bool = True) -> torch.Tensor:
+    """The magnitudes of the terms of ``dbeta``, shaped like it (see
+    :func:`fla_npu.testing.check_close`). Per token ``beta`` scales one rank-one update,
+    ``S_t = D_t S_{t-1} + beta_t k_t u_t^T`` with ``u_t = v_t - (D_t S_{t-1})^T k_t``, so
+    ``dbeta_t = sum_ij k_t[i] dS_t[i, j] u_t[j]`` (``dS_t``: the loss's gradient at ``S_t``), times the
+    sigmoid's derivative under ``beta_sigmoid``; these K x V products can cancel by far more than
+    float32's precision (one token: 4,000 times). ``magnitude=False``: the signed products' sum,
+    which is ``dbeta`` itself (the test of this function)."""
+    m = torch.abs if magnitude else (lambda t: t)
+    with torch.no_grad():
+        x64 = {n: t.double() for n, t in x.items()}
+        q, k, g, beta = activate64(case.op, x64, case.sw)
+    groups = x64["v"].shape[2] // q.shape[2]
+    q, k, v = q.repeat_interleave(groups, 2), k.repeat_interleave(groups, 2), x64["v"]
+    scale = q.shape[-1] ** -0.5 if case.sw.scale is None else case.sw.scale
+    B, T = v.shape[:2]
+    spans = [(b, 0, T) for b in range(B)] if cu_seqlens is None else \
+        [(0, s, e) for s, e in zip(cu_seqlens.tolist()[:-1], cu_seqlens.tolist()[1:])]
+    terms = torch.zeros_like(beta)
+    for n, (b, s, e) in enumerate(spans):
+        S = x64["h0"][n] if x64.get("h0") is not None else v.new_zeros(v.shape[2], k.shape[-1], v.shape[-1])
+        probes, us, loss = [], [], 0.0
+        for t in range(s, e):  # the gold's recurrence, with a zero probe added to each S_t to read dS_t
+            S = S * (torch.exp(g[b, t])[:, None, None] if g.dim() == 3 else torch.exp(g[b, t])[:, :, None])
+            u = v[b, t] - torch.einsum("hk,hkv->hv", k[b, t], S)
+            probes.append(torch.zeros_like(S, requires_grad=True))
+            S = S + torch.einsum("hk,hv->hkv", k[b, t], beta[b, t][:, None] * u) + probes[-1]
+            us.append(u)
+            loss = loss + (torch.einsum("hk,hkv->hv", scale * q[b, t], S) * do[b, t].double()).sum()
+        if not probes:
+            continue
+        if dht is not None:
+            loss = loss + (S * dht[n].double()).sum()
+        dS = torch.autograd.grad(loss, probes)
+        for i, t in enumerate(range(s, e)):
+            terms[b, t] = torch.einsum("hk,hkv,hv->h", m(k[b, t]), m(dS[i]), m(us[i]))
+    if case.sw.beta_sigmoid:
+        sig = torch.sigmoid(x64["beta"])
+        terms = terms * (2.0 if case.sw.neg_eigval else 1.0) * sig * (1 - sig)  # positive
+    return terms
 
 
 def _tolerance_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
