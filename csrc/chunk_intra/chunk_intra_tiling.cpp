@@ -10,47 +10,26 @@ namespace fla_npu {
 namespace chunk_intra {
 
 using chunk_tiling::Pad32;
+using chunk_tiling::Refuse;
 
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err) {
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.elem_bytes == 4 && !p.cube_fp32) {
-        *err = "chunk_intra tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16";
-        return -1;
-    }
-    if (p.elem_bytes == 4) {
-        *err =
-            "chunk_intra tiling: float32 Cube inputs are not supported: the scaled q and k reach the Cube as "
-            "16-bit operands (one rounding of the factored products, loaded without a transposing load for "
-            "4-byte types); pass float16 or bfloat16";
-        return -1;
-    }
-    if (p.elem_bytes != 2) {
-        *err = "chunk_intra tiling: q and k must be float16 or bfloat16";
-        return -1;
-    }
-    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
-        *err = "chunk_intra tiling: the chunk size BT must be 16, 32 or 64";
-        return -1;
-    }
-    if (!chunk_tiling::HeadDimOk(p.K, kMaxHeadDim)) {
-        *err = "chunk_intra tiling: the head dim K must be a multiple of 16 in [16, 256]";
-        return -1;
-    }
-    if (p.Kg != 1 && p.Kg != p.K) {
-        *err = "chunk_intra tiling: g must have 1 or K columns";
-        return -1;
-    }
-    if (p.core_num == 0) {
-        *err = "chunk_intra tiling: core_num must be positive";
-        return -1;
-    }
+    if (p.elem_bytes == 4 && !p.cube_fp32)
+        return Refuse(err, "this SoC's Cube takes no float32 inputs; pass float16 or bfloat16");
+    if (p.elem_bytes == 4)
+        return Refuse(err,
+                      "float32 Cube inputs are not supported: the scaled q and k reach the Cube as "
+                      "16-bit operands (one rounding of the factored products, loaded without a transposing load for "
+                      "4-byte types); pass float16 or bfloat16");
+    if (p.elem_bytes != 2) return Refuse(err, "q and k must be float16 or bfloat16");
+    if (!chunk_tiling::ChunkSizeOk(p.BT)) return Refuse(err, "the chunk size BT must be 16, 32 or 64");
+    if (!chunk_tiling::HeadDimOk(p.K, kMaxHeadDim)) return Refuse(err, "the head dim K must be a multiple of 16 in [16, 256]");
+    if (p.Kg != 1 && p.Kg != p.K) return Refuse(err, "g must have 1 or K columns");
+    if (p.core_num == 0) return Refuse(err, "core_num must be positive");
     const uint64_t units = uint64_t(p.NC) * p.HV;
-    if (units > 0x7FFFFFFFull || units * p.BT * p.K > (1ull << 40)) {
-        *err = "chunk_intra tiling: tensor too large";
-        return -1;
-    }
+    if (units > 0x7FFFFFFFull || units * p.BT * p.K > (1ull << 40)) return Refuse(err, "tensor too large");
 
     t->NC = p.NC;
     t->HV = p.HV;
@@ -60,7 +39,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->elem_bytes = p.elem_bytes;
     t->out_f32 = p.out_f32 ? 1u : 0u;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
-    chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
+    core_split::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
     const bool kda = p.Kg == p.K && p.K != 1;
     const uint32_t nb = p.BT / 16, eb = p.elem_bytes;
@@ -81,10 +60,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
         2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) + 2 * Pad32(16ull * p.BT * 4) +
         4 * Pad32(P * 4) + Pad32(16 * 4) + 2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
         Pad32(2ull * p.K * 4) + (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
-        *err = "chunk_intra tiling: UB too small";
-        return -1;
-    }
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the operand slot (KDA) or [q; k] (GDN) whole in L1; per Mmad the A rows in L0A, k^T columns
     // in L0B, the fp32 product in L0C.
@@ -94,10 +70,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->l0b_bytes_used = p.K * p.BT * eb;
     t->l0c_bytes_used = aRows * p.BT * 4;
     if (t->l1_bytes_used > p.l1_bytes || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes ||
-        t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "chunk_intra tiling: L1 / L0 too small";
-        return -1;
-    }
+        t->l0c_bytes_used > p.l0c_bytes)
+        return Refuse(err, "L1 / L0 too small");
     return 0;
 }
 
@@ -134,14 +108,13 @@ const char* ChunkIntraArgs::CheckSizes() const {
 ChunkIntraProblem ChunkIntraArgs::Problem(uint32_t elem_bytes, bool fp16, bool out_f32, bool cube_fp32, uint32_t core_num,
                                           uint32_t ub_bytes, uint32_t l0c_bytes) const {
     ChunkIntraProblem p;
-    chunk_tiling::SetUnits(q_, &p);
+    chunk_tiling::SetUnits(q_, core_num, ub_bytes, l0c_bytes, &p);
     p.K = static_cast<uint32_t>(q_[3]);
     p.Kg = static_cast<uint32_t>(Kg_);
     p.elem_bytes = elem_bytes;
     p.fp16 = fp16;
     p.out_f32 = out_f32;
     p.cube_fp32 = cube_fp32;
-    chunk_tiling::SetLaunchFacts(core_num, ub_bytes, l0c_bytes, &p);
     return p;
 }
 

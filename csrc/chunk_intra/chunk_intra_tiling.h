@@ -42,17 +42,12 @@
 #ifndef FLA_NPU_CHUNK_INTRA_TILING_H
 #define FLA_NPU_CHUNK_INTRA_TILING_H
 
-#include <cstdint>
-
-#include "../common/aicore.h"
-#include "../common/soc_facts.h"
+#include "../common/chunk_tiling.h"
 
 namespace fla_npu {
-
-struct ShapeArg;  // common/shape_args.h
-struct DeviceFacts;
-
 namespace chunk_intra {
+
+using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
 constexpr uint32_t kMaxHeadDim = 256;
 using soc::kL0abBytes;  // L0A / L0B on every SoC
@@ -83,16 +78,12 @@ struct ChunkIntraTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
-struct ChunkIntraProblem {
-    uint32_t NC = 0, HV = 0, BT = 64, K = 128, Kg = 128;
+struct ChunkIntraProblem : chunk_tiling::ChunkProblem {
+    uint32_t K = 128, Kg = 128;
     uint32_t elem_bytes = 2;  // of q, k
     bool fp16 = false;        // T is float16 (else bfloat16)
     bool out_f32 = true;      // Aqk and L in float32 (else T)
-    bool cube_fp32 = true;    // the SoC's Cube takes float x float
-    uint32_t core_num = 1;    // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;    // usable UB per vector core (0: unchecked)
     uint32_t l1_bytes = soc::kA2.l1Bytes;
-    uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
@@ -123,12 +114,6 @@ class ChunkIntraArgs {
 // descriptor): the checks above on the call's shapes, in the C entry point's order, then
 // ComputeTiling. nullptr, or the message of the first defect.
 const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraTiling* tiling);
-
-// First unit and unit count of AI core `block`.
-FLA_NPU_AICORE inline void CoreUnits(const ChunkIntraTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
-    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
-    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
-}
 
 // The AIV sub-block that owns block row I (both operand forming and output): equal operand rows
 // for BT 64 ({0, 3} / {1, 2}), 48 / 64 for BT 32, everything on sub-block 0 for BT 16.

@@ -11,57 +11,23 @@ namespace chunk_output {
 
 namespace {
 using chunk_tiling::Pad32;
-bool HeadDimOk(uint32_t d) { return chunk_tiling::HeadDimOk(d, kMaxHeadDim); }
+using chunk_tiling::Refuse;
 }  // namespace
 
 int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err) {
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.elem_bytes == 4 && !p.cube_fp32) {
-        *err = "chunk_output tiling: this SoC's Cube takes no float32 inputs; pass float16 or bfloat16";
-        return -1;
-    }
-    if (p.elem_bytes == 4) {
-        *err =
-            "chunk_output tiling: float32 Cube inputs are not supported: S and v_new reach the Cube through a "
-            "transposing load that exists for 2-byte types only; pass float16 or bfloat16";
-        return -1;
-    }
-    if (p.elem_bytes != 2) {
-        *err = "chunk_output tiling: inputs must be float16 or bfloat16";
-        return -1;
-    }
-    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
-        *err = "chunk_output tiling: the chunk size BT must be 16, 32 or 64";
-        return -1;
-    }
-    if (!HeadDimOk(p.K) || !HeadDimOk(p.V)) {
-        *err = "chunk_output tiling: the head dims K and V must be multiples of 16 in [16, 256]";
-        return -1;
-    }
-    if (p.Kg != 1 && p.Kg != p.K) {
-        *err = "chunk_output tiling: e_row must have 1 or K columns";
-        return -1;
-    }
-    if (p.core_num == 0) {
-        *err = "chunk_output tiling: core_num must be positive";
-        return -1;
-    }
+    if (const char* bad = chunk_tiling::CheckHeads(p, kMaxHeadDim,
+                                                   "float32 Cube inputs are not supported: S and v_new reach the Cube "
+                                                   "through a transposing load that exists for 2-byte types only; pass "
+                                                   "float16 or bfloat16",
+                                                   "e_row must have 1 or K columns"))
+        return Refuse(err, bad);
     const uint64_t units = uint64_t(p.NC) * p.HV;
-    if (units > 0x7FFFFFFFull || units * p.K * p.V > (1ull << 40)) {
-        *err = "chunk_output tiling: tensor too large";
-        return -1;
-    }
-
-    t->NC = p.NC;
-    t->HV = p.HV;
-    t->BT = p.BT;
-    t->K = p.K;
-    t->V = p.V;
-    t->Kg = p.Kg;
-    t->elem_bytes = p.elem_bytes;
-    chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
+    if (units > 0x7FFFFFFFull || units * p.K * p.V > (1ull << 40)) return Refuse(err, "tensor too large");
+    chunk_tiling::CopyHeads(p, t);
+    core_split::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
     // AIV: half of qe's rows, half of S's rows in pieces of at most kVecPieceElems fp32 elements
     // (V <= 256, so a piece has at least 32 rows; K / 2 is a multiple of 8).
@@ -75,10 +41,7 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     t->ub_bytes_used =
         static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 2 +
                               (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
-        *err = "chunk_output tiling: UB too small";
-        return -1;
-    }
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the V-tile is the widest multiple of 16 whose B operands (T(S) and v_new columns) fit L0B.
     uint32_t vt = kL0abBytes / ((p.K + p.BT) * p.elem_bytes) / 16 * 16;
@@ -87,10 +50,8 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     t->l0a_bytes_used = (p.BT * p.K + p.BT * p.BT) * p.elem_bytes;
     t->l0b_bytes_used = (p.K + p.BT) * t->v_tile * p.elem_bytes;
     t->l0c_bytes_used = p.BT * t->v_tile * 4;
-    if (t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "chunk_output tiling: L0 too small";
-        return -1;
-    }
+    if (t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes)
+        return Refuse(err, "L0 too small");
     t->ws_slot_elems = p.BT * p.K + p.K * p.V;
     t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;
     return 0;

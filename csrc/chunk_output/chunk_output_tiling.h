@@ -34,17 +34,12 @@
 #ifndef FLA_NPU_CHUNK_OUTPUT_TILING_H
 #define FLA_NPU_CHUNK_OUTPUT_TILING_H
 
-#include <cstdint>
-
-#include "../common/aicore.h"
-#include "../common/soc_facts.h"
+#include "../common/chunk_tiling.h"
 
 namespace fla_npu {
-
-struct ShapeArg;  // common/shape_args.h
-struct DeviceFacts;
-
 namespace chunk_output {
+
+using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
 constexpr uint32_t kMaxHeadDim = 256;
 using soc::kL0abBytes;                     // L0A / L0B on every SoC
@@ -67,14 +62,8 @@ struct ChunkOutputTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
-struct ChunkOutputProblem {
-    uint32_t NC = 0, HV = 0, BT = 64, K = 128, V = 128, Kg = 128;
-    uint32_t elem_bytes = 2;  // of q, Aqk, v_new
-    bool cube_fp32 = true;    // the SoC's Cube takes float x float
-    uint32_t core_num = 1;    // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;    // usable UB per vector core
-    uint32_t l0c_bytes = soc::kA2.l0cBytes;
-};
+// elem_bytes: of q, Aqk, v_new.
+struct ChunkOutputProblem : chunk_tiling::HeadsProblem {};
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err);
@@ -107,12 +96,6 @@ class ChunkOutputArgs {
 // descriptor): the checks above on the call's shapes, in the C entry point's order, then
 // ComputeTiling. nullptr, or the message of the first defect.
 const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputTiling* tiling);
-
-// First unit and unit count of AI core `block`.
-FLA_NPU_AICORE inline void CoreUnits(const ChunkOutputTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
-    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
-    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
-}
 
 }  // namespace chunk_output
 }  // namespace fla_npu

@@ -12,6 +12,7 @@ namespace chunk_state {
 
 namespace {
 using chunk_tiling::Pad32;
+using chunk_tiling::Refuse;
 uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 uint32_t Ceil16(uint32_t x) { return (x + 15) / 16 * 16; }
 uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
@@ -32,44 +33,18 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.elem_bytes != 2) {
-        *err =
-            "chunk_state tiling: w and kg must be float16 or bfloat16 (the Cube type: its transposing load of kg "
-            "exists for 2-byte types only)";
-        return -1;
-    }
-    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
-        *err = "chunk_state tiling: the chunk size BT must be 16, 32 or 64";
-        return -1;
-    }
-    for (uint32_t d : {p.K, p.V})
-        if (!chunk_tiling::HeadDimOk(d, kMaxHeadDim)) {
-            *err = "chunk_state tiling: the head dims K and V must be multiples of 16 in [16, 256]";
-            return -1;
-        }
-    if (p.Kg != 1 && p.Kg != p.K) {
-        *err = "chunk_state tiling: e_last must have 1 or K columns";
-        return -1;
-    }
-    if (p.core_num == 0) {
-        *err = "chunk_state tiling: core_num must be positive";
-        return -1;
-    }
+    if (const char* bad = chunk_tiling::CheckHeads(p, kMaxHeadDim,
+                                                   "float32 Cube inputs are not supported: w and kg must be float16 or "
+                                                   "bfloat16 (the Cube type: its transposing load of kg exists for 2-byte "
+                                                   "types only)",
+                                                   "e_last must have 1 or K columns"))
+        return Refuse(err, bad);
     const uint64_t heads = uint64_t(p.N) * p.HV;
     if (heads * (p.V / 16) > 0x7FFFFFFFull || uint64_t(p.NC) * p.HV > 0x7FFFFFFFull ||
-        uint64_t(p.NC) * p.HV * p.K * p.V > (1ull << 40)) {
-        *err = "chunk_state tiling: tensor too large";
-        return -1;
-    }
-
+        uint64_t(p.NC) * p.HV * p.K * p.V > (1ull << 40))
+        return Refuse(err, "tensor too large");
     t->N = p.N;
-    t->HV = p.HV;
-    t->NC = p.NC;
-    t->BT = p.BT;
-    t->K = p.K;
-    t->V = p.V;
-    t->Kg = p.Kg;
-    t->elem_bytes = p.elem_bytes;
+    chunk_tiling::CopyHeads(p, t);
     t->has_h0 = p.has_h0;
     t->state_v_first = p.state_v_first;
     t->h_f32 = p.h_f32;
@@ -86,10 +61,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
             widest = vb;
             break;
         }
-    if (widest == 0) {
-        *err = "chunk_state tiling: UB too small";
-        return -1;
-    }
+    if (widest == 0) return Refuse(err, "UB too small");
 
     // V blocks: from the fewest that fit to one per 16 columns, the count whose busiest core has the
     // least to run, counting a unit as its columns plus kUnitOverhead (each unit reads w and kg and
@@ -116,7 +88,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->num_vb = best_nvb;
     t->v_block = best_vb;
     t->v_last = p.V - (best_nvb - 1) * best_vb;
-    chunk_tiling::SplitUnits(static_cast<uint32_t>(heads * best_nvb), p.core_num, t);
+    core_split::SplitUnits(static_cast<uint32_t>(heads * best_nvb), p.core_num, t);
 
     const uint32_t vb = t->v_block;
     t->ub_bytes_used = static_cast<uint32_t>(UbBytes(p.K, p.BT, vb));
@@ -131,10 +103,8 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->l0b_bytes_used = 2 * rows * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = rows * t->n_tile * 4;
     t->l1_bytes_used = (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb) * p.elem_bytes;
-    if (t->n_tile < 16 || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "chunk_state tiling: L0 too small";
-        return -1;
-    }
+    if (t->n_tile < 16 || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes || t->l0c_bytes_used > p.l0c_bytes)
+        return Refuse(err, "L0 too small");
     t->ws_t_elems = 2 * (p.K + p.BT) * vb;
     t->ws_f_elems = (p.BT + p.K) * vb;
     t->ws_bytes_per_core = t->ws_t_elems * p.elem_bytes + t->ws_f_elems * 4;
@@ -186,18 +156,13 @@ const char* ChunkStateArgs::CheckSizes() const {
 
 ChunkStateProblem ChunkStateArgs::Problem(uint32_t elem_bytes, bool h_f32, bool v_new_f32, uint32_t core_num, uint32_t ub_bytes,
                                           uint32_t l0c_bytes) const {
-    ChunkStateProblem p;
+    auto p =
+        chunk_tiling::MakeProblem<ChunkStateProblem>(w_, V_, Kg_, elem_bytes, /*cube_fp32=*/true, core_num, ub_bytes, l0c_bytes);
     p.N = static_cast<uint32_t>(N_);
-    chunk_tiling::SetUnits(w_, &p);
-    p.K = static_cast<uint32_t>(w_[3]);
-    p.V = static_cast<uint32_t>(V_);
-    p.Kg = static_cast<uint32_t>(Kg_);
-    p.elem_bytes = elem_bytes;
     p.has_h0 = has_h0_;
     p.state_v_first = v_first_;
     p.h_f32 = h_f32;
     p.v_new_f32 = v_new_f32;
-    chunk_tiling::SetLaunchFacts(core_num, ub_bytes, l0c_bytes, &p);
     return p;
 }
 

@@ -47,17 +47,12 @@
 #ifndef FLA_NPU_CHUNK_STATE_TILING_H
 #define FLA_NPU_CHUNK_STATE_TILING_H
 
-#include <cstdint>
-
-#include "../common/aicore.h"
-#include "../common/soc_facts.h"
+#include "../common/chunk_tiling.h"
 
 namespace fla_npu {
-
-struct ShapeArg;  // common/shape_args.h
-struct DeviceFacts;
-
 namespace chunk_state {
+
+using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
 constexpr uint32_t kMaxHeadDim = 256;
 constexpr uint32_t kMaxVBlock = 128;  // widest V block: WholeReduceSum / Brcb repeat counts stay below 256
@@ -86,14 +81,11 @@ struct ChunkStateTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
-struct ChunkStateProblem {
-    uint32_t N = 0, HV = 0, NC = 0, BT = 64, K = 128, V = 128, Kg = 128;
-    uint32_t elem_bytes = 2;  // of w, kg (the Cube type)
+// elem_bytes: of w, kg (the Cube type); N sequences.
+struct ChunkStateProblem : chunk_tiling::HeadsProblem {
+    uint32_t N = 0;
     bool has_h0 = false, state_v_first = false;
     bool h_f32 = true, v_new_f32 = true;
-    uint32_t core_num = 1;  // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = soc::kA2.ubBytes;
-    uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
@@ -128,12 +120,6 @@ class ChunkStateArgs {
 // descriptor): the checks above on the call's shapes, in the C entry point's order, then
 // ComputeTiling. nullptr, or the message of the first defect.
 const char* TilingFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling);
-
-// First unit and unit count of AI core `block`.
-FLA_NPU_AICORE inline void CoreUnits(const ChunkStateTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
-    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
-    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
-}
 
 }  // namespace chunk_state
 }  // namespace fla_npu

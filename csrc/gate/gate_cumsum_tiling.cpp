@@ -30,32 +30,32 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
     if (p.H == 0 || p.D == 0) {
-        *err = "gate tiling: H and D must be positive";
+        *err = "H and D must be positive";
         return -1;
     }
     if (p.chunk_size == 0 || (p.chunk_size & (p.chunk_size - 1)) || p.chunk_size > kMaxChunk) {
-        *err = "gate tiling: chunk_size must be a power of two <= 128";
+        *err = "chunk_size must be a power of two <= 128";
         return -1;
     }
     if (p.in_elem_bytes != 2 && p.in_elem_bytes != 4) {
-        *err = "gate tiling: input elements must be 2 or 4 bytes";
+        *err = "input elements must be 2 or 4 bytes";
         return -1;
     }
     if (p.gate_form > kGateSigmoid) {
-        *err = "gate tiling: unknown gate form";
+        *err = "unknown gate form";
         return -1;
     }
     if (p.gate_form == kGateSoftplus && !p.has_a_log) {
-        *err = "gate tiling: the softplus gate needs A_log";
+        *err = "the softplus gate needs A_log";
         return -1;
     }
     if (p.core_num == 0) {
-        *err = "gate tiling: core_num must be positive";
+        *err = "core_num must be positive";
         return -1;
     }
     const uint64_t W = uint64_t(p.H) * p.D;
     if (W > 0x7FFFFFFFull || uint64_t(p.B) * p.T * W > (1ull << 40)) {
-        *err = "gate tiling: tensor too large";
+        *err = "tensor too large";
         return -1;
     }
 
@@ -78,7 +78,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
         t->chunks_per_seq = (p.T + p.chunk_size - 1) / p.chunk_size;
         const uint64_t nc = uint64_t(p.B) * t->chunks_per_seq;
         if (nc > 0x7FFFFFFFull) {
-            *err = "gate tiling: too many chunks";
+            *err = "too many chunks";
             return -1;
         }
         t->num_chunks = static_cast<uint32_t>(nc);
@@ -91,7 +91,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     uint32_t pmax = kMaxPitch / align * align;
     while (pmax >= align && UbBytesNeeded(p, pmax) > p.ub_bytes) pmax -= align;
     if (pmax < align) {
-        *err = "gate tiling: the UB is too small for one tile of this chunk size";
+        *err = "the UB is too small for one tile of this chunk size";
         return -1;
     }
 
@@ -127,15 +127,10 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
 
     const uint64_t units = uint64_t(t->num_col_tiles) * t->num_chunks;
     if (units > 0x7FFFFFFFull) {
-        *err = "gate tiling: too many units";
+        *err = "too many units";
         return -1;
     }
-    t->num_units = static_cast<uint32_t>(units);
-    t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
-    if (t->block_dim > 0) {
-        t->units_per_core = t->num_units / t->block_dim;
-        t->units_rem = t->num_units % t->block_dim;
-    }
+    core_split::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
     return 0;
 }
 

@@ -21,17 +21,12 @@
 #ifndef FLA_NPU_GATE_CUMSUM_TILING_H
 #define FLA_NPU_GATE_CUMSUM_TILING_H
 
-#include <cstdint>
-
-#include "../common/aicore.h"
-#include "../common/soc_facts.h"
+#include "../common/op_tiling.h"
 
 namespace fla_npu {
-
-struct ShapeArg;  // common/shape_args.h
-struct DeviceFacts;
-
 namespace gate {
+
+using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
 enum GateForm : uint32_t { kGateNone = 0, kGateSoftplus = 1, kGateSigmoid = 2 };
 
@@ -134,12 +129,6 @@ FLA_NPU_AICORE inline void TileColumns(const GateCumsumTiling& t, uint32_t tile,
         *c0 = h * t.D + off;
         *w = t.D - off < t.tile_w ? t.D - off : t.tile_w;
     }
-}
-
-// First unit and unit count of core `block`.
-FLA_NPU_AICORE inline void CoreUnits(const GateCumsumTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
-    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
-    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
 }
 
 }  // namespace gate

@@ -35,25 +35,25 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
     if (p.D != 64 && p.D != 128) {
-        *err = "prefix_shared_attention tiling: D must be 64 or 128";
+        *err = "D must be 64 or 128";
         return -1;
     }
     if (p.elem_bytes != 2) {
-        *err = "prefix_shared_attention tiling: inputs must be 2-byte (fp16 / bf16)";
+        *err = "inputs must be 2-byte (fp16 / bf16)";
         return -1;
     }
     if (p.G == 0 || p.len_q == 0 || p.len_kv == 0) {
-        *err = "prefix_shared_attention tiling: G, len_q and len_kv must be positive";
+        *err = "G, len_q and len_kv must be positive";
         return -1;
     }
     if (p.core_num == 0) {
-        *err = "prefix_shared_attention tiling: core_num must be positive";
+        *err = "core_num must be positive";
         return -1;
     }
     const uint64_t rows = uint64_t(p.G) * p.len_q;
     if (rows > 0x7FFFFFFFull || p.len_kv > 0x7FFFFFFFu || uint64_t(p.bs) * rows * p.D > (1ull << 40) ||
         uint64_t(p.bs) * p.len_kv * p.D > (1ull << 40)) {
-        *err = "prefix_shared_attention tiling: tensor too large";
+        *err = "tensor too large";
         return -1;
     }
     t->bs = p.bs;
@@ -66,7 +66,7 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     t->kv_tiles = (p.len_kv + kBlockN - 1) / kBlockN;
     const uint64_t units = uint64_t(p.bs) * t->m_tiles;
     if (units > 0x7FFFFFFFull) {
-        *err = "prefix_shared_attention tiling: too many units";
+        *err = "too many units";
         return -1;
     }
     t->kv_tiles_per_split = SplitTiles(t->kv_tiles);
@@ -81,12 +81,7 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     const uint64_t groups = uint64_t(p.bs) * ((t->rows + kCombineRows - 1) / kCombineRows);
     const bool distribute = t->kv_splits > 1 && splitCost < localCost && splitUnits <= 0x7FFFFFFFull && groups <= 0x7FFFFFFFull;
     t->unit_splits = distribute ? t->kv_splits : 1u;
-    t->num_units = static_cast<uint32_t>(units * t->unit_splits);
-    t->block_dim = t->num_units < p.core_num ? t->num_units : p.core_num;
-    if (t->block_dim > 0) {
-        t->units_per_core = t->num_units / t->block_dim;
-        t->units_rem = t->num_units % t->block_dim;
-    }
+    core_split::SplitUnits(static_cast<uint32_t>(units * t->unit_splits), p.core_num, t);
     if (distribute) {
         t->partial_slots = static_cast<uint32_t>(splitUnits);
         t->combine_groups = static_cast<uint32_t>(groups);
@@ -107,7 +102,7 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
 
     t->ub_bytes_used = UbBytesNeeded(p.D, p.elem_bytes);
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
-        *err = "prefix_shared_attention tiling: UB too small";
+        *err = "UB too small";
         return -1;
     }
     // Cube buffers: L1 holds Q, K, V, P tiles; L0A Q and P; L0B K^T and V; L0C S and O_j (fp32).
@@ -116,7 +111,7 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     t->l0b_bytes_used = 2 * kBlockN * p.D * p.elem_bytes;
     t->l0c_bytes_used = (kBlockM * kBlockN + kBlockM * p.D) * 4;
     if (t->l0a_bytes_used > 64u * 1024 || t->l0b_bytes_used > 64u * 1024 || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "prefix_shared_attention tiling: L0 too small";
+        *err = "L0 too small";
         return -1;
     }
     return 0;

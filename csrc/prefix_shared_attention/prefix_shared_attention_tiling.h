@@ -37,17 +37,12 @@
 #ifndef FLA_NPU_PREFIX_SHARED_ATTENTION_TILING_H
 #define FLA_NPU_PREFIX_SHARED_ATTENTION_TILING_H
 
-#include <cstdint>
-
-#include "../common/aicore.h"
-#include "../common/soc_facts.h"
+#include "../common/op_tiling.h"
 
 namespace fla_npu {
-
-struct ShapeArg;  // common/shape_args.h
-struct DeviceFacts;
-
 namespace psa {
+
+using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
 constexpr uint32_t kBlockM = 128;  // stacked query rows per unit (Cube M)
 constexpr uint32_t kBlockN = 128;  // keys per K/V tile (Cube N of Q K^T, K of P V)
@@ -140,12 +135,6 @@ const char* TilingFromShapes(const ShapeArg* t, float scale, const DeviceFacts& 
 // Whether a launch runs the kernel's second phase (the K/V split merge) behind SyncAll: then all its
 // blocks must be resident at once (the operator package schedules it in batch mode).
 inline bool RunsSyncAll(const PsaTiling& t) { return t.unit_splits != 1; }
-
-// First unit and unit count of AI core `block`.
-FLA_NPU_AICORE inline void CoreUnits(const PsaTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
-    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
-    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
-}
 
 // Unit u: batch, first stacked row and row count of its M-tile, its K/V tiles [*j0, *j1).
 FLA_NPU_AICORE inline void UnitWork(const PsaTiling& t, uint32_t u, uint32_t* b, uint32_t* m0, uint32_t* mLen, uint32_t* j0,

@@ -10,6 +10,7 @@ namespace fla_npu {
 namespace solve_tril {
 
 namespace {
+using chunk_tiling::Refuse;
 uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 }  // namespace
 
@@ -17,31 +18,15 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.in_bytes != 4) {
-        *err = "solve_tril tiling: L must be float32";
-        return -1;
-    }
-    if (p.out_kind != kOutFloat32 && p.out_kind != kOutFloat16 && p.out_kind != kOutBfloat16) {
-        *err = "solve_tril tiling: Akk must be float32, float16 or bfloat16";
-        return -1;
-    }
-    if (!chunk_tiling::ChunkSizeOk(p.BT)) {
-        *err = "solve_tril tiling: the chunk size BT must be 16, 32 or 64";
-        return -1;
-    }
-    if (!p.cube_fp32 && p.BT > kBlock) {
-        *err = "solve_tril tiling: this SoC's Cube takes no float32 inputs (the merges of the diagonal blocks need them)";
-        return -1;
-    }
-    if (p.core_num == 0) {
-        *err = "solve_tril tiling: core_num must be positive";
-        return -1;
-    }
+    if (p.in_bytes != 4) return Refuse(err, "L must be float32");
+    if (p.out_kind != kOutFloat32 && p.out_kind != kOutFloat16 && p.out_kind != kOutBfloat16)
+        return Refuse(err, "Akk must be float32, float16 or bfloat16");
+    if (!chunk_tiling::ChunkSizeOk(p.BT)) return Refuse(err, "the chunk size BT must be 16, 32 or 64");
+    if (!p.cube_fp32 && p.BT > kBlock)
+        return Refuse(err, "this SoC's Cube takes no float32 inputs (the merges of the diagonal blocks need them)");
+    if (p.core_num == 0) return Refuse(err, "core_num must be positive");
     const uint64_t units = uint64_t(p.NC) * p.HV;
-    if (units > 0x7FFFFFFFull || units * p.BT * p.BT > (1ull << 40)) {
-        *err = "solve_tril tiling: tensor too large";
-        return -1;
-    }
+    if (units > 0x7FFFFFFFull || units * p.BT * p.BT > (1ull << 40)) return Refuse(err, "tensor too large");
 
     t->NC = p.NC;
     t->HV = p.HV;
@@ -49,7 +34,7 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
     t->nb = p.BT / kBlock;
     t->out_kind = p.out_kind;
     t->out_bytes = p.out_kind == kOutFloat32 ? 4 : 2;
-    chunk_tiling::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
+    core_split::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
 
     // AIV (per diagonal block): the L block in, its Brcb (one 32-byte block per element), X, the
     // scratch row products, the identity; out: X_bb (output type), -X_bb and X_bb^T (fp32); the
@@ -57,10 +42,7 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
     const uint32_t side = p.BT - kBlock;
     t->ub_bytes_used =
         kBlockElems * 4 * 4 + kBlockElems * 32 + kBlockElems * t->out_bytes + kBlockElems * 4 * 2 + kBlock * side * t->out_bytes;
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
-        *err = "solve_tril tiling: UB too small";
-        return -1;
-    }
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC (block row i, n = 16 i <= BT - 16): XT [n, n], L[i, :n] [16, n], R^T [n, 16], -X_ii in L1;
     // the largest A (XT), B (16 x n) and C (n x 16) in L0.
@@ -70,10 +52,8 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
         t->l0b_bytes_used = kBlock * side * 4;
         t->l0c_bytes_used = kBlock * side * 4;
         if (t->l1_bytes_used > p.l1_bytes || t->l0a_bytes_used > kL0abBytes || t->l0b_bytes_used > kL0abBytes ||
-            t->l0c_bytes_used > p.l0c_bytes) {
-            *err = "solve_tril tiling: L1 / L0 too small";
-            return -1;
-        }
+            t->l0c_bytes_used > p.l0c_bytes)
+            return Refuse(err, "L1 / L0 too small");
         t->ws_nx_off = p.BT * p.BT;
         t->ws_rt_off = t->ws_nx_off + t->nb * kBlockElems;
         t->ws_slot_elems = t->ws_rt_off + side * kBlock;
@@ -105,11 +85,10 @@ const char* SolveTrilArgs::CheckSizes() const {
 SolveTrilProblem SolveTrilArgs::Problem(uint32_t in_bytes, uint32_t out_kind, bool cube_fp32, uint32_t core_num,
                                         uint32_t ub_bytes, uint32_t l0c_bytes) const {
     SolveTrilProblem p;
-    chunk_tiling::SetUnits(l_, &p);
+    chunk_tiling::SetUnits(l_, core_num, ub_bytes, l0c_bytes, &p);
     p.in_bytes = in_bytes;
     p.out_kind = out_kind;
     p.cube_fp32 = cube_fp32;
-    chunk_tiling::SetLaunchFacts(core_num, ub_bytes, l0c_bytes, &p);
     return p;
 }
 

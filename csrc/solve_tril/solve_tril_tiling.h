@@ -36,17 +36,12 @@
 #ifndef FLA_NPU_SOLVE_TRIL_TILING_H
 #define FLA_NPU_SOLVE_TRIL_TILING_H
 
-#include <cstdint>
-
-#include "../common/aicore.h"
-#include "../common/soc_facts.h"
+#include "../common/chunk_tiling.h"
 
 namespace fla_npu {
-
-struct ShapeArg;  // common/shape_args.h
-struct DeviceFacts;
-
 namespace solve_tril {
+
+using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
 constexpr uint32_t kBlock = 16;  // side of a diagonal block
 constexpr uint32_t kBlockElems = kBlock * kBlock;
@@ -71,15 +66,10 @@ struct SolveTrilTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
-struct SolveTrilProblem {
-    uint32_t NC = 0, HV = 0, BT = 64;
+struct SolveTrilProblem : chunk_tiling::ChunkProblem {
     uint32_t in_bytes = 4;  // of L: float32 only
     uint32_t out_kind = kOutFloat32;
-    bool cube_fp32 = true;  // the SoC's Cube takes float x float
-    uint32_t core_num = 1;  // AI cores (AIC + 2 AIV) available
-    uint32_t ub_bytes = 0;  // usable UB per vector core (0: not checked)
     uint32_t l1_bytes = soc::kA2.l1Bytes;
-    uint32_t l0c_bytes = soc::kA2.l0cBytes;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
@@ -107,12 +97,6 @@ class SolveTrilArgs {
 // descriptor): the checks above on the call's shapes, in the C entry point's order, then
 // ComputeTiling. nullptr, or the message of the first defect.
 const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilTiling* tiling);
-
-// First unit and unit count of AI core `block`.
-FLA_NPU_AICORE inline void CoreUnits(const SolveTrilTiling& t, uint32_t block, uint32_t* first, uint32_t* count) {
-    *count = t.units_per_core + (block < t.units_rem ? 1u : 0u);
-    *first = block * t.units_per_core + (block < t.units_rem ? block : t.units_rem);
-}
 
 }  // namespace solve_tril
 }  // namespace fla_npu

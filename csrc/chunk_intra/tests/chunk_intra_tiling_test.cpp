@@ -10,14 +10,9 @@ using namespace fla_npu::chunk_intra;
 namespace soc = fla_npu::soc;
 
 static ChunkIntraProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t Kg, uint32_t cores) {
-    ChunkIntraProblem p;
-    p.NC = NC;
-    p.HV = HV;
-    p.BT = BT;
+    auto p = tiling_test::UnitsProblem<ChunkIntraProblem>(NC, HV, BT, cores);
     p.K = K;
     p.Kg = Kg;
-    p.core_num = cores;
-    p.ub_bytes = soc::kA2.ubBytes;
     return p;
 }
 

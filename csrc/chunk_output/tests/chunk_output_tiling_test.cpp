@@ -7,20 +7,9 @@
 #include "chunk_output_tiling.h"
 
 using namespace fla_npu::chunk_output;
-namespace soc = fla_npu::soc;
 
-static ChunkOutputProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg, uint32_t cores) {
-    ChunkOutputProblem p;
-    p.NC = NC;
-    p.HV = HV;
-    p.BT = BT;
-    p.K = K;
-    p.V = V;
-    p.Kg = Kg;
-    p.core_num = cores;
-    p.ub_bytes = soc::kA2.ubBytes;
-    return p;
-}
+// Problem(NC, HV, BT, K, V, Kg, cores)
+static const auto Problem = tiling_test::HeadsProblem<ChunkOutputProblem>;
 
 // Buffers fit and the pieces cover what each AIV must produce.
 static void CheckBuffers(const ChunkOutputTiling& t, const ChunkOutputProblem& p) {

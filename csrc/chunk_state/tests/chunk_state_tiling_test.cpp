@@ -11,15 +11,8 @@ namespace soc = fla_npu::soc;
 
 static ChunkStateProblem Problem(uint32_t N, uint32_t HV, uint32_t NC, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg,
                                  uint32_t cores, const soc::SocFacts& s = soc::kA2) {
-    ChunkStateProblem p;
+    auto p = tiling_test::HeadsProblem<ChunkStateProblem>(NC, HV, BT, K, V, Kg, cores);
     p.N = N;
-    p.HV = HV;
-    p.NC = NC;
-    p.BT = BT;
-    p.K = K;
-    p.V = V;
-    p.Kg = Kg;
-    p.core_num = cores;
     p.ub_bytes = s.ubBytes;
     p.l0c_bytes = s.l0cBytes;
     return p;

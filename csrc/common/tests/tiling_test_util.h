@@ -9,6 +9,8 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "../soc_facts.h"
+
 namespace tiling_test {
 inline int failures = 0;
 }  // namespace tiling_test
@@ -38,6 +40,31 @@ void CheckCover(const Tiling& t) {
     }
     CHECK(next == t.num_units);
     if (t.block_dim > 0) CHECK(hi - lo <= 1 && lo >= 1);
+}
+
+// The problem of a chunk-layout op (a chunk_tiling::ChunkProblem) on an A2's UB and L0C, its own
+// fields at their defaults.
+template <typename Problem>
+Problem UnitsProblem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t cores) {
+    Problem p;
+    p.NC = NC;
+    p.HV = HV;
+    p.BT = BT;
+    p.core_num = cores;
+    p.ub_bytes = fla_npu::soc::kA2.ubBytes;
+    p.l0c_bytes = fla_npu::soc::kA2.l0cBytes;
+    return p;
+}
+
+// The problem of an op over [K, V] heads (a chunk_tiling::HeadsProblem: chunk_output, wy_fast,
+// chunk_state), likewise.
+template <typename Problem>
+Problem HeadsProblem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg, uint32_t cores) {
+    auto p = UnitsProblem<Problem>(NC, HV, BT, cores);
+    p.K = K;
+    p.V = V;
+    p.Kg = Kg;
+    return p;
 }
 
 // The chunk kernels (chunk_output, wy_fast), whose problems are made by

@@ -10,13 +10,8 @@ using namespace fla_npu::solve_tril;
 namespace soc = fla_npu::soc;
 
 static SolveTrilProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t out_kind, uint32_t cores) {
-    SolveTrilProblem p;
-    p.NC = NC;
-    p.HV = HV;
-    p.BT = BT;
+    auto p = tiling_test::UnitsProblem<SolveTrilProblem>(NC, HV, BT, cores);
     p.out_kind = out_kind;
-    p.core_num = cores;
-    p.ub_bytes = soc::kA2.ubBytes;
     return p;
 }
 

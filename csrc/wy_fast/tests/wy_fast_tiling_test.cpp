@@ -7,20 +7,9 @@
 #include "wy_fast_tiling.h"
 
 using namespace fla_npu::wy_fast;
-namespace soc = fla_npu::soc;
 
-static WyFastProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg, uint32_t cores) {
-    WyFastProblem p;
-    p.NC = NC;
-    p.HV = HV;
-    p.BT = BT;
-    p.K = K;
-    p.V = V;
-    p.Kg = Kg;
-    p.core_num = cores;
-    p.ub_bytes = soc::kA2.ubBytes;
-    return p;
-}
+// Problem(NC, HV, BT, K, V, Kg, cores)
+static const auto Problem = tiling_test::HeadsProblem<WyFastProblem>;
 
 // Buffers fit, rows are whole 32-byte blocks (DataCopy) and Brcb repeats (8 rows).
 static void CheckBuffers(const WyFastTiling& t, const WyFastProblem& p) {

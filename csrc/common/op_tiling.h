@@ -1,0 +1,19 @@
+// What every op's tiling header (csrc/<op>/<stage>_tiling.h) builds on: the per-SoC facts, the split
+// of units over cores, and the types of the operator package's tiling hook (TilingFromShapes).
+#ifndef FLA_NPU_OP_TILING_H
+#define FLA_NPU_OP_TILING_H
+
+#include <cstdint>
+
+#include "aicore.h"
+#include "core_split.h"
+#include "soc_facts.h"
+
+namespace fla_npu {
+
+struct ShapeArg;  // common/shape_args.h: one tensor of a call, as the hook sees it
+struct DeviceFacts;
+
+}  // namespace fla_npu
+
+#endif
