@@ -319,6 +319,31 @@ def last_launch(entry: str) -> SimLaunch | None:
     return last_sim_launch() if _launched.get(entry) else None
 
 
+class KernelEntry:
+    """One kernel's C entry points in the native library (``<name>GetWorkspaceSize`` / ``<name>`` /
+    ``<name>LastTiling``), as its runtime module (``fla_npu/runtime/<op>.py``) calls them. ``kernel``
+    names it in the error of a library built without it."""
+
+    def __init__(self, name: str, kernel: str):
+        self.name, self.kernel = name, kernel
+
+    def library(self) -> ctypes.CDLL:
+        """The native library; :class:`NativeLibraryError` if it has no such kernel."""
+        lib = load_library()
+        if not hasattr(lib, self.name + "GetWorkspaceSize"):
+            raise NativeLibraryError(f"{library_path()} has no {self.kernel}: rebuild fla-npu")
+        return lib
+
+    def last_tiling(self) -> dict:
+        """The tiling of the kernel's last call on this thread, as a dict (:func:`read_last_tiling`)."""
+        return read_last_tiling(self.name)
+
+    def last_launch(self) -> SimLaunch | None:
+        """Simulation counters of the kernel's last launch (``None`` if its last call launched nothing:
+        no work, or no call yet)."""
+        return last_launch(self.name)
+
+
 def chunk_layout_unsupported(dtype: torch.dtype, BT: int, K: int, V: int, kernel_dtypes: tuple, chunk_sizes: tuple,
                              max_head_dim: int) -> str | None:
     """Why a mixed Cube kernel in the chunk layout cannot take a call with these facts (``None`` if it

@@ -12,6 +12,7 @@ CHUNK_SIZES = (16, 32, 64)
 MAX_HEAD_DIM = 256
 
 ENTRY = "flaNpuChunkIntra"
+KERNEL = N.KernelEntry(ENTRY, "intra-chunk kernel")
 
 
 def unsupported(dtype: torch.dtype, BT: int, K: int) -> str | None:
@@ -33,9 +34,7 @@ def chunk_intra(q: torch.Tensor, k: torch.Tensor, beta: torch.Tensor, G: torch.T
     for any decaying gate: the products run on the Cube through factors that cannot overflow (the
     factored operands rounded once to ``q``'s dtype), a diagonal 16 x 16 block whose decay is too
     wide for that exactly on the vector unit."""
-    lib = N.load_library()
-    if not hasattr(lib, "flaNpuChunkIntraGetWorkspaceSize"):
-        raise N.NativeLibraryError(f"{N.library_path()} has no intra-chunk kernel: rebuild fla-npu")
+    lib = KERNEL.library()
     q, k, beta, G = (t.contiguous() for t in (q, k, beta, G))
     shape = (*q.shape[:3], q.shape[2]) if q.dim() == 4 else q.shape
     Aqk = torch.empty(shape, dtype=out_dtype, device=q.device)
@@ -45,11 +44,6 @@ def chunk_intra(q: torch.Tensor, k: torch.Tensor, beta: torch.Tensor, G: torch.T
     return Aqk, L
 
 
-def last_tiling() -> dict:
-    """The tiling of the last ``chunk_intra`` call on this thread, as a dict."""
-    return N.read_last_tiling(ENTRY)
+last_tiling = KERNEL.last_tiling  # the tiling of the last call on this thread, as a dict
 
-
-def last_launch() -> N.SimLaunch | None:
-    """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
-    return N.last_launch(ENTRY)
+last_launch = KERNEL.last_launch  # simulation counters of the last launch, or None: nothing launched

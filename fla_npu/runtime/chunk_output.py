@@ -12,6 +12,7 @@ CHUNK_SIZES = (16, 32, 64)
 MAX_HEAD_DIM = 256
 
 ENTRY = "flaNpuChunkOutput"
+KERNEL = N.KernelEntry(ENTRY, "chunk output kernel")
 
 
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
@@ -26,9 +27,7 @@ def chunk_output(q: torch.Tensor, e_row: torch.Tensor, S: torch.Tensor, Aqk: tor
     ``[NC, HV, BT, BT]``, ``v_new`` ``[NC, HV, BT, V]`` (``q``'s dtype, float16 or bfloat16) -> ``o``
     ``[NC, HV, BT, V]`` float32. ``q * e_row`` is formed in float32 and rounded to ``q``'s dtype, ``S``
     is rounded to it; the Cube accumulates in float32."""
-    lib = N.load_library()
-    if not hasattr(lib, "flaNpuChunkOutputGetWorkspaceSize"):
-        raise N.NativeLibraryError(f"{N.library_path()} has no chunk output kernel: rebuild fla-npu")
+    lib = KERNEL.library()
     q, e_row, S, Aqk, v_new = (t.contiguous() for t in (q, e_row, S, Aqk, v_new))
     out = torch.empty(v_new.shape, dtype=torch.float32, device=q.device)
     descs = [N.tensor_desc(t) for t in (q, e_row, S, Aqk, v_new, out)]
@@ -36,11 +35,6 @@ def chunk_output(q: torch.Tensor, e_row: torch.Tensor, S: torch.Tensor, Aqk: tor
     return out
 
 
-def last_tiling() -> dict:
-    """The tiling of the last ``chunk_output`` call on this thread, as a dict."""
-    return N.read_last_tiling(ENTRY)
+last_tiling = KERNEL.last_tiling  # the tiling of the last call on this thread, as a dict
 
-
-def last_launch() -> N.SimLaunch | None:
-    """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
-    return N.last_launch(ENTRY)
+last_launch = KERNEL.last_launch  # simulation counters of the last launch, or None: nothing launched

@@ -12,6 +12,7 @@ CHUNK_SIZES = (16, 32, 64)
 MAX_HEAD_DIM = 256
 
 ENTRY = "flaNpuChunkState"
+KERNEL = N.KernelEntry(ENTRY, "inter-chunk state kernel")
 
 
 def unsupported(cube_dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
@@ -53,9 +54,7 @@ def chunk_state(w: torch.Tensor, u: torch.Tensor, kg: torch.Tensor, e_last: torc
         raise ValueError(f"chunk_state: `cube_dtype` must be torch.float16 or torch.bfloat16, got {cube_dtype}")
     h_dtype = _out_dtype("h_dtype", h_dtype, cube_dtype)
     v_new_dtype = _out_dtype("v_new_dtype", v_new_dtype, cube_dtype)
-    lib = N.load_library()
-    if not hasattr(lib, ENTRY + "GetWorkspaceSize"):
-        raise N.NativeLibraryError(f"{N.library_path()} has no inter-chunk state kernel: rebuild fla-npu")
+    lib = KERNEL.library()
     w, kg = (t.to(cube_dtype).contiguous() for t in (w, kg))
     u, e_last = (t.to(torch.float32).contiguous() for t in (u, e_last))
     h0 = None if h0 is None else h0.to(torch.float32).contiguous()
@@ -75,11 +74,6 @@ def chunk_state(w: torch.Tensor, u: torch.Tensor, kg: torch.Tensor, e_last: torc
     return h, v_new, final
 
 
-def last_tiling() -> dict:
-    """The tiling of the last ``chunk_state`` call on this thread, as a dict."""
-    return N.read_last_tiling(ENTRY)
+last_tiling = KERNEL.last_tiling  # the tiling of the last call on this thread, as a dict
 
-
-def last_launch() -> N.SimLaunch | None:
-    """Simulation counters of the last launch (``None`` if nothing was launched: no sequence)."""
-    return N.last_launch(ENTRY)
+last_launch = KERNEL.last_launch  # simulation counters of the last launch, or None: nothing launched

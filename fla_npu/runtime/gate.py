@@ -10,6 +10,7 @@ from . import _native as N
 ACTIVATIONS = {"none": 0, "softplus": 1, "sigmoid": 2}
 
 ENTRY = "flaNpuGateChunkCumsum"
+KERNEL = N.KernelEntry(ENTRY, "gate + chunk-local cumsum kernel")
 
 
 def chunk_list(cu_seqlens_cpu: torch.Tensor, chunk_size: int) -> torch.Tensor:
@@ -31,7 +32,7 @@ def gate_chunk_cumsum(g: torch.Tensor, chunk_size: int, activation: str = "none"
     ``"softplus"`` (``-exp(A_log) * softplus(g + dt_bias)``) or ``"sigmoid"`` (``lower_bound *
     sigmoid(exp(A_log) * (g + dt_bias))``). ``cu_seqlens_cpu``: validated varlen offsets (``B == 1``).
     A_log and dt_bias are passed to the kernel as float32."""
-    lib = N.load_library()
+    lib = KERNEL.library()
     form = ACTIVATIONS[activation]
     x = g.contiguous()
     A = None if (A_log is None or form == 0) else A_log.detach().to(torch.float32).contiguous().reshape(-1)
@@ -48,15 +49,9 @@ def gate_chunk_cumsum(g: torch.Tensor, chunk_size: int, activation: str = "none"
     return out
 
 
-def last_tiling() -> dict:
-    """The tiling of the last ``gate_chunk_cumsum`` call on this thread, as a dict."""
-    return N.read_last_tiling(ENTRY)
+last_tiling = KERNEL.last_tiling  # the tiling of the last call on this thread, as a dict
 
-
-def last_launch() -> N.SimLaunch | None:
-    """Simulation counters of the last ``gate_chunk_cumsum`` launch (``None`` if it had no token to
-    process, so nothing was launched)."""
-    return N.last_launch(ENTRY)
+last_launch = KERNEL.last_launch  # simulation counters of the last launch, or None: nothing launched
 
 
 def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activation: str, A_log, dt_bias, lower_bound,

@@ -10,14 +10,13 @@ from . import _native as N
 KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 
 ENTRY = "flaNpuPrefixSharedAttention"
+KERNEL = N.KernelEntry(ENTRY, "prefix-shared attention kernel")
 
 
 def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
     """Run the kernel on validated inputs: ``q`` ``[bs, G, len_q, D]``, ``k``/``v`` ``[bs, len_kv, D]``
     (fp16 or bf16, one dtype, D 64 or 128) -> ``out`` of ``q``'s shape and dtype."""
-    lib = N.load_library()
-    if not hasattr(lib, "flaNpuPrefixSharedAttentionGetWorkspaceSize"):
-        raise N.NativeLibraryError(f"{N.library_path()} has no prefix-shared attention kernel: rebuild fla-npu")
+    lib = KERNEL.library()
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     descs = [N.tensor_desc(t) for t in (q, k, v, out)]
@@ -26,11 +25,6 @@ def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s
     return out
 
 
-def last_tiling() -> dict:
-    """The tiling of the last ``prefix_shared_attention`` call on this thread, as a dict."""
-    return N.read_last_tiling(ENTRY)
+last_tiling = KERNEL.last_tiling  # the tiling of the last call on this thread, as a dict
 
-
-def last_launch() -> N.SimLaunch | None:
-    """Simulation counters of the last launch (``None`` if nothing was launched: ``bs == 0``)."""
-    return N.last_launch(ENTRY)
+last_launch = KERNEL.last_launch  # simulation counters of the last launch, or None: nothing launched

@@ -12,6 +12,7 @@ OUTPUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 CHUNK_SIZES = (16, 32, 64)
 
 ENTRY = "flaNpuSolveTril"
+KERNEL = N.KernelEntry(ENTRY, "triangular-inverse kernel")
 
 
 def unsupported(dtype: torch.dtype, BT: int, out_dtype: torch.dtype = torch.float32) -> str | None:
@@ -33,9 +34,7 @@ def solve_tril(L: torch.Tensor, out_dtype: torch.dtype = torch.float32) -> torch
     upper triangle hold is ignored) -> ``Akk`` ``[NC, HV, BT, BT]`` of ``out_dtype`` (float32, float16
     or bfloat16): unit lower triangular, exact zeros above the diagonal, computed in float32 and
     rounded once to ``out_dtype``."""
-    lib = N.load_library()
-    if not hasattr(lib, ENTRY + "GetWorkspaceSize"):
-        raise N.NativeLibraryError(f"{N.library_path()} has no triangular-inverse kernel: rebuild fla-npu")
+    lib = KERNEL.library()
     L = L.contiguous()
     Akk = torch.empty(L.shape, dtype=out_dtype, device=L.device)
     descs = [N.tensor_desc(t) for t in (L, Akk)]
@@ -43,11 +42,6 @@ def solve_tril(L: torch.Tensor, out_dtype: torch.dtype = torch.float32) -> torch
     return Akk
 
 
-def last_tiling() -> dict:
-    """The tiling of the last ``solve_tril`` call on this thread, as a dict."""
-    return N.read_last_tiling(ENTRY)
+last_tiling = KERNEL.last_tiling  # the tiling of the last call on this thread, as a dict
 
-
-def last_launch() -> N.SimLaunch | None:
-    """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
-    return N.last_launch(ENTRY)
+last_launch = KERNEL.last_launch  # simulation counters of the last launch, or None: nothing launched

@@ -12,6 +12,7 @@ CHUNK_SIZES = (16, 32, 64)
 MAX_HEAD_DIM = 256
 
 ENTRY = "flaNpuWyFast"
+KERNEL = N.KernelEntry(ENTRY, "WY kernel")
 
 
 def unsupported(dtype: torch.dtype, BT: int, K: int, V: int) -> str | None:
@@ -27,9 +28,7 @@ def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Ten
     (one dtype, float16 or bfloat16), ``beta`` ``[NC, HV, BT]``, ``e_row`` / ``e_tail`` ``[NC, HV, BT,
     K or 1]`` (float32) -> ``(w, u, kg)`` float32. The scaled ``k`` and ``v`` are formed in float32 and
     rounded once to ``k``'s dtype for the Cube, which accumulates in float32."""
-    lib = N.load_library()
-    if not hasattr(lib, "flaNpuWyFastGetWorkspaceSize"):
-        raise N.NativeLibraryError(f"{N.library_path()} has no WY kernel: rebuild fla-npu")
+    lib = KERNEL.library()
     k, v, beta, Akk, e_row, e_tail = (t.contiguous() for t in (k, v, beta, Akk, e_row, e_tail))
     w = torch.empty(k.shape, dtype=torch.float32, device=k.device)
     u = torch.empty(v.shape, dtype=torch.float32, device=k.device)
@@ -39,11 +38,6 @@ def wy_fast(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, Akk: torch.Ten
     return w, u, kg
 
 
-def last_tiling() -> dict:
-    """The tiling of the last ``wy_fast`` call on this thread, as a dict."""
-    return N.read_last_tiling(ENTRY)
+last_tiling = KERNEL.last_tiling  # the tiling of the last call on this thread, as a dict
 
-
-def last_launch() -> N.SimLaunch | None:
-    """Simulation counters of the last launch (``None`` if nothing was launched: no chunk)."""
-    return N.last_launch(ENTRY)
+last_launch = KERNEL.last_launch  # simulation counters of the last launch, or None: nothing launched
