@@ -180,32 +180,20 @@ void BeginOp(pipe_t pipe, const char* op) {
 // The trace record of the current instruction, or nullptr when not tracing.
 static FlaSimTraceRecord* CurRec(CoreCtx& c) { return c.tracing && c.curRec >= 0 ? &c.trace[size_t(c.curRec)] : nullptr; }
 
-void CountGmToLocal(uint64_t b) {
+// Adds `n` to the core's counter `field` and to the current trace record's amount (and `passes`:
+// vector repeats or Cube steps).
+static void Count(uint64_t FlaSimCounters::* field, uint64_t n, uint64_t passes) {
     CoreCtx& c = Core("counter");
-    c.ctr.gm_to_local_bytes += b;
-    if (FlaSimTraceRecord* r = CurRec(c)) r->amount += b;
-}
-void CountLocalToGm(uint64_t b) {
-    CoreCtx& c = Core("counter");
-    c.ctr.local_to_gm_bytes += b;
-    if (FlaSimTraceRecord* r = CurRec(c)) r->amount += b;
-}
-void CountVector(uint64_t n, uint64_t passes) {
-    CoreCtx& c = Core("counter");
-    c.ctr.vector_elem_ops += n;
+    c.ctr.*field += n;
     if (FlaSimTraceRecord* r = CurRec(c)) {
         r->amount += n;
         r->passes += passes;
     }
 }
-void CountCube(uint64_t n, uint64_t steps) {
-    CoreCtx& c = Core("counter");
-    c.ctr.cube_macs += n;
-    if (FlaSimTraceRecord* r = CurRec(c)) {
-        r->amount += n;
-        r->passes += steps;
-    }
-}
+void CountGmToLocal(uint64_t b) { Count(&FlaSimCounters::gm_to_local_bytes, b, 0); }
+void CountLocalToGm(uint64_t b) { Count(&FlaSimCounters::local_to_gm_bytes, b, 0); }
+void CountVector(uint64_t n, uint64_t passes) { Count(&FlaSimCounters::vector_elem_ops, n, passes); }
+void CountCube(uint64_t n, uint64_t steps) { Count(&FlaSimCounters::cube_macs, n, steps); }
 void TraceBytes(uint64_t bytes, uint8_t where) {
     CoreCtx& c = Core("trace");
     if (FlaSimTraceRecord* r = CurRec(c)) {

@@ -465,17 +465,23 @@ inline T FixpipeValue(const float* s, const FixpipeParamsV220& p, uint64_t r, ui
 }
 template <class T>
 constexpr bool kFixpipeOut = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+
+// The Fixpipe forms the simulation has, to GM and to L1: a compile error names any other.
+template <class T, class U, const FixpipeConfig& config>
+constexpr void CheckFixpipeForm() {
+    static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
+    static_assert(kFixpipeOut<T>,
+                  "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
+    static_assert(config.format != CO2Layout::NZ || sizeof(T) == 2,
+                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not "
+                  "simulated)");
+}
 }  // namespace sim
 
 // L0C -> GM (pipe FIX). CFG_ROW_MAJOR: NZ -> ND; CFG_NZ: the NZ order kept (2-byte outputs).
 template <class T, class U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
-    static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
-    static_assert(sim::kFixpipeOut<T>,
-                  "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
-    static_assert(config.format != CO2Layout::NZ || sizeof(T) == 2,
-                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not "
-                  "simulated)");
+    sim::CheckFixpipeForm<T, U, config>();
     using namespace sim;
     BeginOp(PIPE_FIX, "Fixpipe");
     const U* s = FixpipeSource<T>(src, p, config.format);
@@ -495,12 +501,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
 // writes ND rows of dstStride elements. No GM bytes are counted.
 template <class T, class U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
-    static_assert(std::is_same_v<U, float>, "fla-npu sim: Fixpipe: the simulated L0C source is float (int32 is not simulated)");
-    static_assert(sim::kFixpipeOut<T>,
-                  "fla-npu sim: Fixpipe: simulated outputs are float (NoQuant), half (F322F16) and bfloat16_t (F322BF16)");
-    static_assert(config.format != CO2Layout::NZ || sizeof(T) == 2,
-                  "fla-npu sim: Fixpipe: NZ output is simulated for half/bfloat16_t (a float NZ output needs channel split: not "
-                  "simulated)");
+    sim::CheckFixpipeForm<T, U, config>();
     using namespace sim;
     BeginOp(PIPE_FIX, "Fixpipe(L0C->L1)");
     RequireArena(dst, ArenaKind::L1, "Fixpipe", "dst", "L1 (A1/B1) or GM (L0C -> UB, a5, is not simulated)");

@@ -45,8 +45,8 @@ void perf_copy(GM_ADDR x, GM_ADDR y, int32_t tiles) {
 // `iters` Mmads of 128 x 128 x 128 fp16 accumulating into one L0C tile (A and B filled once by
 // InitConstValue), then one Fixpipe of the fp32 result to GM.
 constexpr uint32_t kCube = 128;
-void perf_cube(GM_ADDR c, int32_t iters) {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+// The Cube work of perf_cube and perf_cross.
+static void CubeWork(GM_ADDR c, int32_t iters) {
     TPipe pipe;
     TBuf<TPosition::A2> bA;
     TBuf<TPosition::B2> bB;
@@ -67,6 +67,10 @@ void perf_cube(GM_ADDR c, int32_t iters) {
     GlobalTensor<float> gc;
     gc.SetGlobalBuffer((__gm__ float*)c, kCube * kCube);
     Fixpipe<float, float, CFG_ROW_MAJOR>(gc, lc, FixpipeParamsV220(kCube, kCube, kCube, kCube, false));
+}
+void perf_cube(GM_ADDR c, int32_t iters) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    CubeWork(c, iters);
 }
 
 // y = x * 1.0001^passes per tile: load (MTE2), `passes` Muls (V), store (MTE3).
@@ -138,26 +142,7 @@ void perf_pipeline(GM_ADDR x, GM_ADDR y, int32_t tiles, int32_t passes, int32_t 
 void perf_cross(GM_ADDR c, int32_t iters) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     if ASCEND_IS_AIC {
-        TPipe pipe;
-        TBuf<TPosition::A2> bA;
-        TBuf<TPosition::B2> bB;
-        TBuf<TPosition::CO1> bC;
-        pipe.InitBuffer(bA, kCube * kCube * sizeof(half));
-        pipe.InitBuffer(bB, kCube * kCube * sizeof(half));
-        pipe.InitBuffer(bC, kCube * kCube * sizeof(float));
-        LocalTensor<half> a = bA.Get<half>(), b = bB.Get<half>();
-        LocalTensor<float> lc = bC.Get<float>();
-        const uint16_t fractals = uint16_t(kCube * kCube * sizeof(half) / 512);
-        InitConstValue(a, InitConstValueParams<half>(1, fractals, 0, half(0.5f)));
-        InitConstValue(b, InitConstValueParams<half>(1, fractals, 0, half(0.25f)));
-        SetFlag<HardEvent::MTE1_M>(0);
-        WaitFlag<HardEvent::MTE1_M>(0);
-        for (int32_t i = 0; i < iters; ++i) Mmad(lc, a, b, MmadParams(kCube, kCube, kCube, 0, false, i == 0));
-        SetFlag<HardEvent::M_FIX>(0);
-        WaitFlag<HardEvent::M_FIX>(0);
-        GlobalTensor<float> gc;
-        gc.SetGlobalBuffer((__gm__ float*)c, kCube * kCube);
-        Fixpipe<float, float, CFG_ROW_MAJOR>(gc, lc, FixpipeParamsV220(kCube, kCube, kCube, kCube, false));
+        CubeWork(c, iters);
         CrossCoreSetFlag<2, PIPE_FIX>(1);
     } else {
         TPipe pipe;
