@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 import fla_npu
+from fla_npu.ops.common.naive import naive_recurrent_batch
 from fla_npu.testing import check_close
 
 from helpers import (
@@ -191,38 +192,25 @@ def beta_terms(case: Case, x: dict, do: torch.Tensor, dht: torch.Tensor | None, 
     ``S_t = D_t S_{t-1} + beta_t k_t u_t^T`` with ``u_t = v_t - (D_t S_{t-1})^T k_t``, so
     ``dbeta_t = sum_ij k_t[i] dS_t[i, j] u_t[j]`` (``dS_t``: the loss's gradient at ``S_t``), times the
     sigmoid's derivative under ``beta_sigmoid``; these K x V products can cancel by far more than
-    float32's precision (one token: 4,000 times). ``magnitude=False``: the signed products' sum,
+    float32's precision (one token: 4,000 times). The products are read off the gold's recurrence
+    (its ``steps``), ``dS_t`` by autograd through it. ``magnitude=False``: the signed products' sum,
     which is ``dbeta`` itself (the test of this function)."""
     m = torch.abs if magnitude else (lambda t: t)
-    with torch.no_grad():
-        x64 = {n: t.double() for n, t in x.items()}
-        q, k, g, beta = activate64(case.op, x64, case.sw)
-    groups = x64["v"].shape[2] // q.shape[2]
-    q, k, v = q.repeat_interleave(groups, 2), k.repeat_interleave(groups, 2), x64["v"]
+    x64 = {n: t.detach().double().requires_grad_(n == "v") for n, t in x.items()}  # v: a graph to differentiate
+    q, k, g, beta = activate64(case.op, x64, case.sw)
     scale = q.shape[-1] ** -0.5 if case.sw.scale is None else case.sw.scale
-    B, T = v.shape[:2]
-    spans = [(b, 0, T) for b in range(B)] if cu_seqlens is None else \
-        [(0, s, e) for s, e in zip(cu_seqlens.tolist()[:-1], cu_seqlens.tolist()[1:])]
-    terms = torch.zeros_like(beta)
-    for n, (b, s, e) in enumerate(spans):
-        S = x64["h0"][n] if x64.get("h0") is not None else v.new_zeros(v.shape[2], k.shape[-1], v.shape[-1])
-        probes, us, loss = [], [], 0.0
-        for t in range(s, e):  # the gold's recurrence, with a zero probe added to each S_t to read dS_t
-            S = S * (torch.exp(g[b, t])[:, None, None] if g.dim() == 3 else torch.exp(g[b, t])[:, :, None])
-            u = v[b, t] - torch.einsum("hk,hkv->hv", k[b, t], S)
-            probes.append(torch.zeros_like(S, requires_grad=True))
-            S = S + torch.einsum("hk,hv->hkv", k[b, t], beta[b, t][:, None] * u) + probes[-1]
-            us.append(u)
-            loss = loss + (torch.einsum("hk,hkv->hv", scale * q[b, t], S) * do[b, t].double()).sum()
-        if not probes:
-            continue
-        if dht is not None:
-            loss = loss + (S * dht[n].double()).sum()
-        dS = torch.autograd.grad(loss, probes)
-        for i, t in enumerate(range(s, e)):
-            terms[b, t] = torch.einsum("hk,hkv,hv->h", m(k[b, t]), m(dS[i]), m(us[i]))
+    steps = []
+    o, S = naive_recurrent_batch(q, k, x64["v"], beta, scale, initial_state=x64.get("h0"), cu_seqlens=cu_seqlens,
+                                 steps=steps, **({"gk": g} if case.op == "kda" else {"g": g}))
+    terms = torch.zeros_like(beta.detach())
+    if not steps:
+        return terms
+    loss = (o * do.double()).sum() + (0.0 if dht is None else (S * dht.double()).sum())
+    dS = torch.autograd.grad(loss, [step[-1] for step in steps])
+    for (b, t, k_t, u_t, _), dS_t in zip(steps, dS):
+        terms[b, t] = torch.einsum("hk,hkv,hv->h", m(k_t.detach()), m(dS_t), m(u_t.detach()))
     if case.sw.beta_sigmoid:
-        sig = torch.sigmoid(x64["beta"])
+        sig = torch.sigmoid(x64["beta"].detach())
         terms = terms * (2.0 if case.sw.neg_eigval else 1.0) * sig * (1 - sig)  # positive
     return terms
 
