@@ -10,20 +10,17 @@ namespace fla_npu {
 namespace chunk_intra {
 
 using chunk_tiling::Pad32;
-using chunk_tiling::Refuse;
 
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err) {
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.elem_bytes == 4 && !p.cube_fp32)
-        return Refuse(err, "this SoC's Cube takes no float32 inputs; pass float16 or bfloat16");
-    if (p.elem_bytes == 4)
-        return Refuse(err,
-                      "float32 Cube inputs are not supported: the scaled q and k reach the Cube as "
-                      "16-bit operands (one rounding of the factored products, loaded without a transposing load for "
-                      "4-byte types); pass float16 or bfloat16");
-    if (p.elem_bytes != 2) return Refuse(err, "q and k must be float16 or bfloat16");
+    if (const char* bad = chunk_tiling::CheckCubeType(p.elem_bytes, p.cube_fp32,
+                                                      "float32 Cube inputs are not supported: the scaled q and k reach "
+                                                      "the Cube as 16-bit operands (one rounding of the factored products, "
+                                                      "loaded without a transposing load for 4-byte types); pass float16 "
+                                                      "or bfloat16"))
+        return Refuse(err, bad);
     if (!chunk_tiling::ChunkSizeOk(p.BT)) return Refuse(err, "the chunk size BT must be 16, 32 or 64");
     if (!chunk_tiling::HeadDimOk(p.K, kMaxHeadDim)) return Refuse(err, "the head dim K must be a multiple of 16 in [16, 256]");
     if (p.Kg != 1 && p.Kg != p.K) return Refuse(err, "g must have 1 or K columns");

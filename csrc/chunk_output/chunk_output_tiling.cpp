@@ -11,7 +11,6 @@ namespace chunk_output {
 
 namespace {
 using chunk_tiling::Pad32;
-using chunk_tiling::Refuse;
 }  // namespace
 
 int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err) {

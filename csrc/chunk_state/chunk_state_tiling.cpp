@@ -12,7 +12,6 @@ namespace chunk_state {
 
 namespace {
 using chunk_tiling::Pad32;
-using chunk_tiling::Refuse;
 uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 uint32_t Ceil16(uint32_t x) { return (x + 15) / 16 * 16; }
 uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }

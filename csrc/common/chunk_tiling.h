@@ -27,12 +27,6 @@ struct HeadsProblem : ChunkProblem {
     uint32_t elem_bytes = 2;
 };
 
-// A tiling's refusal: *err = `message` (static), and the tilings' error code.
-inline int Refuse(const char** err, const char* message) {
-    *err = message;
-    return -1;
-}
-
 // Bytes rounded up to whole 32-byte UB blocks.
 inline uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
 
@@ -42,13 +36,20 @@ inline bool ChunkSizeOk(uint32_t BT) { return BT == 16 || BT == 32 || BT == 64; 
 // A head dim the chunk kernels take: a multiple of 16 in [16, max_head_dim].
 inline bool HeadDimOk(uint32_t d, uint32_t max_head_dim) { return d >= 16 && d <= max_head_dim && d % 16 == 0; }
 
-// The refusals that open the tiling of an op over [K, V] heads, in this order: float32 Cube inputs
-// (this SoC's Cube takes none; else `fp32_reason`, why the op's kernel takes none), any other type
-// but a 2-byte one, the chunk size, the head dims, a decay of neither 1 nor K columns
-// (`kg_message`), no core. nullptr when none applies.
+// The refusal of Cube inputs of `elem_bytes` bytes by a kernel that takes 2-byte ones: float32 (this
+// SoC's Cube takes none; else `fp32_reason`, why the op's kernel takes none), any other type.
+// nullptr for 2 bytes.
+inline const char* CheckCubeType(uint32_t elem_bytes, bool cube_fp32, const char* fp32_reason) {
+    if (elem_bytes == 4) return cube_fp32 ? fp32_reason : "this SoC's Cube takes no float32 inputs; pass float16 or bfloat16";
+    if (elem_bytes != 2) return "the Cube inputs must be float16 or bfloat16";
+    return nullptr;
+}
+
+// The refusals that open the tiling of an op over [K, V] heads, in this order: the Cube type
+// (CheckCubeType), the chunk size, the head dims, a decay of neither 1 nor K columns (`kg_message`),
+// no core. nullptr when none applies.
 inline const char* CheckHeads(const HeadsProblem& p, uint32_t max_head_dim, const char* fp32_reason, const char* kg_message) {
-    if (p.elem_bytes == 4) return p.cube_fp32 ? fp32_reason : "this SoC's Cube takes no float32 inputs; pass float16 or bfloat16";
-    if (p.elem_bytes != 2) return "the Cube inputs must be float16 or bfloat16";
+    if (const char* bad = CheckCubeType(p.elem_bytes, p.cube_fp32, fp32_reason)) return bad;
     if (!ChunkSizeOk(p.BT)) return "the chunk size BT must be 16, 32 or 64";
     if (!HeadDimOk(p.K, max_head_dim) || !HeadDimOk(p.V, max_head_dim))
         return "the head dims K and V must be multiples of 16 in [16, 256]";

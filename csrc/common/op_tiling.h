@@ -14,6 +14,12 @@ namespace fla_npu {
 struct ShapeArg;  // common/shape_args.h: one tensor of a call, as the hook sees it
 struct DeviceFacts;
 
+// A tiling's refusal: *err = `message` (static), and the tilings' error code.
+inline int Refuse(const char** err, const char* message) {
+    *err = message;
+    return -1;
+}
+
 }  // namespace fla_npu
 
 #endif

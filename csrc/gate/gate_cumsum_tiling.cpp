@@ -29,35 +29,15 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.H == 0 || p.D == 0) {
-        *err = "H and D must be positive";
-        return -1;
-    }
-    if (p.chunk_size == 0 || (p.chunk_size & (p.chunk_size - 1)) || p.chunk_size > kMaxChunk) {
-        *err = "chunk_size must be a power of two <= 128";
-        return -1;
-    }
-    if (p.in_elem_bytes != 2 && p.in_elem_bytes != 4) {
-        *err = "input elements must be 2 or 4 bytes";
-        return -1;
-    }
-    if (p.gate_form > kGateSigmoid) {
-        *err = "unknown gate form";
-        return -1;
-    }
-    if (p.gate_form == kGateSoftplus && !p.has_a_log) {
-        *err = "the softplus gate needs A_log";
-        return -1;
-    }
-    if (p.core_num == 0) {
-        *err = "core_num must be positive";
-        return -1;
-    }
+    if (p.H == 0 || p.D == 0) return Refuse(err, "H and D must be positive");
+    if (p.chunk_size == 0 || (p.chunk_size & (p.chunk_size - 1)) || p.chunk_size > kMaxChunk)
+        return Refuse(err, "chunk_size must be a power of two <= 128");
+    if (p.in_elem_bytes != 2 && p.in_elem_bytes != 4) return Refuse(err, "input elements must be 2 or 4 bytes");
+    if (p.gate_form > kGateSigmoid) return Refuse(err, "unknown gate form");
+    if (p.gate_form == kGateSoftplus && !p.has_a_log) return Refuse(err, "the softplus gate needs A_log");
+    if (p.core_num == 0) return Refuse(err, "core_num must be positive");
     const uint64_t W = uint64_t(p.H) * p.D;
-    if (W > 0x7FFFFFFFull || uint64_t(p.B) * p.T * W > (1ull << 40)) {
-        *err = "tensor too large";
-        return -1;
-    }
+    if (W > 0x7FFFFFFFull || uint64_t(p.B) * p.T * W > (1ull << 40)) return Refuse(err, "tensor too large");
 
     t->B = p.B;
     t->T = p.T;
@@ -77,10 +57,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     } else {
         t->chunks_per_seq = (p.T + p.chunk_size - 1) / p.chunk_size;
         const uint64_t nc = uint64_t(p.B) * t->chunks_per_seq;
-        if (nc > 0x7FFFFFFFull) {
-            *err = "too many chunks";
-            return -1;
-        }
+        if (nc > 0x7FFFFFFFull) return Refuse(err, "too many chunks");
         t->num_chunks = static_cast<uint32_t>(nc);
     }
     t->coef_scale = p.gate_form == kGateSoftplus ? -p.scale : 1.0f;
@@ -90,10 +67,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     const uint32_t align = ElemAlign(p.in_elem_bytes);
     uint32_t pmax = kMaxPitch / align * align;
     while (pmax >= align && UbBytesNeeded(p, pmax) > p.ub_bytes) pmax -= align;
-    if (pmax < align) {
-        *err = "the UB is too small for one tile of this chunk size";
-        return -1;
-    }
+    if (pmax < align) return Refuse(err, "the UB is too small for one tile of this chunk size");
 
     // Column tiles.
     const uint32_t D = p.D, H = p.H;
@@ -126,10 +100,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     t->ub_bytes_used = UbBytesNeeded(p, t->max_pitch);
 
     const uint64_t units = uint64_t(t->num_col_tiles) * t->num_chunks;
-    if (units > 0x7FFFFFFFull) {
-        *err = "too many units";
-        return -1;
-    }
+    if (units > 0x7FFFFFFFull) return Refuse(err, "too many units");
     core_split::SplitUnits(static_cast<uint32_t>(units), p.core_num, t);
     return 0;
 }

@@ -34,28 +34,14 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     static const char* kOk = "";
     *err = kOk;
     std::memset(t, 0, sizeof(*t));
-    if (p.D != 64 && p.D != 128) {
-        *err = "D must be 64 or 128";
-        return -1;
-    }
-    if (p.elem_bytes != 2) {
-        *err = "inputs must be 2-byte (fp16 / bf16)";
-        return -1;
-    }
-    if (p.G == 0 || p.len_q == 0 || p.len_kv == 0) {
-        *err = "G, len_q and len_kv must be positive";
-        return -1;
-    }
-    if (p.core_num == 0) {
-        *err = "core_num must be positive";
-        return -1;
-    }
+    if (p.D != 64 && p.D != 128) return Refuse(err, "D must be 64 or 128");
+    if (p.elem_bytes != 2) return Refuse(err, "inputs must be 2-byte (fp16 / bf16)");
+    if (p.G == 0 || p.len_q == 0 || p.len_kv == 0) return Refuse(err, "G, len_q and len_kv must be positive");
+    if (p.core_num == 0) return Refuse(err, "core_num must be positive");
     const uint64_t rows = uint64_t(p.G) * p.len_q;
     if (rows > 0x7FFFFFFFull || p.len_kv > 0x7FFFFFFFu || uint64_t(p.bs) * rows * p.D > (1ull << 40) ||
-        uint64_t(p.bs) * p.len_kv * p.D > (1ull << 40)) {
-        *err = "tensor too large";
-        return -1;
-    }
+        uint64_t(p.bs) * p.len_kv * p.D > (1ull << 40))
+        return Refuse(err, "tensor too large");
     t->bs = p.bs;
     t->G = p.G;
     t->len_q = p.len_q;
@@ -65,10 +51,7 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     t->m_tiles = static_cast<uint32_t>((rows + kBlockM - 1) / kBlockM);
     t->kv_tiles = (p.len_kv + kBlockN - 1) / kBlockN;
     const uint64_t units = uint64_t(p.bs) * t->m_tiles;
-    if (units > 0x7FFFFFFFull) {
-        *err = "too many units";
-        return -1;
-    }
+    if (units > 0x7FFFFFFFull) return Refuse(err, "too many units");
     t->kv_tiles_per_split = SplitTiles(t->kv_tiles);
     t->kv_splits = (t->kv_tiles + t->kv_tiles_per_split - 1) / t->kv_tiles_per_split;
     // Run the splits as units of their own when that shortens the busiest core's queue. Cost in
@@ -101,19 +84,14 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     t->ws_bytes_per_core = t->ws_o_off + oBytes;
 
     t->ub_bytes_used = UbBytesNeeded(p.D, p.elem_bytes);
-    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) {
-        *err = "UB too small";
-        return -1;
-    }
+    if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
     // Cube buffers: L1 holds Q, K, V, P tiles; L0A Q and P; L0B K^T and V; L0C S and O_j (fp32).
     t->l1_bytes_used = (kBlockM * p.D + 2 * kBlockN * p.D + kBlockM * kBlockN) * p.elem_bytes;
     t->l0a_bytes_used = (kBlockM * p.D + kBlockM * kBlockN) * p.elem_bytes;
     t->l0b_bytes_used = 2 * kBlockN * p.D * p.elem_bytes;
     t->l0c_bytes_used = (kBlockM * kBlockN + kBlockM * p.D) * 4;
-    if (t->l0a_bytes_used > 64u * 1024 || t->l0b_bytes_used > 64u * 1024 || t->l0c_bytes_used > p.l0c_bytes) {
-        *err = "L0 too small";
-        return -1;
-    }
+    if (t->l0a_bytes_used > 64u * 1024 || t->l0b_bytes_used > 64u * 1024 || t->l0c_bytes_used > p.l0c_bytes)
+        return Refuse(err, "L0 too small");
     return 0;
 }
 

@@ -10,7 +10,6 @@ namespace fla_npu {
 namespace solve_tril {
 
 namespace {
-using chunk_tiling::Refuse;
 uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 }  // namespace
 

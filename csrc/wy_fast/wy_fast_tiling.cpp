@@ -11,7 +11,6 @@ namespace wy_fast {
 
 namespace {
 using chunk_tiling::Pad32;
-using chunk_tiling::Refuse;
 }  // namespace
 
 int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
