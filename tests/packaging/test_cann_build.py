@@ -50,6 +50,28 @@ def test_operator_package_ops_are_the_descriptors():
     assert sorted(ALL_OPS) == sorted(load(p).op_type for p in (ROOT / "csrc").glob("*/*.op.py"))
 
 
+def test_soc_facts_of_cmake_and_python_agree():
+    """One table of the NPU SoCs for the CMake projects (csrc/cmake/soc_facts.cmake: compute unit,
+    --npu-arch, CANN floor); the Python copies of its facts (build_wheel, the descriptor tools, the
+    runtime's CANN check) say the same."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "csrc" / "tools"))
+    from op_descriptor import SOC_UNITS
+
+    from fla_npu.runtime.cann import CANN_FLOORS
+
+    table = {}
+    for soc, key, value in re.findall(r"(?m)^set\(FLA_NPU_SOC_(a\d)_([A-Z_]+) (\S+)\)$",
+                                      (ROOT / "csrc" / "cmake" / "soc_facts.cmake").read_text()):
+        table.setdefault(key, {})[soc] = value
+    assert set(table) == {"UNIT", "NPU_ARCH", "CANN_FLOOR"}
+    assert table["UNIT"] == SOC_UNITS == bw.COMPUTE_UNITS
+    assert table["CANN_FLOOR"] == CANN_FLOORS
+    for soc, arch in table["NPU_ARCH"].items():
+        assert f"--npu-arch={arch}" in bw.soc_description(soc)
+
+
 def base_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "FLA_NPU_", "CIBW_", "OPS_"))}
     env.pop("PYTHONPATH", None)
