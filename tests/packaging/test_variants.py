@@ -40,17 +40,19 @@ def expected_variant_json(*labels: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def variant_build(wheel_dir, fake_opp, tmp_path_factory):
-    """a2 and a5 built with --variant into one directory (the a5 package: kernels for ascend950, CANN 9.1.0)."""
+def variant_build(a2_wheel, tmp_path_factory, wheel_dir):
+    """The variants of a2 and a5 in one directory by both routes: a5 built with --variant (the a5
+    package: kernels for ascend950, CANN 9.1.0), a2 made with --make-variant from the session's a2
+    wheel (the cibuildwheel route; not built a second time)."""
     out = wheel_dir / "variants"
-    res_a2 = run_build_wheel("--soc", "a2", "--prebuilt-opp", fake_opp, "--out", out, "--variant")
+    res_a2 = run_build_wheel("--make-variant", a2_wheel[0], "--out", out)
     opp5 = make_fake_opp(tmp_path_factory.mktemp("fake-opp-a5") / "opp", unit="ascend950", version="9.1.0")
     res_a5 = run_build_wheel("--soc", "a5", "--prebuilt-opp", opp5, "--out", out, "--variant")
 
     def variant_of(stdout):
         return Path(next(ln for ln in stdout.splitlines() if ln.startswith("variant wheel: ")).split(": ", 1)[1])
 
-    return {"out": out, "a2": wheel_from_output(res_a2.stdout), "a5": wheel_from_output(res_a5.stdout),
+    return {"out": out, "a2": a2_wheel[0], "a5": wheel_from_output(res_a5.stdout),
             "a2_variant": variant_of(res_a2.stdout), "a5_variant": variant_of(res_a5.stdout), "stdout": res_a2.stdout}
 
 
@@ -166,12 +168,13 @@ print(json.dumps({"info": F.build_info(), "installed": F.installed_flavours(), "
 
 
 def test_make_variant_of_a_finished_wheel_is_the_same(variant_build, tmp_path):
-    """The cibuildwheel route: --make-variant on the per-SoC wheel a job produced."""
-    res = run_build_wheel("--make-variant", variant_build["a2"], "--out", tmp_path)
-    v = tmp_path / variant_build["a2_variant"].name
-    assert v.read_bytes() == variant_build["a2_variant"].read_bytes()
-    assert json.loads((tmp_path / "fla_npu-0.1.0-variants.json").read_text()) == expected_variant_json("910b")
-    assert "labels 910b" in res.stdout
+    """The cibuildwheel route, --make-variant on the per-SoC wheel a job produced, writes the variant
+    that --variant wrote in the build, byte for byte."""
+    res = run_build_wheel("--make-variant", variant_build["a5"], "--out", tmp_path)
+    v = tmp_path / variant_build["a5_variant"].name
+    assert v.read_bytes() == variant_build["a5_variant"].read_bytes()
+    assert json.loads((tmp_path / "fla_npu-0.1.0-variants.json").read_text()) == expected_variant_json("950")
+    assert "labels 950" in res.stdout
 
 
 def test_variant_refusals(variant_build, sim_wheel, tmp_path):
