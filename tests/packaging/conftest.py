@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -22,9 +23,10 @@ from fake_opp import make_fake_opp  # noqa: E402
 TIMINGS: dict = {}
 
 
-def run_build_wheel(*args, env=None, check=True):
-    res = subprocess.run([sys.executable, str(ROOT / "build_wheel"), *map(str, args)], capture_output=True,
-                         text=True, env=env, cwd=ROOT)
+def run_build_wheel(*args, env=None, check=True, root=ROOT):
+    """``<root>/build_wheel args...`` (``root``: this checkout, or an unpacked sdist)."""
+    res = subprocess.run([sys.executable, str(root / "build_wheel"), *map(str, args)], capture_output=True,
+                         text=True, env=env, cwd=root)
     if check and res.returncode != 0:
         raise AssertionError(f"build_wheel {' '.join(map(str, args))} failed:\n{res.stdout}\n{res.stderr}")
     return res
@@ -41,10 +43,24 @@ def wheel_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def sim_wheel(wheel_dir):
+def sdist_tree(tmp_path_factory):
+    """``./build_wheel --sdist`` of this checkout: ``(sdist, the paths it holds, its unpacked tree)``."""
+    out = tmp_path_factory.mktemp("sdist")
+    res = run_build_wheel("--sdist", "--out", out)
+    sdist = Path(next(ln for ln in res.stdout.splitlines() if ln.startswith("sdist: ")).split()[1])
+    with tarfile.open(sdist) as t:
+        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+        t.extractall(out / "src", filter="data")
+    return sdist, names, next((out / "src").iterdir())
+
+
+@pytest.fixture(scope="session")
+def sim_wheel(wheel_dir, sdist_tree):
+    """The sim wheel as a release builds it: ``./build_wheel --soc sim`` in the unpacked sdist, which
+    has nothing but the sdist (one native build serves the sdist's check and the sim wheel's tests)."""
     t0 = time.perf_counter()
-    res = run_build_wheel("--soc", "sim", "--out", wheel_dir / "sim")
-    TIMINGS["build_wheel --soc sim"] = time.perf_counter() - t0
+    res = run_build_wheel("--soc", "sim", "--out", wheel_dir / "sim", root=sdist_tree[2])
+    TIMINGS["build_wheel --soc sim (from the sdist)"] = time.perf_counter() - t0
     return wheel_from_output(res.stdout), res.stdout
 
 

@@ -11,9 +11,8 @@ import json
 import re
 import shutil
 import subprocess
-import sys
-import tarfile
-from pathlib import Path
+
+import pytest
 
 from conftest import ROOT, make_venv, pip_install, read_wheel, run_build_wheel, venv_run
 from fake_opp import FAKE_CANN_LICENSE, stubs_dir
@@ -58,8 +57,9 @@ def test_sim_wheel_name_tag_and_contents(sim_wheel):
     bi = w["build_info"]
     assert (bi["distribution"], bi["flavour"], bi["soc"], bi["version"]) == ("fla-npu", "sim", "sim-a2", "0.1.0")
     assert bi["compiler"] and bi["compiler"] != "none" and bi["build_date"] and "FLA_NPU_TARGET=sim" in bi["build_options"]
+    assert bi["source_revision_from"] == "sdist"  # built from the unpacked sdist (the fixture)
     if GIT_HEAD:
-        assert bi["source_revision"] == GIT_HEAD and bi["source_revision_from"] == "git"
+        assert bi["source_revision"] == GIT_HEAD
 
 
 def test_sim_wheel_in_fresh_venv(sim_wheel, torch_site, tmp_path):
@@ -259,27 +259,31 @@ def test_two_flavours_installed_over_each_other_are_refused(sim_wheel, a2_wheel,
     assert "pip uninstall -y fla-npu-a2 fla-npu`" in err
 
 
-def test_sdist_builds_the_sim_wheel_by_itself(tmp_path):
-    """The slowest packaging test (~25 s, kept in the default run: CI checks the sdist): sdist, then a wheel
-    from the unpacked sdist alone."""
-    res = run_build_wheel("--sdist", "--out", tmp_path)
-    sdist = Path(next(ln for ln in res.stdout.splitlines() if ln.startswith("sdist: ")).split()[1])
+def test_sdist_holds_the_source_and_builds_the_sim_wheel_by_itself(sdist_tree, sim_wheel):
+    """The sdist holds the complete source; the sim wheel (the fixture: ./build_wheel --soc sim in the
+    unpacked sdist, the slowest packaging step, kept in the default run) is built from it alone and
+    records the commit the sdist was made from."""
+    _, names, src = sdist_tree
     assert not (ROOT / "SOURCE_REVISION").exists() or not (ROOT / ".git").exists()
-    with tarfile.open(sdist) as t:
-        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
-        t.extractall(tmp_path / "src", filter="data")
     for f in ("LICENSE", "NOTICE", "README.md", "pyproject.toml", "CMakeLists.txt", "build_wheel", "fla_npu_autoload.py",
               "cmake/build_info.cmake", "csrc/CMakeLists.txt", "fla_npu/__init__.py", "fla_npu/runtime/bootstrap.py",
               "SOURCE_REVISION", "tests/packaging/test_wheels.py"):
         assert f in names, f
     assert any(n.startswith("csrc/sim/") for n in names) and any(n.startswith("csrc/gate/") for n in names)
-    src = next((tmp_path / "src").iterdir())
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                          str(tmp_path / "w"), str(src)], capture_output=True, text=True)
-    assert res.returncode == 0, res.stdout + res.stderr
-    w = read_wheel(next((tmp_path / "w").glob("fla_npu-*.whl")))
+    assert not (src / ".git").exists()
+    w = read_wheel(sim_wheel[0])
     assert "fla_npu/lib/libfla_npu_kernels.so" in w["names"]
     bi = w["build_info"]
     assert bi["flavour"] == "sim" and bi["source_revision_from"] == "sdist"
     if GIT_HEAD:
         assert bi["source_revision"] == GIT_HEAD
+
+
+@pytest.mark.skipif(GIT_HEAD is None, reason="not a git checkout")
+def test_a_checkouts_build_records_its_git_commit(tmp_path):
+    """A build of a git checkout (not an sdist) records the checkout's commit: the build information
+    is written when CMake configures, so a configure of the top-level project shows it."""
+    res = subprocess.run(["cmake", "-S", str(ROOT), "-B", str(tmp_path / "b")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    bi = json.loads((tmp_path / "b" / "_build_info.json").read_text())
+    assert (bi["source_revision"], bi["source_revision_from"], bi["flavour"]) == (GIT_HEAD, "git", "sim")
