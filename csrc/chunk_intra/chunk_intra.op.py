@@ -25,6 +25,8 @@ aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is calle
     "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
              ("aqk", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"]), ("l", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
+    "dtype_args": {"O": ("out_dtype", "float32")},
+    "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "tiling": ("chunk_intra_tiling.h", "fla_npu::chunk_intra::ChunkIntraTiling"),
     "body": ("chunk_intra_kernel.h", "fla_npu::chunk_intra::RunChunkIntra"),
     "kernels": {"float16": "fla_chunk_intra_f16", "bfloat16": "fla_chunk_intra_bf16"},

@@ -23,6 +23,7 @@ package's workspace; nothing is called when there is no chunk.""",
     "args": [("q", "in", "T"), ("e_row", "in", "float32"), ("s", "in", "float32"), ("aqk", "in", "T"),
              ("v_new", "in", "T"), ("out", "out", "float32", "v_new")],
     "dtypes": {"T": ["float16", "bfloat16"]},
+    "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "tiling": ("chunk_output_tiling.h", "fla_npu::chunk_output::ChunkOutputTiling"),
     "body": ("chunk_output_kernel.h", "fla_npu::chunk_output::RunChunkOutput"),
     "kernels": {"float16": "fla_chunk_output_f16", "bfloat16": "fla_chunk_output_bf16"},

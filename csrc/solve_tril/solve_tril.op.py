@@ -19,6 +19,8 @@ NPU flavours forward to aclnnFlaNpuSolveTril[GetWorkspaceSize](l, akk) and ask f
 package's workspace; nothing is called when there is no chunk.""",
     "args": [("l", "in", "float32"), ("akk", "out", "O", "l")],
     "dtypes": {"O": ["float32", "float16", "bfloat16"]},
+    "dtype_args": {"O": ("out_dtype", "float32")},
+    "limits": {"chunk_sizes": [16, 32, 64]},
     "tiling": ("solve_tril_tiling.h", "fla_npu::solve_tril::SolveTrilTiling"),
     "body": ("solve_tril_kernel.h", "fla_npu::solve_tril::RunSolveTril"),
     "kernels": {"float32": "fla_solve_tril"},

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import fla_npu
-from fla_npu.runtime import gate as kgate
+from fla_npu.runtime import kernels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
@@ -25,7 +25,7 @@ FP32, BF16 = torch.float32, torch.bfloat16
 @pytest.fixture
 def launches(monkeypatch):
     """Route stage 1 to the simulated kernel and count its launches."""
-    return record_launches(monkeypatch, kgate, "gate_chunk_cumsum",
+    return record_launches(monkeypatch, kernels, "gate_chunk_cumsum",
                            before=lambda args, kwargs: args[2] if len(args) > 2 else kwargs.get("activation"))
 
 

@@ -44,7 +44,7 @@ def test_descriptor_loads_and_generates(path, tmp_path):
 def test_table_lists_float_fields():
     table = gen_op_table.table([str(p) for p in DESCRIPTORS])
     gate = table["flaNpuGateChunkCumsum"]
-    assert gate["args"][5:9] == ["int32", "int32", "float", "float"]
+    assert [a["kind"] for a in gate["args"][5:9]] == ["int32", "int32", "float", "float"]
     assert [f for f, kind in gate["tiling"] if kind == "f32"] == ["coef_scale", "out_scale"]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fla_npu.runtime import _native as N, aclnn, gate as kgate
+from fla_npu.runtime import _native as N, aclnn, kernels, op_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -365,7 +365,7 @@ def test_gate_arguments_forwarded_exactly(bridge, fake):
 def test_gate_varlen_and_inputs_the_kernel_does_not_use(bridge, fake):
     fake.reset()
     cu = torch.tensor([0, 5, 5, 70], dtype=torch.int32)
-    chunks = kgate.chunk_list(cu, 32)
+    chunks = op_calls.chunk_list(cu, 32)
     g = torch.randn(1, 70, 4)  # GDN: [B, T, H]
     out = torch.empty(g.shape, dtype=torch.float32)
     st, ws, ex, _ = gate_ws(bridge, g, torch.randn(4), None, cu, chunks, chunk_size=32, form=0, out=out)
@@ -694,17 +694,17 @@ def test_runtime_gives_an_npu_flavour_its_embedded_operator_package(build, monke
     fake = Fake(vendor / "op_api" / "lib" / "libcust_opapi.so")
     fake.reset(vector_cores=4)
     g = torch.randn(1, 40, 2, 16)
-    kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2), torch.randn(32), scale=2.0)
+    kernels.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2), torch.randn(32), scale=2.0)
     get_ws, launch = fake.calls()
     assert get_ws.function == f"{GATE}GetWorkspaceSize".encode() and launch.function == GATE.encode()
     assert list(get_ws.ints)[:2] == [32, 1] and get_ws.floats[1] == 2.0
     assert launch.executor == get_ws.executor and fake.created == fake.destroyed == 4
-    assert kgate.last_tiling()["block_dim"] <= 4 and lib.flaNpuVectorCoreNum() == 4
+    assert kernels.gate_chunk_cumsum.last_tiling()["block_dim"] <= 4 and lib.flaNpuVectorCoreNum() == 4
     fake.fail(f"{GATE}GetWorkspaceSize", 561103)
     with pytest.raises(N.AclnnKernelError, match=r"aclnnFlaNpuGateChunkCumsumGetWorkspaceSize failed with aclnn status "
                                                  r"561103 \(ACLNN_ERR_INNER_NULLPTR.*Called by "
                                                  r"flaNpuGateChunkCumsumGetWorkspaceSize"):
-        kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2))
+        kernels.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2))
 
 
 # ---- the chunked forward's kernel chain, as an NPU flavour runs it --------------------------------
