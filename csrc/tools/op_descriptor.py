@@ -37,17 +37,18 @@ kernel"):
                  ``const char* TilingFromShapes(const ShapeArg* t, <attributes>, const DeviceFacts& dev,
                  <Struct>* tiling)`` (common/shape_args.h: ``t`` the tensors in ``args`` order, int32
                  attributes as ``int64_t``, float ones as ``float``): nullptr, or the message of the
-                 first defect (the C entry point's message for the same call).
+                 first defect (the C entry point's message for the same call). A kernel that takes a
+                 GM workspace is one whose tiling header declares ``UserWorkspaceBytes(tiling)`` (its
+                 bytes): the header says it, once.
 ``body``         ``(header, function)``: the kernel body (beside the descriptor), a template over the
                  type variables in ``dtypes`` order, called with the tensors' GM addresses in ``args``
-                 order, then (with ``workspace``) the user workspace, then the tiling struct
+                 order, then (with a workspace) the user workspace, then the tiling struct
 ``kernels``      ``{dtype: kernel entry}``: the names of the direct kernel entries (generated, launched
                  by the sim flavour's entry points) by the dtype of the first tensor (``float32``,
                  ``float16``, ``bfloat16``; one per dtype the combinations give it); a name gets
                  ``_<f32|f16|bf16>`` per further type variable (its dtype in the combination). A call
                  of dtypes outside the combinations launches the last one (its checks refuse it first)
 ``kernel_type``  ``"mix"`` (AIC + 2 AIV) or ``"vector"`` (AIV only)
-``workspace``    whether the kernel takes a GM workspace (``UserWorkspaceBytes(tiling)`` bytes)
 ``batch_mode``   optional: a function ``bool(const <Struct>&)`` of the tiling header saying when the
                  launch must be scheduled in batch mode (all its blocks resident: a kernel that
                  waits on SyncAll)
@@ -86,7 +87,7 @@ ASCENDC_TYPES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16_t"
 SOC_UNITS = {"a2": "ascend910b", "a3": "ascend910_93", "a5": "ascend950"}
 # C types of tiling fields -> their kind in the runtime's table (every field is one 32-bit word)
 _FIELD_TYPES = {"uint32_t": "u32", "float": "f32"}
-_KEYS = {"name", "doc", "args", "tiling", "body", "kernels", "kernel_type", "workspace"}
+_KEYS = {"name", "doc", "args", "tiling", "body", "kernels", "kernel_type"}
 _OPTIONAL_KEYS = {"dtypes", "batch_mode", "socs", "dtype_args", "limits"}
 _LIMITS = {"chunk_sizes", "head_dim"}
 
@@ -128,7 +129,7 @@ class Op:
     body: str            # qualified C++ name of the kernel body template
     kernels: tuple       # ((dtype, entry), ...)
     kernel_type: str
-    workspace: bool
+    workspace: bool      # the tiling header declares UserWorkspaceBytes
     batch_mode: str | None
     socs: tuple
     dtype_args: tuple = ()  # ((var, keyword, default), ...)
@@ -217,6 +218,11 @@ def _literal(path: Path) -> dict:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["OP"]:
             return ast.literal_eval(node.value)
     raise DescriptorError(f"{path}: no `OP = {{...}}` assignment")
+
+
+def declares_workspace(header: Path) -> bool:
+    """Whether ``header`` declares ``UserWorkspaceBytes(...)``: the kernel's GM workspace, in bytes."""
+    return re.search(r"\bUserWorkspaceBytes\s*\(", re.sub(r"//[^\n]*", "", header.read_text())) is not None
 
 
 def tiling_fields(header: Path, struct: str) -> tuple:
@@ -333,7 +339,7 @@ def load(path: Path) -> Op:
     op = Op(name=d["name"], doc=d["doc"], op_dir=path.parent, stage=path.name.removesuffix(".op.py"),
             args=tuple((a[0], a[1]) for a in d["args"]), tensor_args=tensor_args, dtype_vars=dtype_vars,
             tiling_header=header, tiling_struct=struct, tiling_fields=fields, body_header=body_header, body=body,
-            kernels=tuple(d["kernels"].items()), kernel_type=d["kernel_type"], workspace=bool(d["workspace"]),
+            kernels=tuple(d["kernels"].items()), kernel_type=d["kernel_type"], workspace=declares_workspace(path.parent / header),
             batch_mode=d.get("batch_mode"), socs=socs, dtype_args=dtype_args,
             limits=tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in limits.items()))
     for var, _ in dtype_vars:
