@@ -19,7 +19,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
@@ -27,8 +26,15 @@ from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches, check_chunk_op  # noqa: E402
-from sim_helpers import check_float32_keeps_reference, record_launches, run_tiling_unit_test, verify_sim_first_rows  # noqa: E402
+from sim_helpers import (  # noqa: E402
+    STAGE_OP_CASES,
+    check_chunk_layout_limits,
+    check_float32_keeps_reference,
+    check_stage_op_case,
+    record_launches,
+    run_tiling_unit_test,
+    verify_sim_first_rows,
+)
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -146,8 +152,7 @@ def test_refusals():
         kernels.chunk_output(q, e_row, S[..., :32], Aqk, v_new)
     with pytest.raises(_native.KernelError, match="multiples of 16"):
         kernels.chunk_output(q[..., :40], e_row[..., :40], S[:, :, :40], Aqk, v_new)
-    assert kernels.chunk_output.unsupported(FP32, 64, 128, 128) and kernels.chunk_output.unsupported(BF16, 128, 128, 128)
-    assert kernels.chunk_output.unsupported(BF16, 64, 100, 128) and kernels.chunk_output.unsupported(BF16, 64, 128, 128) is None
+    check_chunk_layout_limits(kernels.chunk_output)
 
 
 def test_tiling_unit_tests(native_build):
@@ -163,24 +168,9 @@ def launches(monkeypatch):
     return record_launches(monkeypatch, kernels, "chunk_output", before=lambda args, kwargs: args[0].dtype)
 
 
-OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
-    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True),
-                 64, None, BF16, 64, 64, id="kda-production-bf16-tail"),
-    pytest.param("kda", Switches(gate="softplus", qk_l2norm=True), 32, (0, 1, 1, 70, 150), FP16, 32, 48,
-                 id="kda-softplus-varlen-fp16-k32-v48"),
-    pytest.param("gdn", Switches(gate="softplus", beta_sigmoid=True), 64, None, BF16, 64, 32, id="gdn-softplus-bf16-tail"),
-    pytest.param("gdn", Switches(), 16, (0, 37, 37, 100), FP16, 32, 32, id="gdn-pregated-varlen-fp16-bt16"),
-    pytest.param("kda", Switches(disable_recompute=True), 64, None, BF16, 32, 32, id="kda-keep-intermediates-bf16"),
-]
-
-
-@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
+@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", STAGE_OP_CASES)
 def test_chunk_op_with_simulated_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
-    T = 100 if cu is None else cu[-1]
-    B = 2 if cu is None else 1
-    check_chunk_op(fn, op, B, T, 2, 4, K, V, sw.but(chunk_size=chunk_size), dtype,
-                   cu_seqlens=None if cu is None else torch.tensor(cu), seed=11)
+    check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # Stage 5 runs in the forward only (the backward recomputes what it needs, never o).
     assert launches == [dtype]
 

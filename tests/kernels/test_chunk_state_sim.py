@@ -29,7 +29,7 @@ from fla_npu.runtime import _native, kernels
 from fla_npu.testing import TOLERANCES, check_close, rel_rms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sim_helpers import run_tiling_unit_test  # noqa: E402
+from sim_helpers import check_chunk_layout_limits, run_tiling_unit_test  # noqa: E402
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -227,8 +227,7 @@ def test_refusals():
     descs = [_native.tensor_desc(t) for t in (w, u, kg, e_last, offsets, None, *outs)]
     with pytest.raises(_native.KernelError, match="float32 `w` and `kg` are not supported"):
         _native.run_two_phase(lib, kernels.chunk_state.entry, tuple(_native.ref(d) for d in descs) + (0,), w.device)
-    assert kernels.chunk_state.unsupported(FP32, 64, 128, 128) and kernels.chunk_state.unsupported(BF16, 128, 128, 128)
-    assert kernels.chunk_state.unsupported(BF16, 64, 100, 128) and kernels.chunk_state.unsupported(BF16, 64, 128, 128) is None
+    check_chunk_layout_limits(kernels.chunk_state)
 
 
 def test_tiling_unit_tests(native_build):

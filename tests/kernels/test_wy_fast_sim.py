@@ -28,8 +28,16 @@ from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches, check_chunk_op  # noqa: E402
-from sim_helpers import check_float32_keeps_reference, record_launches, run_tiling_unit_test, verify_sim_first_rows  # noqa: E402
+from helpers import Switches  # noqa: E402
+from sim_helpers import (  # noqa: E402
+    STAGE_OP_CASES,
+    check_chunk_layout_limits,
+    check_float32_keeps_reference,
+    check_stage_op_case,
+    record_launches,
+    run_tiling_unit_test,
+    verify_sim_first_rows,
+)
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -157,8 +165,7 @@ def test_refusals():
         kernels.wy_fast(k, v, beta, Akk, e_row, e_tail[..., :1])
     with pytest.raises(_native.KernelError, match="multiples of 16"):
         kernels.wy_fast(k[..., :40], v, beta, Akk, e_row[..., :40], e_tail[..., :40])
-    assert kernels.wy_fast.unsupported(FP32, 64, 128, 128) and kernels.wy_fast.unsupported(BF16, 128, 128, 128)
-    assert kernels.wy_fast.unsupported(BF16, 64, 100, 128) and kernels.wy_fast.unsupported(BF16, 64, 128, 128) is None
+    check_chunk_layout_limits(kernels.wy_fast)
 
 
 def test_tiling_unit_tests(native_build):
@@ -171,18 +178,12 @@ def test_tiling_unit_tests(native_build):
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the stage-3 launches."""
+    wy = kernels.wy_fast  # the kernel itself: record_launches puts a spy in its place in the module
     return record_launches(monkeypatch, kernels, "wy_fast", after=lambda args, kwargs: (
-        args[0].dtype, kernels.wy_fast.last_launch() is not None and kernels.wy_fast.last_launch().ok))
+        args[0].dtype, wy.last_launch() is not None and wy.last_launch().ok))
 
 
-OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
-    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True),
-                 64, None, BF16, 64, 64, id="kda-production-bf16-tail"),
-    pytest.param("kda", Switches(gate="softplus", qk_l2norm=True), 32, (0, 1, 1, 70, 150), FP16, 32, 48,
-                 id="kda-softplus-varlen-fp16-k32-v48"),
-    pytest.param("gdn", Switches(gate="softplus", beta_sigmoid=True), 64, None, BF16, 64, 32, id="gdn-softplus-bf16-tail"),
-    pytest.param("gdn", Switches(), 16, (0, 37, 37, 100), FP16, 32, 32, id="gdn-pregated-varlen-fp16-bt16"),
-    pytest.param("kda", Switches(disable_recompute=True), 64, None, BF16, 32, 32, id="kda-keep-intermediates-bf16"),
+OP_CASES = STAGE_OP_CASES + [
     # disable_recompute with A_log: the backward recomputes stages 3-4 with the reference (dA_log).
     pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                                  disable_recompute=True), 64, None, BF16, 64, 64, id="kda-production-keep-bf16"),
@@ -191,11 +192,7 @@ OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
 
 @pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
 def test_chunk_op_with_simulated_wy_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
-    T = 100 if cu is None else cu[-1]
-    B = 2 if cu is None else 1
-    check_chunk_op(fn, op, B, T, 2, 4, K, V, sw.but(chunk_size=chunk_size), dtype,
-                   cu_seqlens=None if cu is None else torch.tensor(cu), seed=11)
+    check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # Stage 3 runs in the forward only: the backward recomputes w, u, kg with the reference from the
     # kept Akk (with disable_recompute too).
     assert launches == [(dtype, True)]
@@ -226,4 +223,4 @@ def test_verify_sim_row_runs_the_wy_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stage 3 (and 5): its first bf16 KDA and GDN rows pass."""
     verify_sim_first_rows()
     assert len(launches) >= 2 and {d for d, _ in launches} == {BF16}
-    assert kernels.chunk_output.dtypes == kernels.wy_fast.dtypes  # stages 3 and 5 are routed for the same dtypes
+    assert kernels.get("chunk_output").dtypes == kernels.get("wy_fast").dtypes  # stages 3 and 5: routed for the same dtypes
