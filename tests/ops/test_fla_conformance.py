@@ -199,26 +199,26 @@ GDN_CASES = {
 }
 
 
+def check_vs_fla_naive_recurrent(model: str, op: str, shape: tuple, opts: dict) -> None:
+    """``op`` (of ``model``, "kda" or "gdn") on one case: o and the final state against FLA's naive
+    recurrence."""
+    t, flags = make_case(model, *shape, opts)
+    o, ht = call_ours(op, t, flags)
+    o_ref, ht_ref = fla_reference(model, t, flags)
+    close_to_fla(f"{op} o", o, o_ref)
+    close_to_fla(f"{op} final_state", ht, ht_ref)
+
+
 @pytest.mark.parametrize("case", KDA_CASES)
 @pytest.mark.parametrize("op", ["chunk_kda", "fused_recurrent_kda"])
 def test_kda_vs_fla_naive_recurrent(op, case):
-    shape, opts = KDA_CASES[case]
-    t, flags = make_case("kda", *shape, opts)
-    o, ht = call_ours(op, t, flags)
-    o_ref, ht_ref = fla_reference("kda", t, flags)
-    close_to_fla(f"{op} o", o, o_ref)
-    close_to_fla(f"{op} final_state", ht, ht_ref)
+    check_vs_fla_naive_recurrent("kda", op, *KDA_CASES[case])
 
 
 @pytest.mark.parametrize("case", GDN_CASES)
 @pytest.mark.parametrize("op", ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"])
 def test_gdn_vs_fla_naive_recurrent(op, case):
-    shape, opts = GDN_CASES[case]
-    t, flags = make_case("gdn", *shape, opts)
-    o, ht = call_ours(op, t, flags)
-    o_ref, ht_ref = fla_reference("gdn", t, flags)
-    close_to_fla(f"{op} o", o, o_ref)
-    close_to_fla(f"{op} final_state", ht, ht_ref)
+    check_vs_fla_naive_recurrent("gdn", op, *GDN_CASES[case])
 
 
 @pytest.mark.parametrize("chunk_size", [32, 64])
