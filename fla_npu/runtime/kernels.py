@@ -222,7 +222,7 @@ def get(name: str) -> Kernel | None:
 
 
 def __getattr__(name: str) -> Kernel:
-    kernel = all_kernels().get(name) if not name.startswith("__") else None
+    kernel = None if name.startswith("_") else all_kernels().get(name)
     if kernel is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r} (no such kernel in this build)")
     return kernel
