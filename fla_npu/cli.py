@@ -218,10 +218,11 @@ def collect_info() -> dict:
         except runtime.NativeLibraryError as e:
             lib["error"] = str(e)
     out["native_library"] = lib
-    kernels = ["gate_chunk_cumsum"] + (["prefix_shared_attention"] if hasattr(runtime, "prefix_shared_attention")
-                                       or _has_module("fla_npu.runtime.prefix_shared_attention") else [])
-    kernels += ["chunk_output"] if _has_module("fla_npu.runtime.chunk_output") else []
-    kernels += ["wy_fast"] if _has_module("fla_npu.runtime.wy_fast") else []
+    from .runtime import kernels as K
+    try:
+        kernels = list(K.all_kernels())  # the build's op table
+    except runtime.NativeLibraryError:
+        kernels = []
     out["kernels"] = kernels if lib["loaded"] or bi.get("flavour") in F.NPU_FLAVOURS else []
     try:
         out["cpu_impl"] = runtime.cpu_impl()

@@ -316,6 +316,14 @@ class _Verifier:
                 return self.mismatch(device, others)
         return backward
 
+    def placed_float(self, first, others, label: str):
+        """:meth:`placed`, then ``first``'s dtype, which must be a float one (``label`` starts the refusal):
+        the bool of :meth:`placed`, or the reason."""
+        backward = self.placed(first, others)
+        if type(backward) is bool and first.dtype not in _FLOAT_DTYPES:
+            return Invalid(f"{label}dtype {first.dtype} is not supported (float16, bfloat16, float32, float64)")
+        return backward
+
     def mismatch(self, device, others) -> str:
         name, t = next((n, t) for n, t in zip(self.others, others)
                        if t is not None and getattr(t, "device", None) != device)
@@ -369,11 +377,9 @@ class Verifier(_Verifier):
         if extra and not self.extra_ok.issuperset(extra):
             unsupported = sorted(k for k in extra if k not in self.extra_ok)
             return Invalid(f"unsupported keyword argument(s): {', '.join(unsupported)}")
-        backward = self.placed(q, others)
+        backward = self.placed_float(q, others, "")
         if type(backward) is not bool:
             return backward
-        if q.dtype not in _FLOAT_DTYPES:
-            return Invalid(f"dtype {q.dtype} is not supported (float16, bfloat16, float32, float64)")
         if q.ndim != 4:
             return Invalid(f"`q` must be 4-D, got {q.ndim}-D")
         if q.shape[-1] > self.max_head_dim:
@@ -427,11 +433,9 @@ class GateVerifier(_Verifier):
         """The first reason fla_npu cannot serve this call (bound to FLA's signature), or None."""
         if extra:
             return Invalid(f"unsupported keyword argument(s): {', '.join(sorted(extra))}")
-        backward = self.placed(g, others)
+        backward = self.placed_float(g, others, "`g` ")
         if type(backward) is not bool:
             return backward
-        if g.dtype not in _FLOAT_DTYPES:
-            return Invalid(f"`g` dtype {g.dtype} is not supported (float16, bfloat16, float32, float64)")
         if self.per_key:
             if g.ndim < 2:
                 return Invalid(f"`g` must be [..., H, K], got {g.ndim}-D")

@@ -22,12 +22,13 @@ Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) /
 of T each; GDN: none) and two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
 floats). NPU flavours forward to
 aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is called when there is no chunk.""",
+    "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
              ("aqk", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"]), ("l", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
+    "dtype_args": {"O": ("out_dtype", "float32")},
     "tiling": ("chunk_intra_tiling.h", "fla_npu::chunk_intra::ChunkIntraTiling"),
     "body": ("chunk_intra_kernel.h", "fla_npu::chunk_intra::RunChunkIntra"),
     "kernels": {"float16": "fla_chunk_intra_f16", "bfloat16": "fla_chunk_intra_bf16"},
     "kernel_type": "mix",
-    "workspace": True,
 }

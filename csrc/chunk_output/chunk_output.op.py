@@ -20,6 +20,7 @@ Workspace: per launched AI core, two slots of (BT * K + K * V) elements of q's d
 the vector cores hand q * e_row and the cast s to the Cube. NPU flavours forward to
 aclnnFlaNpuChunkOutput[GetWorkspaceSize](q, eRow, s, aqk, vNew, out) and ask for the operator
 package's workspace; nothing is called when there is no chunk.""",
+    "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("e_row", "in", "float32"), ("s", "in", "float32"), ("aqk", "in", "T"),
              ("v_new", "in", "T"), ("out", "out", "float32", "v_new")],
     "dtypes": {"T": ["float16", "bfloat16"]},
@@ -27,5 +28,4 @@ package's workspace; nothing is called when there is no chunk.""",
     "body": ("chunk_output_kernel.h", "fla_npu::chunk_output::RunChunkOutput"),
     "kernels": {"float16": "fla_chunk_output_f16", "bfloat16": "fla_chunk_output_bf16"},
     "kernel_type": "mix",
-    "workspace": True,
 }

@@ -28,14 +28,16 @@ reaches the Cube transposed, a load that exists for 2-byte types only.
 Workspace: per launched AI core, (K + BT) * v_block * (2 sizeof(T) + 4) bytes (the hi / lo halves
 and the Cube's fp32 products). NPU flavours forward to aclnnFlaNpuChunkState[GetWorkspaceSize](w,
 u, kg, eLast, chunkOffsets, h0, h, vNew, final, stateVFirst); nothing is called without a unit.""",
+    "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("w", "in", "T"), ("u", "in", "float32"), ("kg", "in", "T"), ("e_last", "in", "float32"),
              ("chunk_offsets", "in", "int32"), ("h0", "in?", "float32"),
              ("h", "out", "H", ["w[0]", "w[1]", "w[3]", "u[3]"]), ("v_new", "out", "V", "u"),
-             ("final", "out", "float32", ["chunk_offsets[0]-1", "w[1]", "w[3]", "u[3]"]), ("state_v_first", "int32")],
+             ("final", "out", "float32", ["chunk_offsets[0]-1", "w[1]", "w[3]", "u[3]"], "state_v_first"),
+             ("state_v_first", "int32")],
     "dtypes": {"T": ["float16", "bfloat16"], "H": ["float32", "T"], "V": ["float32", "T"]},
+    "dtype_args": {"H": ("h_dtype", "float32"), "V": ("v_new_dtype", "float32"), "T": ("cube_dtype", "bfloat16")},
     "tiling": ("chunk_state_tiling.h", "fla_npu::chunk_state::ChunkStateTiling"),
     "body": ("chunk_state_kernel.h", "fla_npu::chunk_state::RunChunkState"),
     "kernels": {"float16": "fla_chunk_state_f16", "bfloat16": "fla_chunk_state_bf16"},
     "kernel_type": "mix",
-    "workspace": True,
 }

@@ -32,5 +32,4 @@ is called when there is no token.""",
     "kernels": {"float32": "fla_gate_chunk_cumsum_f32", "float16": "fla_gate_chunk_cumsum_f16",
                 "bfloat16": "fla_gate_chunk_cumsum_bf16"},
     "kernel_type": "vector",
-    "workspace": False,
 }

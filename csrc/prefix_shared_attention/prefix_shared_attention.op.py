@@ -20,6 +20,5 @@ package's workspace; nothing is called when bs == 0.""",
     "body": ("prefix_shared_attention_kernel.h", "fla_npu::psa::RunPrefixSharedAttention"),
     "kernels": {"float16": "fla_prefix_shared_attention_f16", "bfloat16": "fla_prefix_shared_attention_bf16"},
     "kernel_type": "mix",
-    "workspace": True,
     "batch_mode": "fla_npu::psa::RunsSyncAll",  # the split merge waits on SyncAll
 }

@@ -17,11 +17,12 @@ Workspace: per launched AI core, two slots of BT * BT + BT * 16 + (BT - 16) * 16
 (none for BT = 16), through which the vector cores hand the diagonal blocks' inverses to the Cube.
 NPU flavours forward to aclnnFlaNpuSolveTril[GetWorkspaceSize](l, akk) and ask for the operator
 package's workspace; nothing is called when there is no chunk.""",
+    "limits": {"chunk_sizes": [16, 32, 64]},
     "args": [("l", "in", "float32"), ("akk", "out", "O", "l")],
     "dtypes": {"O": ["float32", "float16", "bfloat16"]},
+    "dtype_args": {"O": ("out_dtype", "float32")},
     "tiling": ("solve_tril_tiling.h", "fla_npu::solve_tril::SolveTrilTiling"),
     "body": ("solve_tril_kernel.h", "fla_npu::solve_tril::RunSolveTril"),
     "kernels": {"float32": "fla_solve_tril"},
     "kernel_type": "mix",
-    "workspace": True,
 }

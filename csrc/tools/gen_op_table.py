@@ -1,6 +1,8 @@
 """Writes, from the op descriptors (format: op_descriptor.py), the runtime's op table
-(``fla_npu/runtime/_ops.json``, installed with the library: per C entry point the kinds of its
-arguments, for the ctypes declarations, and the fields of its tiling struct, for ``<op>LastTiling``)
+(``fla_npu/runtime/_ops.json``, installed with the library: per C entry point its arguments, for
+the ctypes declarations and the generic Python call of fla_npu/runtime/kernels.py (dtypes, output
+shapes), its type variables and the Python call's facts, and the fields of its tiling struct, for
+``<op>LastTiling``)
 and, with ``--header``, the entry points' prototypes (``fla_npu/kernel_entries.h``, included by
 include/fla_npu/kernels.h), each op with its description.
 
@@ -19,10 +21,28 @@ from gen_op_entry import params
 from op_descriptor import TENSOR_KINDS, Op, load
 
 
+def _arg(op: Op, name: str, kind: str) -> dict:
+    if kind not in TENSOR_KINDS:
+        return {"name": name, "kind": kind}
+    t = next(t for t in op.tensor_args if t.name == name)
+    out = {"name": name, "kind": kind, "dtype": t.dtype}
+    if kind == "out":
+        out["shape"] = t.shape if isinstance(t.shape, str) else list(t.shape)
+        if t.swap_if:
+            out["swap_if"] = t.swap_if
+    return out
+
+
 def table(descriptors: list) -> dict:
-    """``{entry: {"args": ["tensor" | "int32" | "float", ...], "tiling": [[field, "u32" | "f32"], ...]}}``."""
+    """``{entry: {"name": py_name, "args": [{"name", "kind", "dtype"?, "shape"?, "swap_if"?}, ...],
+    "dtypes": {var: [choice, ...]}, "dtype_args": {var: [keyword, default]}, "limits": {fact: value},
+    "tiling": [[field, "u32" | "f32"], ...]}}``: ``kind`` is ``in`` / ``in?`` / ``out`` (tensors) or
+    ``int32`` / ``float`` (attributes), the rest as in the descriptor."""
     ops = [load(Path(p)) for p in descriptors]
-    return {op.entry: {"args": ["tensor" if kind in TENSOR_KINDS else kind for _, kind in op.args],
+    return {op.entry: {"name": op.py_name, "args": [_arg(op, name, kind) for name, kind in op.args],
+                       "dtypes": {var: list(choices) for var, choices in op.dtype_vars},
+                       "dtype_args": {var: [kw, default] for var, kw, default in op.dtype_args},
+                       "limits": {k: list(v) if isinstance(v, tuple) else v for k, v in op.limits},
                        "tiling": [list(f) for f in op.tiling_fields]} for op in ops}
 
 

@@ -15,8 +15,11 @@ kernel"):
                  the first line is its title
 ``args``         the entry point's arguments in order. Tensors: ``(name, kind, dtype)`` for inputs,
                  kind ``"in"`` or ``"in?"`` (optional: NULL when absent), and
-                 ``(name, "out", dtype, shape)`` for outputs. Attributes: ``(name, "int32")`` or
-                 ``(name, "float")`` (the operator package's Int / Float attributes).
+                 ``(name, "out", dtype, shape)`` for outputs, or ``(name, "out", dtype, shape, attr)``:
+                 an output whose last two dimensions are swapped when the int32 attribute ``attr`` is
+                 non-zero (a layout flag; the operator package's shape inference gives ``shape``).
+                 Attributes: ``(name, "int32")`` or ``(name, "float")`` (the operator package's Int /
+                 Float attributes).
                  ``dtype`` is a dtype (``float32``, ``float16``, ``bfloat16``, ``int32``) or the name of a
                  type variable of ``dtypes``. ``shape`` (for the operator package's shape inference)
                  is an input's name (its shape) or a list of dimensions, each ``"<input>[<i>]"``,
@@ -34,22 +37,29 @@ kernel"):
                  ``const char* TilingFromShapes(const ShapeArg* t, <attributes>, const DeviceFacts& dev,
                  <Struct>* tiling)`` (common/shape_args.h: ``t`` the tensors in ``args`` order, int32
                  attributes as ``int64_t``, float ones as ``float``): nullptr, or the message of the
-                 first defect (the C entry point's message for the same call).
+                 first defect (the C entry point's message for the same call). A kernel that takes a
+                 GM workspace is one whose tiling header declares ``UserWorkspaceBytes(tiling)`` (its
+                 bytes): the header says it, once.
 ``body``         ``(header, function)``: the kernel body (beside the descriptor), a template over the
                  type variables in ``dtypes`` order, called with the tensors' GM addresses in ``args``
-                 order, then (with ``workspace``) the user workspace, then the tiling struct
+                 order, then (with a workspace) the user workspace, then the tiling struct
 ``kernels``      ``{dtype: kernel entry}``: the names of the direct kernel entries (generated, launched
                  by the sim flavour's entry points) by the dtype of the first tensor (``float32``,
                  ``float16``, ``bfloat16``; one per dtype the combinations give it); a name gets
                  ``_<f32|f16|bf16>`` per further type variable (its dtype in the combination). A call
                  of dtypes outside the combinations launches the last one (its checks refuse it first)
 ``kernel_type``  ``"mix"`` (AIC + 2 AIV) or ``"vector"`` (AIV only)
-``workspace``    whether the kernel takes a GM workspace (``UserWorkspaceBytes(tiling)`` bytes)
 ``batch_mode``   optional: a function ``bool(const <Struct>&)`` of the tiling header saying when the
                  launch must be scheduled in batch mode (all its blocks resident: a kernel that
                  waits on SyncAll)
 ``socs``         optional: the SoCs the operator package registers the op for (default
                  ``["a2", "a3", "a5"]``)
+``dtype_args``   optional, for the runtime's Python call (fla_npu/runtime/kernels.py):
+                 ``{var: (keyword, default)}``, the type variables the caller picks by keyword (a
+                 variable used by no input; or one of inputs, which the call then casts to it)
+``limits``       optional, the facts a router checks before building any input (the C entry point
+                 checks them too): ``{"chunk_sizes": [..], "head_dim": n}`` (BT one of them; K and V
+                 multiples of 16 in [16, n])
 
 A mixed op with an optional input, an int32 tensor, int32 and float attributes and two outputs whose
 dtype the caller picks (float32 or the input's 16-bit dtype): ``NEXT_KERNEL`` in
@@ -77,8 +87,9 @@ ASCENDC_TYPES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16_t"
 SOC_UNITS = {"a2": "ascend910b", "a3": "ascend910_93", "a5": "ascend950"}
 # C types of tiling fields -> their kind in the runtime's table (every field is one 32-bit word)
 _FIELD_TYPES = {"uint32_t": "u32", "float": "f32"}
-_KEYS = {"name", "doc", "args", "tiling", "body", "kernels", "kernel_type", "workspace"}
-_OPTIONAL_KEYS = {"dtypes", "batch_mode", "socs"}
+_KEYS = {"name", "doc", "args", "tiling", "body", "kernels", "kernel_type"}
+_OPTIONAL_KEYS = {"dtypes", "batch_mode", "socs", "dtype_args", "limits"}
+_LIMITS = {"chunk_sizes", "head_dim"}
 
 
 class DescriptorError(ValueError):
@@ -94,6 +105,7 @@ class Tensor:
     dtype: str
     shape: object = None
     index: int = 0  # among the inputs, or among the outputs
+    swap_if: str | None = None  # outputs: the int32 attribute that swaps the last two dimensions
 
     @property
     def optional(self) -> bool:
@@ -117,9 +129,16 @@ class Op:
     body: str            # qualified C++ name of the kernel body template
     kernels: tuple       # ((dtype, entry), ...)
     kernel_type: str
-    workspace: bool
+    workspace: bool      # the tiling header declares UserWorkspaceBytes
     batch_mode: str | None
     socs: tuple
+    dtype_args: tuple = ()  # ((var, keyword, default), ...)
+    limits: tuple = ()      # ((fact, value), ...)
+
+    @property
+    def py_name(self) -> str:
+        """The op's name in Python (snake case): the runtime's call and ``torch.ops.fla_npu.<py_name>``."""
+        return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", self.name).lower()
 
     @property
     def entry(self) -> str:
@@ -201,6 +220,11 @@ def _literal(path: Path) -> dict:
     raise DescriptorError(f"{path}: no `OP = {{...}}` assignment")
 
 
+def declares_workspace(header: Path) -> bool:
+    """Whether ``header`` declares ``UserWorkspaceBytes(...)``: the kernel's GM workspace, in bytes."""
+    return re.search(r"\bUserWorkspaceBytes\s*\(", re.sub(r"//[^\n]*", "", header.read_text())) is not None
+
+
 def tiling_fields(header: Path, struct: str) -> tuple:
     """The fields of ``struct`` (unqualified name) in ``header``, in order: ``((name, kind), ...)``.
     Only ``uint32_t`` and ``float`` members are accepted (the tiling is read back as 32-bit words)."""
@@ -261,14 +285,16 @@ def _tensor_args(path: Path, args: list, dtype_vars: tuple) -> tuple:
             if len(arg) != 2:
                 raise DescriptorError(f"{path}: attribute `{name}`: (name, kind)")
             continue
-        want = 4 if kind == "out" else 3
-        if len(arg) != want:
-            form = "(name, \"out\", dtype, shape)" if kind == "out" else "(name, kind, dtype)"
+        if len(arg) not in ((4, 5) if kind == "out" else (3,)):
+            form = "(name, \"out\", dtype, shape[, attr])" if kind == "out" else "(name, kind, dtype)"
             raise DescriptorError(f"{path}: tensor `{name}`: {form}")
         if arg[2] not in known:
             raise DescriptorError(f"{path}: tensor `{name}`: dtype {arg[2]!r} is neither a dtype nor a type variable")
         if kind == "out":
-            tensors.append(Tensor(name, kind, arg[2], _shape(path, name, arg[3], inputs), n_out))
+            swap = arg[4] if len(arg) == 5 else None
+            if swap is not None and (swap, "int32") not in [(a[0], a[1]) for a in args]:
+                raise DescriptorError(f"{path}: output `{name}`: {swap!r} is not an int32 attribute")
+            tensors.append(Tensor(name, kind, arg[2], _shape(path, name, arg[3], inputs), n_out, swap))
             n_out += 1
         else:
             if n_out:
@@ -302,11 +328,20 @@ def load(path: Path) -> Op:
     header, struct = d["tiling"]
     body_header, body = d["body"]
     fields = tiling_fields(path.parent / header, struct.rsplit("::", 1)[-1])
+    known = {v for v, _ in dtype_vars}
+    dtype_args = tuple((var, *spec) for var, spec in d.get("dtype_args", {}).items())
+    for var, *spec in dtype_args:
+        if var not in known or len(spec) != 2 or not str(spec[0]).isidentifier() or spec[1] not in TENSOR_DTYPES:
+            raise DescriptorError(f"{path}: dtype_args {var!r}: a type variable -> (keyword, default dtype)")
+    limits = d.get("limits", {})
+    if not set(limits) <= _LIMITS:
+        raise DescriptorError(f"{path}: limits {sorted(limits)} must be some of {sorted(_LIMITS)}")
     op = Op(name=d["name"], doc=d["doc"], op_dir=path.parent, stage=path.name.removesuffix(".op.py"),
             args=tuple((a[0], a[1]) for a in d["args"]), tensor_args=tensor_args, dtype_vars=dtype_vars,
             tiling_header=header, tiling_struct=struct, tiling_fields=fields, body_header=body_header, body=body,
-            kernels=tuple(d["kernels"].items()), kernel_type=d["kernel_type"], workspace=bool(d["workspace"]),
-            batch_mode=d.get("batch_mode"), socs=socs)
+            kernels=tuple(d["kernels"].items()), kernel_type=d["kernel_type"], workspace=declares_workspace(path.parent / header),
+            batch_mode=d.get("batch_mode"), socs=socs, dtype_args=dtype_args,
+            limits=tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in limits.items()))
     for var, _ in dtype_vars:
         if not any(t.dtype == var and not t.optional for t in tensor_args):
             raise DescriptorError(f"{path}: type variable {var} is used by no required tensor")

@@ -24,6 +24,7 @@ Workspace: per launched AI core, two slots of BT * (K + V) elements of k's dtype
 the vector cores hand T(beta k e_row) and T(beta v) to the Cube. NPU flavours forward to
 aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, eRow, eTail, w, u, kg) and ask for the
 operator package's workspace; nothing is called when there is no chunk.""",
+    "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("akk", "in", "T"),
              ("e_row", "in", "float32"), ("e_tail", "in", "float32"), ("w", "out", "float32", "k"),
              ("u", "out", "float32", "v"), ("kg", "out", "float32", "k")],
@@ -32,5 +33,4 @@ operator package's workspace; nothing is called when there is no chunk.""",
     "body": ("wy_fast_kernel.h", "fla_npu::wy_fast::RunWyFast"),
     "kernels": {"float16": "fla_wy_fast_f16", "bfloat16": "fla_wy_fast_bf16"},
     "kernel_type": "mix",
-    "workspace": True,
 }

@@ -1,13 +1,12 @@
-"""The stage kernels the bench runs, one row per kernel: which op and stage it belongs to, its runtime
-module, how to launch it on random inputs at a (scaled) shape, and its unit of work (what its launch
-splits over the cores) at any shape. A stage whose kernel does not exist yet has ``launch=None``
-and is reported as "reference (no kernel)".
+"""The stage kernels the bench runs, one row per kernel: which op and stage it belongs to, its kernel
+(``fla_npu.runtime.kernels``), how to launch it on random inputs at a (scaled) shape, and its unit
+of work (what its launch splits over the cores) at any shape. A stage whose kernel does not exist
+yet has ``launch=None`` and is reported as "reference (no kernel)".
 
 Adding a kernel: write ``_launch_<stage>(shape, dtype)`` (random inputs of the stage's layout at
-``shape``, one call of the runtime function) and put it in the stage's row with its runtime module
-in ``module``: the bench reports the stage without a kernel while that module is missing. The
-launchers of stages 2 and 4 are written to the calls of ``runtime/chunk_pipeline.py`` and start
-running when their modules appear.
+``shape``, one call of the kernel) and put it in the stage's row with the kernel's name in
+``kernel``: the bench reports the stage without a kernel while the build has none. The launchers
+of stages 2 and 4 are written to the calls of ``runtime/chunk_pipeline.py``.
 
 Units: the chunk kernels split (chunk, value head) pairs over the AI cores; the gate kernel
 (token, head) pairs; prefix-shared attention (batch, query tile, K/V tile) triples. Note that the
@@ -17,7 +16,6 @@ at least as many (sequence, head) pairs as cores."""
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -29,18 +27,16 @@ BT = 64  # the chunk size of the production configuration
 class Stage:
     name: str
     title: str
-    module: str | None                 # fla_npu.runtime module of the kernel (None: no kernel yet)
+    kernel: str | None                 # the kernel's name in fla_npu.runtime.kernels (None: no kernel yet)
     launch: Callable | None            # (shape, dtype name) -> runs the kernel once
     units: Callable                    # shape -> units of work of one launch
     scale: Callable                    # full shape -> the shape the simulation runs
 
     def available(self) -> str | None:
         """Why the stage has no kernel to run here (``None`` if it has)."""
-        if self.launch is None or self.module is None:
-            return "reference (no kernel)"
-        try:
-            importlib.import_module(self.module)
-        except ImportError:
+        from ..runtime import kernels
+
+        if self.launch is None or self.kernel is None or kernels.get(self.kernel) is None:
             return "reference (no kernel)"
         return None
 
@@ -96,7 +92,7 @@ def _launch_gate(per_key: bool):
     def run(shape: dict, dtype: str):
         import torch
 
-        from ..runtime.gate import gate_chunk_cumsum
+        from ..runtime.kernels import gate_chunk_cumsum
         g = _gen()
         B, T, HV, K = shape["B"], shape["T"], shape["HV"], shape["K"]
         x = torch.randn((B, T, HV, K) if per_key else (B, T, HV), generator=g).to(_torch_dtype(dtype))
@@ -126,7 +122,7 @@ def _launch_wy(per_key: bool):
     def run(shape: dict, dtype: str):
         import torch
 
-        from ..runtime.wy_fast import wy_fast
+        from ..runtime.kernels import wy_fast
         k, v, A, e = _chunk_tensors(shape, dtype, per_key)
         beta = torch.rand(k.shape[:3], generator=_gen(2))
         wy_fast(k, v, beta, A, e, e.clone())
@@ -137,20 +133,20 @@ def _launch_output(per_key: bool):
     def run(shape: dict, dtype: str):
         import torch
 
-        from ..runtime.chunk_output import chunk_output
+        from ..runtime.kernels import chunk_output
         q, v, A, e = _chunk_tensors(shape, dtype, per_key)
         S = torch.randn(q.shape[0], q.shape[1], shape["K"], shape["V"], generator=_gen(3)) * 0.1
         chunk_output(q, e, S, A, v)
     return run
 
 
-# Stages 2 and 4: the calls of fla_npu.runtime.chunk_pipeline.forward (the stage's module name
-# and function, the chunk layout); active once the kernel's runtime module exists.
+# Stages 2 and 4: the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout); active
+# once the build has the kernel.
 def _launch_intra(per_key: bool):
     def run(shape: dict, dtype: str):
         import torch
 
-        from ..runtime.chunk_intra import chunk_intra
+        from ..runtime.kernels import chunk_intra
         q, k, _, e = _chunk_tensors(shape, dtype, per_key)
         beta = torch.rand(q.shape[:3], generator=_gen(2))
         G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=2)
@@ -161,7 +157,7 @@ def _launch_intra(per_key: bool):
 def _launch_solve_tril(shape: dict, dtype: str):
     import torch
 
-    from ..runtime.solve_tril import solve_tril
+    from ..runtime.kernels import solve_tril
     NC, HV = chunks(shape), shape["HV"]
     L = torch.tril(torch.randn(NC, HV, BT, BT, generator=_gen(6)), -1) * 0.05
     solve_tril(L, _torch_dtype(dtype))
@@ -171,7 +167,7 @@ def _launch_state(per_key: bool):
     def run(shape: dict, dtype: str):
         import torch
 
-        from ..runtime.chunk_state import chunk_state
+        from ..runtime.kernels import chunk_state
         g = _gen(7)
         NC, HV, K, V = chunks(shape), shape["HV"], shape["K"], shape["V"]
         w = torch.randn(NC, HV, BT, K, generator=g) * 0.1
@@ -187,7 +183,7 @@ def _launch_state(per_key: bool):
 def _launch_psa(shape: dict, dtype: str):
     import torch
 
-    from ..runtime.prefix_shared_attention import prefix_shared_attention
+    from ..runtime.kernels import prefix_shared_attention
     g = _gen(4)
     dt = _torch_dtype(dtype)
     bs, G, lq, lkv, D = (shape[k] for k in ("bs", "G", "len_q", "len_kv", "D"))
@@ -200,13 +196,13 @@ def _launch_psa(shape: dict, dtype: str):
 def _delta_rule_stages(per_key: bool) -> tuple:
     s = scale_delta_rule
     return (
-        Stage("gate_cumsum", "1: gate + chunk-local cumsum", "fla_npu.runtime.gate", _launch_gate(per_key), units_tokens, s),
-        Stage("chunk_intra", "2a: intra-chunk Aqk, L", "fla_npu.runtime.chunk_intra", _launch_intra(per_key), units_chunks, s),
-        Stage("solve_tril", "2b: triangular inverse", "fla_npu.runtime.solve_tril", _launch_solve_tril, units_chunks, s),
-        Stage("wy_fast", "3: w, u (WY)", "fla_npu.runtime.wy_fast", _launch_wy(per_key), units_chunks, s),
-        Stage("chunk_state", "4: inter-chunk state", "fla_npu.runtime.chunk_state", _launch_state(per_key),
+        Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s),
+        Stage("chunk_intra", "2a: intra-chunk Aqk, L", "chunk_intra", _launch_intra(per_key), units_chunks, s),
+        Stage("solve_tril", "2b: triangular inverse", "solve_tril", _launch_solve_tril, units_chunks, s),
+        Stage("wy_fast", "3: w, u (WY)", "wy_fast", _launch_wy(per_key), units_chunks, s),
+        Stage("chunk_state", "4: inter-chunk state", "chunk_state", _launch_state(per_key),
               units_chunks, s),
-        Stage("chunk_output", "5: output", "fla_npu.runtime.chunk_output", _launch_output(per_key), units_chunks, s),
+        Stage("chunk_output", "5: output", "chunk_output", _launch_output(per_key), units_chunks, s),
     )
 
 
@@ -215,7 +211,7 @@ FWD_STAGES = {
     "kda": _delta_rule_stages(per_key=True),
     "gdn": _delta_rule_stages(per_key=False),
     "prefix_shared_attention": (
-        Stage("prefix_shared_attention", "attention forward", "fla_npu.runtime.prefix_shared_attention", _launch_psa,
+        Stage("prefix_shared_attention", "attention forward", "prefix_shared_attention", _launch_psa,
               units_psa, scale_psa),
     ),
 }

@@ -6,10 +6,12 @@ simulation's counters of the last launch.
 Routing (``routing``): NPU tensors go to the kernels; CPU tensors to the PyTorch reference unless
 ``FLA_NPU_CPU_IMPL=sim``, which sends the ops that have kernels to them on the host simulation.
 
-Kernels, one module each: ``gate`` (stage 1 of chunked KDA / GDN: gate activation + chunk-local
-cumsum), ``chunk_intra`` and ``solve_tril`` (stage 2), ``wy_fast`` (3), ``chunk_state`` (4),
-``chunk_output`` (5), chained by ``chunk_pipeline`` and exposed as ``torch.ops.fla_npu`` custom ops
-(``torch_ops``); ``prefix_shared_attention``. ``fla_npu.profile()`` (``profile``) records launches.
+Kernels (``kernels``: one generic call per op of the build's op table, generated from the op
+descriptors; ``op_calls``: what some ops' calls add to it): ``gate_chunk_cumsum`` (stage 1 of
+chunked KDA / GDN: gate activation + chunk-local cumsum), ``chunk_intra`` and ``solve_tril`` (stage
+2), ``wy_fast`` (3), ``chunk_state`` (4), ``chunk_output`` (5), chained by ``chunk_pipeline`` and
+exposed as ``torch.ops.fla_npu`` custom ops (``torch_ops``); ``prefix_shared_attention``.
+``fla_npu.profile()`` (``profile``) records launches.
 """
 
 # Imported on first access (PEP 562), so that ``fla_npu.runtime.flavour`` (checked when fla_npu is

@@ -104,8 +104,9 @@ _lib: ctypes.CDLL | None = None
 
 @functools.lru_cache(maxsize=None)
 def op_table() -> dict:
-    """The op table of the build: ``{entry: {"args": [kind, ...], "tiling": [[field, "u32" | "f32"], ...]}}``
-    per op's C entry point. Raises :class:`NativeLibraryError` when the installation has none."""
+    """The op table of the build, per op's C entry point its arguments, type variables, Python call's
+    facts and tiling fields (csrc/tools/gen_op_table.py). Raises :class:`NativeLibraryError` when the
+    installation has none."""
     try:
         return json.loads(OPS_TABLE.read_text())
     except OSError as e:
@@ -121,7 +122,7 @@ def tiling_fields(entry: str) -> tuple:
 def _declare(lib: ctypes.CDLL) -> None:
     P = ctypes.POINTER
     T = P(FlaNpuTensor)
-    kinds = {"tensor": T, "int32": ctypes.c_int32, "float": ctypes.c_float}
+    kinds = {"in": T, "in?": T, "out": T, "int32": ctypes.c_int32, "float": ctypes.c_float}
     lib.flaNpuGetLastErrorMessage.restype = ctypes.c_char_p
     lib.flaNpuGetLastErrorMessage.argtypes = []
     lib.flaNpuDestroyExecutor.argtypes = [ctypes.c_void_p]
@@ -134,7 +135,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     # Each op: <op>GetWorkspaceSize(<op arguments>, workspace_size*, executor**), <op>(workspace, size,
     # executor, stream) and <op>LastTiling(words, capacity).
     for op, desc in op_table().items():
-        op_args = [kinds[k] for k in desc["args"]]
+        op_args = [kinds[a["kind"]] for a in desc["args"]]
         getattr(lib, op + "GetWorkspaceSize").restype = ctypes.c_int
         getattr(lib, op + "GetWorkspaceSize").argtypes = op_args + [P(ctypes.c_uint64), P(ctypes.c_void_p)]
         getattr(lib, op).restype = ctypes.c_int
@@ -317,44 +318,6 @@ def last_launch(entry: str) -> SimLaunch | None:
     """Simulation counters of op ``entry``'s last launch (``None`` if its last call launched nothing:
     no work, or no call yet)."""
     return last_sim_launch() if _launched.get(entry) else None
-
-
-class KernelEntry:
-    """One kernel's C entry points in the native library (``<name>GetWorkspaceSize`` / ``<name>`` /
-    ``<name>LastTiling``), as its runtime module (``fla_npu/runtime/<op>.py``) calls them. ``kernel``
-    names it in the error of a library built without it."""
-
-    def __init__(self, name: str, kernel: str):
-        self.name, self.kernel = name, kernel
-
-    def library(self) -> ctypes.CDLL:
-        """The native library; :class:`NativeLibraryError` if it has no such kernel."""
-        lib = load_library()
-        if not hasattr(lib, self.name + "GetWorkspaceSize"):
-            raise NativeLibraryError(f"{library_path()} has no {self.kernel}: rebuild fla-npu")
-        return lib
-
-    def last_tiling(self) -> dict:
-        """The tiling of the kernel's last call on this thread, as a dict (:func:`read_last_tiling`)."""
-        return read_last_tiling(self.name)
-
-    def last_launch(self) -> SimLaunch | None:
-        """Simulation counters of the kernel's last launch (``None`` if its last call launched nothing:
-        no work, or no call yet)."""
-        return last_launch(self.name)
-
-
-def chunk_layout_unsupported(dtype: torch.dtype, BT: int, K: int, V: int, kernel_dtypes: tuple, chunk_sizes: tuple,
-                             max_head_dim: int) -> str | None:
-    """Why a mixed Cube kernel in the chunk layout cannot take a call with these facts (``None`` if it
-    can): the limits its C entry point checks, shared by chunk_output and wy_fast."""
-    if dtype not in kernel_dtypes:
-        return f"the kernel takes float16 / bfloat16 Cube inputs, not {dtype}"
-    if BT not in chunk_sizes:
-        return f"chunk_size {BT} (the kernel takes {', '.join(map(str, chunk_sizes))})"
-    if any(d % 16 or not 16 <= d <= max_head_dim for d in (K, V)):
-        return f"head dims K={K}, V={V} (the kernel takes multiples of 16 up to {max_head_dim})"
-    return None
 
 
 # ---- counters of the last simulated launch ------------------------------------------------------

@@ -20,41 +20,32 @@ the host simulation (logged once as a warning by the caller); on an NPU the call
 
 from __future__ import annotations
 
-import importlib
-
 import torch
 
 from ..ops.common import chunk_fwd as ref
 from ..ops.common.chunk_plan import ChunkPlan
 from ..ops.common.chunk_tensors import ChunkForward, ChunkInputs
+from . import kernels
 
-# Stage -> its kernels: (runtime module, why that kernel cannot take a call: (module, dtype, BT, K, V)
+# Stage -> its kernels: (kernel name, why that kernel cannot take a call: (kernel, dtype, BT, K, V)
 # -> reason or None), the dtype being the op's input dtype (the Cube type).
 STAGE_KERNELS = {
     "stage 2: intra-chunk": (("chunk_intra", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K)),
-                             ("solve_tril", lambda m, dt, BT, K, V: m.unsupported(torch.float32, BT, dt))),
+                             ("solve_tril", lambda m, dt, BT, K, V: m.unsupported(torch.float32, BT, out_dtype=dt))),
     "stage 3: WY factors": (("wy_fast", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
     "stage 4: state recurrence": (("chunk_state", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
     "stage 5: output": (("chunk_output", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
 }
 
 
-def _module(name: str):
-    """The runtime module of a kernel, or ``None`` when this build has none."""
-    try:
-        return importlib.import_module(f".{name}", __package__)
-    except ImportError:
-        return None
-
-
 def stage_reasons(dtype: torch.dtype, BT: int, K: int, V: int) -> dict:
     """``{stage: reason}`` for every stage whose kernels cannot take a call with these facts (an empty
     dict: the whole chain runs on kernels)."""
     reasons = {}
-    for stage, kernels in STAGE_KERNELS.items():
-        for name, why_not in kernels:
-            mod = _module(name)
-            why = f"the {name} kernel does not exist yet" if mod is None else why_not(mod, dtype, BT, K, V)
+    for stage, stage_kernels in STAGE_KERNELS.items():
+        for name, why_not in stage_kernels:
+            kernel = kernels.get(name)
+            why = f"the {name} kernel does not exist yet" if kernel is None else why_not(kernel, dtype, BT, K, V)
             if why is not None:
                 reasons[stage] = why
                 break

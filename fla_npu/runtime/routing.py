@@ -70,15 +70,15 @@ def chunk_route(op: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chun
     reason logged once as a warning)."""
     from .chunk_pipeline import stage_reasons
 
+    if q.device.type == "cpu" and cpu_impl() != "sim":
+        log_once(op, "the PyTorch reference")
+        return None
     reasons = stage_reasons(q.dtype, chunk_size, q.shape[-1], v.shape[-1])
     if q.device.type != "cpu":
         if reasons:
             raise KernelRouteError(f"{op}: on {q.device.type} tensors the call runs on the Ascend C kernels, which cannot "
                                    "take it: " + "; ".join(f"{s}: {why}" for s, why in reasons.items()))
         return {}
-    if cpu_impl() != "sim":
-        log_once(op, "the PyTorch reference")
-        return None
     for stage, why in reasons.items():
         log_once(f"{op} ({stage})", "the PyTorch reference", f"{ENV}=sim, but {why}", logging.WARNING)
     if len(reasons) == 4:  # no stage of 2-5 can run on a kernel

@@ -14,6 +14,8 @@ fla_backends = pytest.importorskip("fla.backends")
 fla_npu_adapter = pytest.importorskip("fla_npu_adapter")
 from fla_npu_adapter import _backend  # noqa: E402
 
+from backend_spy import count_backend_calls  # noqa: E402
+
 import fla.ops.gated_delta_rule  # noqa: E402,F401  (the hook registers the backend on import)
 import fla.ops.kda  # noqa: E402,F401
 
@@ -31,21 +33,7 @@ def adapter_switch():
 @pytest.fixture
 def spy(monkeypatch):
     """Count the calls FLA's dispatch hands to the fla_npu backend, per function."""
-    calls = {}
-
-    def install(key):
-        cls = _backend.registered[key]
-        name = key.partition(".")[2]
-        original = getattr(cls, name)
-
-        def spied(self, *args, **kwargs):
-            calls[key] = calls.get(key, 0) + 1
-            return original(*args, **kwargs)  # the class attribute is a staticmethod
-
-        monkeypatch.setattr(cls, name, spied)
-    for key in _backend.registered:
-        install(key)
-    return calls
+    return count_backend_calls(list(_backend.registered), monkeypatch.setattr)
 
 
 def run_scenario(name: str, **env) -> dict:

@@ -214,21 +214,10 @@ def gate_fallback() -> dict:
     from fla.ops.kda.gate import kda_gate_bwd, kda_gate_fwd
     from fla_npu_adapter import _backend, _discovery
 
+    from backend_spy import count_backend_calls
+
     gate_keys = [k for k in _backend.registered if "gate" in k]
-    calls = {}
-
-    def spy(key):
-        cls = _backend.registered[key]
-        name = key.partition(".")[2]
-        original = getattr(cls, name)
-
-        def spied(self, *args, **kwargs):
-            calls[key] = calls.get(key, 0) + 1
-            return original(*args, **kwargs)
-        setattr(cls, name, spied)
-
-    for key in gate_keys:
-        spy(key)
+    calls = count_backend_calls(gate_keys)
 
     def run(fn, args, kwargs):
         leaves = [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
@@ -298,8 +287,7 @@ def gate_fallback() -> dict:
     _backend.refresh()
     _backend.register_operation("kda")
     _backend.register_operation("gated_delta_rule")
-    for key in gate_keys:
-        spy(key)
+    count_backend_calls(gate_keys, calls=calls)
     before = sum(calls.values())
     result["fallback_equals_fla"] = {
         name: all(torch.equal(a, b) for a, b in zip(run(fn, args, kwargs), fla_out[name]))

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import fla_npu
@@ -19,6 +20,38 @@ from fla_npu.runtime import routing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from helpers import Switches, check_chunk_op  # noqa: E402
+
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+
+# Public chunk-op calls that put one stage's kernel to use (the WY and the output kernels' tests):
+# op, switches, chunk_size, cu_seqlens, dtype, K, V
+STAGE_OP_CASES = [
+    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True),
+                 64, None, BF16, 64, 64, id="kda-production-bf16-tail"),
+    pytest.param("kda", Switches(gate="softplus", qk_l2norm=True), 32, (0, 1, 1, 70, 150), FP16, 32, 48,
+                 id="kda-softplus-varlen-fp16-k32-v48"),
+    pytest.param("gdn", Switches(gate="softplus", beta_sigmoid=True), 64, None, BF16, 64, 32, id="gdn-softplus-bf16-tail"),
+    pytest.param("gdn", Switches(), 16, (0, 37, 37, 100), FP16, 32, 32, id="gdn-pregated-varlen-fp16-bt16"),
+    pytest.param("kda", Switches(disable_recompute=True), 64, None, BF16, 32, 32, id="kda-keep-intermediates-bf16"),
+]
+
+
+def check_stage_op_case(op: str, sw: Switches, chunk_size: int, cu, dtype: torch.dtype, K: int = 32, V: int = 32,
+                        seed: int = 11) -> None:
+    """One public chunk op call against the float64 gold: ``chunk_kda`` or ``chunk_gated_delta_rule``,
+    H = 2, HV = 4, dense (B = 2, T = 100) or varlen over ``cu`` (B = 1)."""
+    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+    T = 100 if cu is None else cu[-1]
+    B = 2 if cu is None else 1
+    check_chunk_op(fn, op, B, T, 2, 4, K, V, sw.but(chunk_size=chunk_size), dtype,
+                   cu_seqlens=None if cu is None else torch.tensor(cu), seed=seed)
+
+
+def check_chunk_layout_limits(kernel) -> None:
+    """What a router reads off a chunk-layout kernel taking (dtype, BT, K, V): float16 / bfloat16 Cube
+    inputs, BT 16, 32 or 64, K and V multiples of 16 up to 256."""
+    assert kernel.unsupported(FP32, 64, 128, 128) and kernel.unsupported(BF16, 128, 128, 128)
+    assert kernel.unsupported(BF16, 64, 100, 128) and kernel.unsupported(BF16, 64, 128, 128) is None
 
 
 def run_tiling_unit_test(native_build: Path, name: str) -> None:

@@ -24,7 +24,7 @@ import torch
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native, chunk_intra as ki
+from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -119,8 +119,8 @@ CASES = [  # (B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu)
 @pytest.mark.parametrize("B,T,HV,K,BT,per_key,dtype,gate,out_dtype,cu", CASES)
 def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu):
     q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
-    Aqk, L = ki.chunk_intra(q, k, beta, G, out_dtype=out_dtype)
-    launch = ki.last_launch()
+    Aqk, L = kernels.chunk_intra(q, k, beta, G, out_dtype=out_dtype)
+    launch = kernels.chunk_intra.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     refs = _reference(q, k, beta, G)
     for name, x, ref, diag in (("Aqk", Aqk, refs[0], 1), ("L", L, refs[1], 0)):
@@ -128,7 +128,7 @@ def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtyp
         assert not x.triu(diag).any(), f"{name}: nonzero above the lower triangle"
         # The chunk layout, padding rows included (zero q and k there: zero rows).
         check_close(name, x, ref, dtype)
-    t = ki.last_tiling()
+    t = kernels.chunk_intra.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["Kg"]) == (plan.num_chunks, HV, BT, K, K if per_key else 1)
     assert t["out_f32"] == (out_dtype == FP32)
 
@@ -140,8 +140,8 @@ def test_strong_gates_take_the_exact_path():
     counts = {}
     for gate in ("mild", "strong"):
         q, k, beta, G, _ = _stage_inputs(1, 128, 2, 64, 64, True, BF16, gate, seed=4)
-        Aqk, L = ki.chunk_intra(q, k, beta, G)
-        counts[gate] = ki.last_launch().totals
+        Aqk, L = kernels.chunk_intra(q, k, beta, G)
+        counts[gate] = kernels.chunk_intra.last_launch().totals
         refs = _reference(q, k, beta, G)
         check_close(f"Aqk ({gate})", Aqk, refs[0], BF16)
         check_close(f"L ({gate})", L, refs[1], BF16)
@@ -157,8 +157,8 @@ def test_safe_span_per_dtype():
     for dtype in (BF16, FP16):
         for gate in ("mild", "wide"):
             q, k, beta, G, _ = _stage_inputs(1, 128, 2, 128, 64, True, dtype, gate, seed=9)
-            Aqk, L = ki.chunk_intra(q, k, beta, G)
-            vector_ops[dtype, gate] = ki.last_launch().totals.vector_elem_ops
+            Aqk, L = kernels.chunk_intra(q, k, beta, G)
+            vector_ops[dtype, gate] = kernels.chunk_intra.last_launch().totals.vector_elem_ops
             refs = _reference(q, k, beta, G)
             check_close(f"Aqk ({dtype}, {gate})", Aqk, refs[0], dtype)
             check_close(f"L ({dtype}, {gate})", L, refs[1], dtype)
@@ -173,10 +173,10 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
     outs = []
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
-        outs.append(ki.chunk_intra(q, k, beta, G))
-        assert ki.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
-        launch = ki.last_launch()
-        assert launch.ok and len(launch.cores) == 3 * ki.last_tiling()["block_dim"]
+        outs.append(kernels.chunk_intra(q, k, beta, G))
+        assert kernels.chunk_intra.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
+        launch = kernels.chunk_intra.last_launch()
+        assert launch.ok and len(launch.cores) == 3 * kernels.chunk_intra.last_tiling()["block_dim"]
         NC, HV, BT, K = q.shape
         _, expected = _gm_bytes(q, k, beta, G, FP32)
         tot = launch.totals
@@ -198,8 +198,8 @@ def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, ex
     counted as one multiply-add each)."""
     q, k, beta, G, _ = _stage_inputs(4, 128, 4, 128, 64, per_key, BF16, gate, seed=5)
     assert q.shape[0] == 8
-    ki.chunk_intra(q, k, beta, G)
-    tot = ki.last_launch().totals
+    kernels.chunk_intra(q, k, beta, G)
+    tot = kernels.chunk_intra.last_launch().totals
     minimum, _ = _gm_bytes(q, k, beta, G, FP32)
     ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
     share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
@@ -210,30 +210,31 @@ def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, ex
 
 def test_no_chunk_launches_nothing():
     q, k, beta, G, _ = _stage_inputs(1, 64, 2, 64, 64, True, BF16)
-    Aqk, L = ki.chunk_intra(q[:0], k[:0], beta[:0], G[:0])
-    assert Aqk.shape == L.shape == (0, 2, 64, 64) and ki.last_launch() is None
+    Aqk, L = kernels.chunk_intra(q[:0], k[:0], beta[:0], G[:0])
+    assert Aqk.shape == L.shape == (0, 2, 64, 64) and kernels.chunk_intra.last_launch() is None
 
 
 def test_refusals():
     q, k, beta, G, _ = _stage_inputs(1, 64, 2, 64, 64, True, BF16)
     with pytest.raises(_native.KernelError, match="float32 Cube inputs are not supported"):
-        ki.chunk_intra(q.float(), k.float(), beta, G)
+        kernels.chunk_intra(q.float(), k.float(), beta, G)
     with pytest.raises(_native.KernelError, match="one dtype"):
-        ki.chunk_intra(q, k.half(), beta, G)
+        kernels.chunk_intra(q, k.half(), beta, G)
     with pytest.raises(_native.KernelError, match="`beta` and `g` must be float32"):
-        ki.chunk_intra(q, k, beta.bfloat16(), G)
+        kernels.chunk_intra(q, k, beta.bfloat16(), G)
     with pytest.raises(_native.KernelError, match="float32 or the dtype of `q`"):
-        ki.chunk_intra(q, k, beta, G, out_dtype=FP16)
+        kernels.chunk_intra(q, k, beta, G, out_dtype=FP16)
     with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
-        ki.chunk_intra(q, k, beta[..., :32], G)
+        kernels.chunk_intra(q, k, beta[..., :32], G)
     with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, HV, BT, 1\] or \[NC, HV, BT, K\]"):
-        ki.chunk_intra(q, k, beta, G[..., :7])
+        kernels.chunk_intra(q, k, beta, G[..., :7])
     with pytest.raises(_native.KernelError, match="multiple of 16"):
-        ki.chunk_intra(q[..., :40], k[..., :40], beta, G[..., :40])
+        kernels.chunk_intra(q[..., :40], k[..., :40], beta, G[..., :40])
     with pytest.raises(_native.KernelError, match="BT must be 16, 32 or 64"):
-        ki.chunk_intra(q[:, :, :48], k[:, :, :48], beta[:, :, :48], G[:, :, :48])
-    assert ki.unsupported(FP32, 64, 128) and ki.unsupported(BF16, 128, 128) and ki.unsupported(BF16, 64, 100)
-    assert ki.unsupported(BF16, 64, 128) is None and ki.unsupported(FP16, 16, 256) is None
+        kernels.chunk_intra(q[:, :, :48], k[:, :, :48], beta[:, :, :48], G[:, :, :48])
+    unsupported = kernels.chunk_intra.unsupported
+    assert unsupported(FP32, 64, 128) and unsupported(BF16, 128, 128) and unsupported(BF16, 64, 100)
+    assert unsupported(BF16, 64, 128) is None and unsupported(FP16, 16, 256) is None
 
 
 def test_tiling_unit_tests(native_build):

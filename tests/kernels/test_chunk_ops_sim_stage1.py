@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import fla_npu
-from fla_npu.runtime import gate as kgate
+from fla_npu.runtime import kernels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches, check_chunk_op  # noqa: E402
-from sim_helpers import record_launches  # noqa: E402
+from helpers import Switches  # noqa: E402
+from sim_helpers import check_stage_op_case, record_launches  # noqa: E402
 
 FP32, BF16 = torch.float32, torch.bfloat16
 
@@ -25,7 +24,7 @@ FP32, BF16 = torch.float32, torch.bfloat16
 @pytest.fixture
 def launches(monkeypatch):
     """Route stage 1 to the simulated kernel and count its launches."""
-    return record_launches(monkeypatch, kgate, "gate_chunk_cumsum",
+    return record_launches(monkeypatch, kernels, "gate_chunk_cumsum",
                            before=lambda args, kwargs: args[2] if len(args) > 2 else kwargs.get("activation"))
 
 
@@ -41,12 +40,7 @@ CASES = [
 
 @pytest.mark.parametrize("op,sw,chunk_size,cu,dtype", CASES)
 def test_chunk_op_with_simulated_stage1_matches_gold(launches, op, sw, chunk_size, cu, dtype):
-    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
-    T = 100 if cu is None else cu[-1]
-    cu_t = None if cu is None else torch.tensor(cu)
-    B = 2 if cu is None else 1
-    check_chunk_op(fn, op, B, T, 2, 4, 32, 32, sw.but(chunk_size=chunk_size), dtype,
-                   cu_seqlens=cu_t, seed=7)
+    check_stage_op_case(op, sw, chunk_size, cu, dtype, seed=7)
     expected = {None: "none", "softplus": "softplus", "lower_bound": "sigmoid"}[sw.gate]
     # forward, plus the backward's recompute unless every intermediate was kept
     assert launches == [expected] * (1 if sw.disable_recompute else 2)

@@ -19,16 +19,22 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native, chunk_output as kout
+from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches, check_chunk_op  # noqa: E402
-from sim_helpers import check_float32_keeps_reference, record_launches, run_tiling_unit_test, verify_sim_first_rows  # noqa: E402
+from sim_helpers import (  # noqa: E402
+    STAGE_OP_CASES,
+    check_chunk_layout_limits,
+    check_float32_keeps_reference,
+    check_stage_op_case,
+    record_launches,
+    run_tiling_unit_test,
+    verify_sim_first_rows,
+)
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -81,15 +87,15 @@ CASES = [  # (B, T, HV, K, V, BT, per_key, dtype, cu)
 @pytest.mark.parametrize("B,T,HV,K,V,BT,per_key,dtype,cu", CASES)
 def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
     q, e_row, S, Aqk, v_new, plan = _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu)
-    o = kout.chunk_output(q, e_row, S, Aqk, v_new)
-    launch = kout.last_launch()
+    o = kernels.chunk_output(q, e_row, S, Aqk, v_new)
+    launch = kernels.chunk_output.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     ref = _reference(q, e_row, S, Aqk, v_new)
     assert o.dtype == FP32 and torch.isfinite(o).all(), "an output element was not written (NaN-poisoned)"
     check_close("o (chunk layout, padding rows included)", o, ref, dtype)
     # Token rows only, as the op uses them: the padding rows' junk in v_new did not leak.
     check_close("o (token rows)", plan.from_chunks(o), plan.from_chunks(ref), dtype)
-    t = kout.last_tiling()
+    t = kernels.chunk_output.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (plan.num_chunks, HV, BT, K, V, K if per_key else 1)
 
 
@@ -99,10 +105,10 @@ def test_core_count_invariance_and_counters(monkeypatch):
     outs = []
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
-        outs.append(kout.chunk_output(q, e_row, S, Aqk, v_new))
-        assert kout.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
-        launch = kout.last_launch()
-        assert launch.ok and len(launch.cores) == 3 * kout.last_tiling()["block_dim"]
+        outs.append(kernels.chunk_output(q, e_row, S, Aqk, v_new))
+        assert kernels.chunk_output.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
+        launch = kernels.chunk_output.last_launch()
+        assert launch.ok and len(launch.cores) == 3 * kernels.chunk_output.last_tiling()["block_dim"]
         NC, HV, BT, K = q.shape
         V = v_new.shape[-1]
         minimum, expected = _gm_bytes(q, e_row, S, Aqk, v_new)
@@ -120,8 +126,8 @@ def test_core_count_invariance_and_counters(monkeypatch):
 @pytest.mark.parametrize("per_key,expect_ratio,expect_share", [(True, 1.571, 0.975), (False, 1.705, 0.974)])
 def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_share):
     q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 128, 2, 128, 128, 64, per_key, BF16, seed=5)
-    kout.chunk_output(q, e_row, S, Aqk, v_new)
-    tot = kout.last_launch().totals
+    kernels.chunk_output(q, e_row, S, Aqk, v_new)
+    tot = kernels.chunk_output.last_launch().totals
     minimum, _ = _gm_bytes(q, e_row, S, Aqk, v_new)
     ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
     share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
@@ -130,24 +136,23 @@ def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_s
 
 def test_no_chunk_launches_nothing():
     q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
-    o = kout.chunk_output(q[:0], e_row[:0], S[:0], Aqk[:0], v_new[:0])
-    assert o.shape == (0, 2, 64, 64) and kout.last_launch() is None
+    o = kernels.chunk_output(q[:0], e_row[:0], S[:0], Aqk[:0], v_new[:0])
+    assert o.shape == (0, 2, 64, 64) and kernels.chunk_output.last_launch() is None
 
 
 def test_refusals():
     q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
     with pytest.raises(_native.KernelError, match="float32 Cube inputs are not supported"):
-        kout.chunk_output(q.float(), e_row, S, Aqk.float(), v_new.float())
+        kernels.chunk_output(q.float(), e_row, S, Aqk.float(), v_new.float())
     with pytest.raises(_native.KernelError, match="one dtype"):
-        kout.chunk_output(q, e_row, S, Aqk.half(), v_new)
+        kernels.chunk_output(q, e_row, S, Aqk.half(), v_new)
     with pytest.raises(_native.KernelError, match="`e_row`, `s` and `out` must be float32"):
-        kout.chunk_output(q, e_row.bfloat16(), S, Aqk, v_new)
+        kernels.chunk_output(q, e_row.bfloat16(), S, Aqk, v_new)
     with pytest.raises(_native.KernelError, match=r"`s` must be \[NC, HV, K, V\]"):
-        kout.chunk_output(q, e_row, S[..., :32], Aqk, v_new)
+        kernels.chunk_output(q, e_row, S[..., :32], Aqk, v_new)
     with pytest.raises(_native.KernelError, match="multiples of 16"):
-        kout.chunk_output(q[..., :40], e_row[..., :40], S[:, :, :40], Aqk, v_new)
-    assert kout.unsupported(FP32, 64, 128, 128) and kout.unsupported(BF16, 128, 128, 128)
-    assert kout.unsupported(BF16, 64, 100, 128) and kout.unsupported(BF16, 64, 128, 128) is None
+        kernels.chunk_output(q[..., :40], e_row[..., :40], S[:, :, :40], Aqk, v_new)
+    check_chunk_layout_limits(kernels.chunk_output)
 
 
 def test_tiling_unit_tests(native_build):
@@ -160,27 +165,12 @@ def test_tiling_unit_tests(native_build):
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the stage-5 launches."""
-    return record_launches(monkeypatch, kout, "chunk_output", before=lambda args, kwargs: args[0].dtype)
+    return record_launches(monkeypatch, kernels, "chunk_output", before=lambda args, kwargs: args[0].dtype)
 
 
-OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
-    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True),
-                 64, None, BF16, 64, 64, id="kda-production-bf16-tail"),
-    pytest.param("kda", Switches(gate="softplus", qk_l2norm=True), 32, (0, 1, 1, 70, 150), FP16, 32, 48,
-                 id="kda-softplus-varlen-fp16-k32-v48"),
-    pytest.param("gdn", Switches(gate="softplus", beta_sigmoid=True), 64, None, BF16, 64, 32, id="gdn-softplus-bf16-tail"),
-    pytest.param("gdn", Switches(), 16, (0, 37, 37, 100), FP16, 32, 32, id="gdn-pregated-varlen-fp16-bt16"),
-    pytest.param("kda", Switches(disable_recompute=True), 64, None, BF16, 32, 32, id="kda-keep-intermediates-bf16"),
-]
-
-
-@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
+@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", STAGE_OP_CASES)
 def test_chunk_op_with_simulated_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
-    T = 100 if cu is None else cu[-1]
-    B = 2 if cu is None else 1
-    check_chunk_op(fn, op, B, T, 2, 4, K, V, sw.but(chunk_size=chunk_size), dtype,
-                   cu_seqlens=None if cu is None else torch.tensor(cu), seed=11)
+    check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # Stage 5 runs in the forward only (the backward recomputes what it needs, never o).
     assert launches == [dtype]
 

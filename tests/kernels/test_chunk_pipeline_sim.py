@@ -115,6 +115,27 @@ def test_custom_ops_pass_opcheck():
     torch.library.opcheck(torch.ops.fla_npu.gate_chunk_cumsum.default, (g, 32, "none", None, None, None, 1.0, None))
 
 
+def test_every_kernel_custom_op_passes_opcheck():
+    """The other kernels' custom ops: their fakes come from the descriptors' shape rules and dtypes
+    (an output dtype the caller picks; the final state's layout swapped by ``state_v_first``)."""
+    from fla_npu.runtime import torch_ops  # noqa: F401
+
+    ops = torch.ops.fla_npu
+    NC, HV, BT, K, V = 2, 2, 32, 32, 48
+    torch.manual_seed(2)
+    q = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
+    G = torch.cumsum(-torch.rand(NC, HV, BT, K) * 0.1, dim=2)
+    torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, torch.bfloat16))
+    torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))
+    w, u, e_last = (torch.randn(NC, HV, BT, K) * 0.1).to(torch.bfloat16), torch.randn(NC, HV, BT, V), torch.rand(NC, HV, K)
+    offsets, h0 = torch.tensor([0, 1, 2], dtype=torch.int32), torch.randn(2, HV, V, K)
+    args = (w, u, w.clone(), e_last + 0.5, offsets, h0, True, torch.float32, torch.bfloat16, torch.bfloat16)
+    torch.library.opcheck(ops.chunk_state.default, args)
+    assert ops.chunk_state(*args)[2].shape == (2, HV, V, K)  # state_v_first: [N, HV, V, K]
+    q, kv = torch.randn(1, 2, 3, 64).to(torch.bfloat16), torch.randn(1, 5, 64).to(torch.bfloat16)
+    torch.library.opcheck(ops.prefix_shared_attention.default, (q, kv, kv.clone(), 0.125))
+
+
 def test_custom_op_traced_by_torch_compile():
     from fla_npu.runtime import torch_ops  # noqa: F401
 

@@ -25,11 +25,11 @@ import torch
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native, chunk_state as kst
+from fla_npu.runtime import _native, kernels
 from fla_npu.testing import TOLERANCES, check_close, rel_rms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sim_helpers import run_tiling_unit_test  # noqa: E402
+from sim_helpers import check_chunk_layout_limits, run_tiling_unit_test  # noqa: E402
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -73,8 +73,8 @@ def _reference(w, u, kg, e_last, h0, v_first, plan, cube_dtype):
 
 
 def _run(w, u, kg, e_last, offsets, h0, v_first=False, **kw):
-    out = kst.chunk_state(w.float(), u.float(), kg.float(), e_last.float(), offsets, h0, state_v_first=v_first, **kw)
-    launch = kst.last_launch()
+    out = kernels.chunk_state(w.float(), u.float(), kg.float(), e_last.float(), offsets, h0, state_v_first=v_first, **kw)
+    launch = kernels.chunk_state.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     return out
 
@@ -104,7 +104,7 @@ def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, cu, h0, v_first, h
     for name, x, ref in zip(("h", "v_new", "final"), (h, v_new, final), refs):
         # float32 outputs: the kernel's own error is float32-like; a 16-bit output is rounded once.
         check_close(name, x, ref, FP32 if x.dtype == FP32 else cube_dtype)
-    t = kst.last_tiling()
+    t = kernels.chunk_state.last_tiling()
     assert (t["N"], t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (
         plan.num_seqs, plan.num_chunks, HV, BT, K, V, K if per_key else 1)
     assert (t["has_h0"], t["state_v_first"], t["h_f32"], t["v_new_f32"]) == (h0, v_first, h_dtype == FP32, v_new_dtype == FP32)
@@ -139,8 +139,8 @@ def test_core_count_invariance(monkeypatch):
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
         outs.append(_run(w, u, kg, e_last, offsets, s0))
-        t = kst.last_tiling()
-        assert t["block_dim"] == min(cores, t["num_units"]) and len(kst.last_launch().cores) == 3 * t["block_dim"]
+        t = kernels.chunk_state.last_tiling()
+        assert t["block_dim"] == min(cores, t["num_units"]) and len(kernels.chunk_state.last_launch().cores) == 3 * t["block_dim"]
         blocks.append(t["num_vb"])
     assert blocks[0] == 1 and blocks[-1] > 1  # 3 (sequence, head) pairs on 16 cores: V is split
     for o in outs[1:]:
@@ -161,8 +161,8 @@ def test_counters_production_head(capsys):
     """GM bytes and Cube share for NC = 16, HV = 4, BT = 64, K = V = 128 (KDA, one sequence)."""
     w, u, kg, e_last, offsets, _, _ = _inputs(1, 16 * 64, 4, 128, 128, 64, True, seed=5)
     _run(w, u, kg, e_last, offsets, None)
-    t = kst.last_tiling()
-    tot = kst.last_launch().totals
+    t = kernels.chunk_state.last_tiling()
+    tot = kernels.chunk_state.last_launch().totals
     minimum, expected = _gm_bytes(16, 4, 64, 128, 128, 1, t["num_vb"])
     moved = tot.gm_to_local_bytes + tot.local_to_gm_bytes
     assert moved == expected, (moved, expected)
@@ -191,8 +191,8 @@ def test_error_does_not_grow_with_chunks(capsys):
 
 def test_no_sequence_launches_nothing_and_no_chunk_passes_h0():
     w, u, kg, e_last, offsets, s0, _ = _inputs(1, 64, 2, 64, 64, 64, True, h0=True)
-    h, v_new, final = kst.chunk_state(w[:0], u[:0], kg[:0], e_last[:0], offsets[:1], s0[:0])
-    assert h.shape == (0, 2, 64, 64) and final.shape == (0, 2, 64, 64) and kst.last_launch() is None
+    h, v_new, final = kernels.chunk_state(w[:0], u[:0], kg[:0], e_last[:0], offsets[:1], s0[:0])
+    assert h.shape == (0, 2, 64, 64) and final.shape == (0, 2, 64, 64) and kernels.chunk_state.last_launch() is None
     # Two sequences, no chunk at all: final = h0, nothing else written.
     h, v_new, final = _run(w[:0], u[:0], kg[:0], e_last[:0], torch.zeros(3, dtype=torch.int32), torch.cat([s0, s0 + 1]))
     assert h.shape[0] == 0 and torch.equal(final, torch.cat([s0, s0 + 1]))
@@ -202,33 +202,32 @@ def test_refusals():
     w, u, kg, e_last, offsets, s0, _ = _inputs(1, 64, 2, 64, 64, 64, True, h0=True)
     w, u, kg, e_last = w.float(), u.float(), kg.float(), e_last.float()
     with pytest.raises(ValueError, match="cube_dtype"):
-        kst.chunk_state(w, u, kg, e_last, offsets, cube_dtype=FP32)
+        kernels.chunk_state(w, u, kg, e_last, offsets, cube_dtype=FP32)
     with pytest.raises(ValueError, match="h_dtype"):
-        kst.chunk_state(w, u, kg, e_last, offsets, h_dtype=FP16, cube_dtype=BF16)
+        kernels.chunk_state(w, u, kg, e_last, offsets, h_dtype=FP16, cube_dtype=BF16)
     with pytest.raises(ValueError, match="non-decreasing"):
-        kst.chunk_state(w, u, kg, e_last, torch.tensor([0, 2], dtype=torch.int32))  # 2 chunks of 1
+        kernels.chunk_state(w, u, kg, e_last, torch.tensor([0, 2], dtype=torch.int32))  # 2 chunks of 1
     with pytest.raises(ValueError, match="non-decreasing"):
-        kst.chunk_state(w, u, kg, e_last, torch.tensor([1, 0, 1], dtype=torch.int32))
+        kernels.chunk_state(w, u, kg, e_last, torch.tensor([1, 0, 1], dtype=torch.int32))
     with pytest.raises(_native.KernelError, match="`chunk_offsets` must be int32"):
-        kst.chunk_state(w, u, kg, e_last, offsets.long())
+        kernels.chunk_state(w, u, kg, e_last, offsets.long())
     with pytest.raises(_native.KernelError, match="`e_last`"):
-        kst.chunk_state(w, u, kg, e_last[..., :3], offsets)
+        kernels.chunk_state(w, u, kg, e_last[..., :3], offsets)
     with pytest.raises(_native.KernelError, match="`u`"):
-        kst.chunk_state(w, u[:, :, :32], kg, e_last, offsets)
+        kernels.chunk_state(w, u[:, :, :32], kg, e_last, offsets)
     with pytest.raises(_native.KernelError, match="`h0` must be"):
-        kst.chunk_state(w, u, kg, e_last, offsets, s0[..., :32])
+        kernels.chunk_state(w, u, kg, e_last, offsets, s0[..., :32])
     with pytest.raises(_native.KernelError, match="multiples of 16"):
-        kst.chunk_state(w[..., :40], u, kg[..., :40], e_last[..., :40], offsets)
+        kernels.chunk_state(w[..., :40], u, kg[..., :40], e_last[..., :40], offsets)
     with pytest.raises(_native.KernelError, match="BT"):
-        kst.chunk_state(w[:, :, :48], u[:, :, :48], kg[:, :, :48], e_last, offsets)
+        kernels.chunk_state(w[:, :, :48], u[:, :, :48], kg[:, :, :48], e_last, offsets)
     # The C entry point itself refuses float32 Cube inputs with the reason.
     lib = _native.load_library()
-    outs = kst.chunk_state(w, u, kg, e_last, offsets)
+    outs = kernels.chunk_state(w, u, kg, e_last, offsets)
     descs = [_native.tensor_desc(t) for t in (w, u, kg, e_last, offsets, None, *outs)]
     with pytest.raises(_native.KernelError, match="float32 `w` and `kg` are not supported"):
-        _native.run_two_phase(lib, kst.ENTRY, tuple(_native.ref(d) for d in descs) + (0,), w.device)
-    assert kst.unsupported(FP32, 64, 128, 128) and kst.unsupported(BF16, 128, 128, 128)
-    assert kst.unsupported(BF16, 64, 100, 128) and kst.unsupported(BF16, 64, 128, 128) is None
+        _native.run_two_phase(lib, kernels.chunk_state.entry, tuple(_native.ref(d) for d in descs) + (0,), w.device)
+    check_chunk_layout_limits(kernels.chunk_state)
 
 
 def test_tiling_unit_tests(native_build):

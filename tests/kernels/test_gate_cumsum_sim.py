@@ -19,7 +19,7 @@ import fla_npu
 from fla_npu.ops.common.chunk_fwd import chunk_local_cumsum_tokens
 from fla_npu.ops.gated_delta_rule.gate import gdn_gate_fwd
 from fla_npu.ops.kda.gate import kda_gate_fwd
-from fla_npu.runtime import _native, gate as kgate, routing
+from fla_npu.runtime import _native, kernels, op_calls, routing
 
 from sim_helpers import run_tiling_unit_test
 
@@ -83,7 +83,7 @@ def test_kernel_equals_reference_stage(sim, monkeypatch, layout, family, form, d
     cu = VARLEN_CU if layout == "varlen" else None
     g, A_log, dt_bias, cu_t = _inputs(family, form, DTYPES[dtype], cu=cu, seed=chunk_size)
     got = _call(family, form, g, A_log, dt_bias, chunk_size, RCP_LN2, cu_t)
-    launch = kgate.last_launch()
+    launch = kernels.gate_chunk_cumsum.last_launch()
     assert launch is not None and launch.ok and launch.error == ""
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "reference")
     ref = _call(family, form, g, A_log, dt_bias, chunk_size, RCP_LN2, cu_t)
@@ -110,7 +110,7 @@ def test_no_activation(dtype):
     g = torch.randn(2, 100, 4, 16, generator=gen).to(DTYPES[dtype])
     cu = torch.tensor(VARLEN_CU)
     for x, cu_t in ((g, None), (g[:1, :150] if g.shape[1] >= 150 else torch.randn(1, 150, 4, 16).to(DTYPES[dtype]), cu)):
-        got = kgate.gate_chunk_cumsum(x, 32, "none", scale=RCP_LN2, cu_seqlens_cpu=cu_t)
+        got = kernels.gate_chunk_cumsum(x, 32, "none", scale=RCP_LN2, cu_seqlens_cpu=cu_t)
         ref = chunk_local_cumsum_tokens(x.float(), 32, RCP_LN2, cu_t, None, torch.float32, "ref")
         bound = (32 + 16) * 2 * EPS32 * chunk_local_cumsum_tokens(x.float().abs(), 32, RCP_LN2, cu_t, None,
                                                                   torch.float32, "b") + 1e-30
@@ -122,7 +122,7 @@ def test_output_dtype_and_empty(sim):
     out = fla_npu.gdn_gate_chunk_cumsum(g, A_log, 16, dt_bias=dt_bias, output_dtype=None)
     assert out.dtype == torch.float16
     empty = fla_npu.gdn_gate_chunk_cumsum(g[:, :0], A_log, 16, dt_bias=dt_bias)
-    assert empty.shape == (2, 0, 3) and kgate.last_launch() is None  # nothing to launch
+    assert empty.shape == (2, 0, 3) and kernels.gate_chunk_cumsum.last_launch() is None  # nothing to launch
     cu = torch.tensor([0, 0, 0])
     assert fla_npu.gdn_gate_chunk_cumsum(g[:1, :0], A_log, 16, cu_seqlens=cu).shape == (1, 0, 3)
 
@@ -133,7 +133,8 @@ def test_results_do_not_depend_on_the_core_count(sim, monkeypatch):
     for cores in ("1", "3", "16"):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", cores)
         outs.append(fla_npu.kda_gate_chunk_cumsum(g, A_log, 64, scale=RCP_LN2, dt_bias=dt_bias, cu_seqlens=cu))
-        assert kgate.last_tiling()["block_dim"] == min(int(cores), kgate.last_tiling()["num_units"])
+        tiling = kernels.gate_chunk_cumsum.last_tiling()
+        assert tiling["block_dim"] == min(int(cores), tiling["num_units"])
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
 
 
@@ -163,7 +164,7 @@ def test_counters_are_the_compulsory_traffic(sim, family, dtype, K, H, cu):
     g, A_log, dt_bias, cu_t = _inputs(family, "softplus", dtype, T=300 if cu is None else 150, B=2, H=H, K=K, cu=cu)
     fla_npu.kda_gate_chunk_cumsum(g, A_log, 64, scale=RCP_LN2, dt_bias=dt_bias, cu_seqlens=cu_t) if family == "kda" \
         else fla_npu.gdn_gate_chunk_cumsum(g, A_log, 64, scale=RCP_LN2, dt_bias=dt_bias, cu_seqlens=cu_t)
-    t, launch = kgate.last_tiling(), kgate.last_launch()
+    t, launch = kernels.gate_chunk_cumsum.last_tiling(), kernels.gate_chunk_cumsum.last_launch()
     assert launch.ok and launch.error == "" and launch.kernel.startswith("fla_gate_chunk_cumsum_")
     tot = launch.totals
     g_bytes = g.numel() * g.element_size()
@@ -186,9 +187,9 @@ def test_routing_default_sim_and_fallback(monkeypatch, caplog):
         fla_npu.gdn_gate_chunk_cumsum(g, A_log, 16)
         fla_npu.gdn_gate_chunk_cumsum(g, A_log, 16)
         monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
-        kgate.N.forget_launch(kgate.ENTRY)
+        _native.forget_launch(kernels.gate_chunk_cumsum.entry)
         fla_npu.gdn_gate_chunk_cumsum(g, A_log, 16)
-        assert kgate.last_launch() is not None  # the kernel ran
+        assert kernels.gate_chunk_cumsum.last_launch() is not None  # the kernel ran
         fla_npu.gdn_gate_chunk_cumsum(g, A_log, 16)
         fla_npu.gdn_gate_chunk_cumsum(g.double(), A_log, 16)  # no fp64 kernel: the reference, with a warning
         fla_npu.gdn_gate_chunk_cumsum(g.double(), A_log, 16)
@@ -211,7 +212,7 @@ def test_invalid_input_is_rejected_before_launch(sim):
     with pytest.raises(_native.KernelError, match="dt_bias"):
         fla_npu.kda_gate_chunk_cumsum(g, A_log, 16, dt_bias=torch.zeros(5))
     with pytest.raises(_native.KernelError, match="power of two <= 128"):
-        kgate.gate_chunk_cumsum(g, 256, "softplus", A_log)
+        kernels.gate_chunk_cumsum(g, 256, "softplus", A_log)
     with pytest.raises(ValueError, match="batch size must be 1"):
         fla_npu.gdn_gate_chunk_cumsum(g[..., 0], A_log, 16, cu_seqlens=torch.tensor([0, 20]))
     with pytest.raises(ValueError, match="chunk_indices"):
@@ -236,7 +237,7 @@ def test_chunk_list_matches_the_reference_layout():
     from fla_npu.ops.common.chunk_plan import ChunkPlan
     cu = torch.tensor(VARLEN_CU)
     for bt in (16, 64):
-        cl = kgate.chunk_list(cu, bt)
+        cl = op_calls.chunk_list(cu, bt)
         plan = ChunkPlan.build(1, 150, bt, cu, "cpu")
         assert cl.shape == (plan.num_chunks, 2) and cl.dtype == torch.int32
         counts = torch.bincount(cl[:, 0].long(), minlength=len(VARLEN_CU) - 1).tolist()

@@ -26,6 +26,8 @@ DESCRIPTORS = sorted(CSRC.glob("*/*.op.py"))
 def test_every_kernel_has_a_descriptor():
     kernels = {p.name.removesuffix("_kernel.h") for p in CSRC.glob("*/*_kernel.h")}
     assert {p.name.removesuffix(".op.py") for p in DESCRIPTORS} == kernels
+    # A GM workspace: what the tiling header says (UserWorkspaceBytes); every kernel but the gate's takes one.
+    assert {p.parent.name for p in DESCRIPTORS if not load(p).workspace} == {"gate"}
 
 
 @pytest.mark.parametrize("path", DESCRIPTORS, ids=lambda p: p.parent.name)
@@ -44,8 +46,23 @@ def test_descriptor_loads_and_generates(path, tmp_path):
 def test_table_lists_float_fields():
     table = gen_op_table.table([str(p) for p in DESCRIPTORS])
     gate = table["flaNpuGateChunkCumsum"]
-    assert gate["args"][5:9] == ["int32", "int32", "float", "float"]
+    assert [a["kind"] for a in gate["args"][5:9]] == ["int32", "int32", "float", "float"]
     assert [f for f, kind in gate["tiling"] if kind == "f32"] == ["coef_scale", "out_scale"]
+
+
+def test_table_states_the_python_call():
+    """What the runtime's generic call reads (fla_npu/runtime/kernels.py): per argument its kind, dtype
+    and shape rule, the type variables the caller picks by keyword, the routers' limits."""
+    table = gen_op_table.table([str(p) for p in DESCRIPTORS])
+    state = table["flaNpuChunkState"]
+    assert state["name"] == "chunk_state" and state["dtypes"]["H"] == ["float32", "T"]
+    assert state["dtype_args"] == {"H": ["h_dtype", "float32"], "V": ["v_new_dtype", "float32"], "T": ["cube_dtype", "bfloat16"]}
+    final = next(a for a in state["args"] if a["name"] == "final")
+    assert final == {"name": "final", "kind": "out", "dtype": "float32", "shape": ["chunk_offsets[0]-1", "w[1]", "w[3]", "u[3]"],
+                     "swap_if": "state_v_first"}
+    assert state["args"][5] == {"name": "h0", "kind": "in?", "dtype": "float32"}
+    assert table["flaNpuWyFast"]["limits"] == {"chunk_sizes": [16, 32, 64], "head_dim": 256}
+    assert table["flaNpuGateChunkCumsum"]["name"] == "gate_chunk_cumsum" and table["flaNpuGateChunkCumsum"]["limits"] == {}
 
 
 def test_malformed_descriptor_and_struct_are_refused(tmp_path):
@@ -57,6 +74,22 @@ def test_malformed_descriptor_and_struct_are_refused(tmp_path):
     header.write_text("struct XTiling {\n    uint32_t a, b;  // words\n    uint64_t c;\n};\n")
     with pytest.raises(DescriptorError, match="member `uint64_t c` is not uint32_t or float"):
         tiling_fields(header, "XTiling")
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('"kernel_type": "mix",', '"kernel_type": "mix", "dtype_args": {"X": ("x_dtype", "float32")},', "dtype_args 'X'"),
+    ('"kernel_type": "mix",', '"kernel_type": "mix", "dtype_args": {"A": ("a_dtype",)},', "dtype_args 'A'"),
+    ('"kernel_type": "mix",', '"kernel_type": "mix", "limits": {"chunk": [64]},', "limits"),
+    ('("a", "out", "A", "k")', '("a", "out", "A", "k", "scale")', "'scale' is not an int32 attribute"),
+], ids=["unknown-variable", "no-default", "unknown-limit", "swap-by-a-float"])
+def test_malformed_python_facts_are_refused(tmp_path, old, new, message):
+    op_dir = tmp_path / "thing"
+    op_dir.mkdir()
+    assert old in NEXT_KERNEL
+    (op_dir / "thing.op.py").write_text(NEXT_KERNEL.replace(old, new))
+    (op_dir / "thing_tiling.h").write_text(THING_TILING)
+    with pytest.raises(DescriptorError, match=message):
+        load(op_dir / "thing.op.py")
 
 
 # A mixed op of the shape the next kernels take: a 16-bit input T, an optional float32 input, an int32
@@ -72,7 +105,6 @@ NEXT_KERNEL = """OP = {
     "body": ("thing_kernel.h", "fla_npu::thing::RunThing"),
     "kernels": {"float16": "fla_thing_f16", "bfloat16": "fla_thing_bf16"},
     "kernel_type": "mix",
-    "workspace": True,
 }
 """
 THING_TILING = """#include <cstdint>

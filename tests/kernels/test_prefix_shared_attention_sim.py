@@ -21,7 +21,7 @@ import torch
 
 import fla_npu
 from fla_npu.ops.prefix_shared_attention import naive_prefix_shared_attention
-from fla_npu.runtime import _native, prefix_shared_attention as kpsa, routing
+from fla_npu.runtime import _native, kernels, routing
 
 from sim_helpers import run_tiling_unit_test
 
@@ -80,7 +80,7 @@ def test_kernel_matches_fp64_reference(sim, shape, dtype):
     bs, G, Lq, Lkv, D = shape
     q, k, v = _inputs(bs, G, Lq, Lkv, D, DTYPES[dtype], seed=sum(shape))
     out = fla_npu.prefix_shared_attention(q, k, v)
-    launch = kpsa.last_launch()
+    launch = kernels.prefix_shared_attention.last_launch()
     assert launch is not None and launch.ok and launch.error == ""
     assert launch.kernel == "fla_prefix_shared_attention_" + {"bf16": "bf16", "fp16": "f16"}[dtype]
     _check_close(out, q, k, v, None)
@@ -96,7 +96,7 @@ def test_scales(sim, scale):
 
 def _poisoned_workspace(monkeypatch):
     """Every GM workspace starts as 0xFF bytes (NaN as fp32), like the simulation's fresh buffers."""
-    allocate = kpsa.N.allocate_workspace
+    allocate = _native.allocate_workspace
 
     def poisoned(size, device):
         ws = allocate(size, device)
@@ -104,7 +104,7 @@ def _poisoned_workspace(monkeypatch):
             ws.fill_(0xFF)
         return ws
 
-    monkeypatch.setattr(kpsa.N, "allocate_workspace", poisoned)
+    monkeypatch.setattr(_native, "allocate_workspace", poisoned)
 
 
 @pytest.mark.parametrize("Lkv", [200, 1000])
@@ -127,16 +127,17 @@ def test_batch_invariance(sim, monkeypatch, Lkv):
     for r0 in (3, 124, 273):
         flat[r0:r0 + 5] = q[0, 0]
     q2[2] = flat.reshape(40, 7, D)
-    schedules = {kpsa.last_tiling()["unit_splits"]}
+    schedules = {kernels.prefix_shared_attention.last_tiling()["unit_splits"]}
     for cores in ("2", "8", "16", "48"):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", cores)
         out = fla_npu.prefix_shared_attention(q2, k2, v2)[2].reshape(-1, D)
         for r0 in (3, 124, 273):
             assert torch.equal(out[r0:r0 + 5], base), (cores, r0)
-        schedules.add(kpsa.last_tiling()["unit_splits"])
-    assert kpsa.last_tiling()["block_dim"] == min(24, kpsa.last_tiling()["num_units"])
+        schedules.add(kernels.prefix_shared_attention.last_tiling()["unit_splits"])
+    tiling = kernels.prefix_shared_attention.last_tiling()
+    assert tiling["block_dim"] == min(24, tiling["num_units"])
     monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
-    t = kpsa.last_tiling()
+    t = kernels.prefix_shared_attention.last_tiling()
     if t["kv_splits"] > 1:  # both schedules were compared
         assert schedules == {1, t["kv_splits"]}, schedules
 
@@ -163,7 +164,7 @@ def test_split_schedules_agree_bitwise(sim, monkeypatch, dtype):
     for cores in ("2", "8", "32"):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", cores)
         outs[cores] = fla_npu.prefix_shared_attention(q, k, v)
-        t = kpsa.last_tiling()
+        t = kernels.prefix_shared_attention.last_tiling()
         assert t["kv_splits"] == 4 and t["unit_splits"] == (4 if cores == "32" else 1), (cores, t)
     _check_close(outs["2"], q, k, v, None)
     assert torch.equal(outs["2"], outs["8"]) and torch.equal(outs["2"], outs["32"])
@@ -182,7 +183,7 @@ def _kv_bytes_read(launch, t, elem):
 def _check_counters(bs, G, Lq, Lkv, D=128, dtype=torch.bfloat16):
     q, k, v = _inputs(bs, G, Lq, Lkv, D, dtype, seed=G + Lq)
     out = fla_npu.prefix_shared_attention(q, k, v)
-    t, launch = kpsa.last_tiling(), kpsa.last_launch()
+    t, launch = kernels.prefix_shared_attention.last_tiling(), kernels.prefix_shared_attention.last_launch()
     assert launch.ok and launch.error == ""
     tot = launch.totals
     elem = 2
@@ -229,7 +230,7 @@ def _tiling_only(bs, G, Lq, Lkv, D=128):
         _native.ref(descs[0]), _native.ref(descs[1]), _native.ref(descs[2]), 0.1, _native.ref(descs[3]),
         _native.ctypes.byref(ws), _native.ctypes.byref(ex)), "flaNpuPrefixSharedAttentionGetWorkspaceSize")
     lib.flaNpuDestroyExecutor(ex)
-    return kpsa.last_tiling(), ws.value
+    return kernels.prefix_shared_attention.last_tiling(), ws.value
 
 
 # production.json "prefix_shared_attention" on 24 AI cores (an A2 910B; FLA_NPU_SIM_CORES=48 vector
@@ -288,13 +289,13 @@ def test_kernel_rejects_bad_descriptors():
     """The C entry point validates on its own (callers other than the Python wrapper)."""
     q, k, v = _inputs(1, 2, 3, 10, 128, torch.bfloat16)
     with pytest.raises(_native.KernelError, match="float16 or bfloat16"):
-        kpsa.prefix_shared_attention(q.float(), k.float(), v.float(), 0.1)
+        kernels.prefix_shared_attention(q.float(), k.float(), v.float(), 0.1)
     with pytest.raises(_native.KernelError, match="different lengths"):
-        kpsa.prefix_shared_attention(q, k, v[:, :5], 0.1)
+        kernels.prefix_shared_attention(q, k, v[:, :5], 0.1)
     with pytest.raises(_native.KernelError, match="64 or 128"):
-        kpsa.prefix_shared_attention(q[..., :32], k[..., :32], v[..., :32], 0.1)
+        kernels.prefix_shared_attention(q[..., :32], k[..., :32], v[..., :32], 0.1)
     with pytest.raises(_native.KernelError, match="one dtype"):
-        kpsa.prefix_shared_attention(q, k.half(), v, 0.1)
+        kernels.prefix_shared_attention(q, k.half(), v, 0.1)
 
 
 def test_routing(monkeypatch):
@@ -302,17 +303,17 @@ def test_routing(monkeypatch):
     stays on the reference."""
     q, k, v = _inputs(1, 2, 3, 10, 64, torch.bfloat16)
     monkeypatch.delenv("FLA_NPU_CPU_IMPL", raising=False)
-    kpsa.N.forget_launch(kpsa.ENTRY)
+    _native.forget_launch(kernels.prefix_shared_attention.entry)
     ref = fla_npu.prefix_shared_attention(q, k, v)
-    assert kpsa.last_launch() is None
+    assert kernels.prefix_shared_attention.last_launch() is None
     assert torch.equal(ref, naive_prefix_shared_attention(q, k, v))
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
     got = fla_npu.prefix_shared_attention(q, k, v)
-    assert kpsa.last_launch() is not None
+    assert kernels.prefix_shared_attention.last_launch() is not None
     _check_close(got, q, k, v, None)
-    kpsa.N.forget_launch(kpsa.ENTRY)
+    _native.forget_launch(kernels.prefix_shared_attention.entry)
     fla_npu.prefix_shared_attention(q.float(), k.float(), v.float())
-    assert kpsa.last_launch() is None
+    assert kernels.prefix_shared_attention.last_launch() is None
     assert routing.cpu_impl() == "sim"
 
 

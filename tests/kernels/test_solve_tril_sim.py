@@ -23,7 +23,7 @@ import torch
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native, solve_tril as kst
+from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close, rel_rms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,8 +69,8 @@ def _check_structure(A):
 @pytest.mark.parametrize("BT", [16, 32, 64])
 def test_matches_float64_solve(BT, out_dtype):
     L = _make_L(5, 3, BT, seed=BT)  # 15 units: not a multiple of the AI cores
-    A = kst.solve_tril(L, out_dtype)
-    launch = kst.last_launch()
+    A = kernels.solve_tril(L, out_dtype)
+    launch = kernels.solve_tril.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     assert A.dtype == out_dtype and A.shape == L.shape and torch.isfinite(A).all(), "an element was not written (NaN-poisoned)"
     _check_structure(A)
@@ -80,7 +80,7 @@ def test_matches_float64_solve(BT, out_dtype):
         assert err < 1e-7, err
     else:  # computed in fp32, rounded once on write: the error is that of rounding the gold
         assert err <= 1.02 * rel_rms(ref.to(out_dtype), ref) + 1e-7, err
-    t = kst.last_tiling()
+    t = kernels.solve_tril.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["nb"]) == (5, 3, BT, BT // 16)
 
 
@@ -95,8 +95,8 @@ def test_matches_reference_stage_on_model_inputs():
     decay = ChunkDecay(plan.fill_padding(fwd.chunk_local_cumsum(g, torch.float64)), torch.float64)
     L = beta.unsqueeze(-1) * decay.tril(k, k, diagonal=False)
     _, Akk = fwd.chunk_intra_fwd(k, k, beta, decay)
-    A = kst.solve_tril(L.float())
-    assert kst.last_launch().ok
+    A = kernels.solve_tril(L.float())
+    assert kernels.solve_tril.last_launch().ok
     err = check_close("Akk (reference stage)", A, Akk, FP32)
     assert err < 1e-6, err
 
@@ -107,10 +107,10 @@ def test_core_count_invariance(monkeypatch):
     outs = []
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
-        outs.append(kst.solve_tril(L, BF16))
-        assert kst.last_tiling()["block_dim"] == min(cores, 21)
-        launch = kst.last_launch()
-        assert launch.ok and len(launch.cores) == 3 * kst.last_tiling()["block_dim"]
+        outs.append(kernels.solve_tril(L, BF16))
+        assert kernels.solve_tril.last_tiling()["block_dim"] == min(cores, 21)
+        launch = kernels.solve_tril.last_launch()
+        assert launch.ok and len(launch.cores) == 3 * kernels.solve_tril.last_tiling()["block_dim"]
     for o in outs[1:]:
         assert torch.equal(o, outs[0])
 
@@ -141,8 +141,8 @@ def _expected_counters(units, BT, out_bytes):
 @pytest.mark.parametrize("BT", [16, 32, 64])
 def test_gm_bytes_and_cube_macs(BT):
     L = _make_L(3, 5, BT, seed=11)
-    kst.solve_tril(L, FP16)
-    tot = kst.last_launch().totals
+    kernels.solve_tril(L, FP16)
+    tot = kernels.solve_tril.last_launch().totals
     gm, macs = _expected_counters(15, BT, 2)
     assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == gm
     assert tot.cube_macs == macs
@@ -155,8 +155,8 @@ def test_counters_production_shape():
     L = _make_L(8, 4, 64, seed=5)
     rows = []
     for od in (FP32, BF16):
-        kst.solve_tril(L, od)
-        tot = kst.last_launch().totals
+        kernels.solve_tril(L, od)
+        tot = kernels.solve_tril.last_launch().totals
         ob = torch.empty(0, dtype=od).element_size()
         minimum = L.numel() * 4 + L.numel() * ob
         ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
@@ -169,24 +169,25 @@ def test_counters_production_shape():
 
 def test_no_chunk_launches_nothing():
     L = _make_L(1, 2, 64)
-    A = kst.solve_tril(L[:0])
-    assert A.shape == (0, 2, 64, 64) and kst.last_launch() is None
+    A = kernels.solve_tril(L[:0])
+    assert A.shape == (0, 2, 64, 64) and kernels.solve_tril.last_launch() is None
 
 
 def test_refusals():
     L = _make_L(1, 2, 64)
     with pytest.raises(_native.KernelError, match="`l` must be float32"):
-        kst.solve_tril(L.half())
+        kernels.solve_tril(L.half())
     with pytest.raises(_native.KernelError, match="`akk` must be float32, float16 or bfloat16"):
-        kst.solve_tril(L, torch.int32)
+        kernels.solve_tril(L, torch.int32)
     with pytest.raises(_native.KernelError, match="BT must be 16, 32 or 64"):
-        kst.solve_tril(_make_L(1, 2, 48))
+        kernels.solve_tril(_make_L(1, 2, 48))
     with pytest.raises(_native.KernelError, match=r"\[NC, HV, BT, BT\]"):
-        kst.solve_tril(L[..., :32])
+        kernels.solve_tril(L[..., :32])
     with pytest.raises(_native.KernelError, match="4-D"):
-        kst.solve_tril(L[0])
-    assert kst.unsupported(BF16, 64) and kst.unsupported(FP32, 128) and kst.unsupported(FP32, 64, torch.int32)
-    assert kst.unsupported(FP32, 64) is None and kst.unsupported(FP32, 16, BF16) is None
+        kernels.solve_tril(L[0])
+    unsupported = kernels.solve_tril.unsupported
+    assert unsupported(BF16, 64) and unsupported(FP32, 128) and unsupported(FP32, 64, out_dtype=torch.int32)
+    assert unsupported(FP32, 64) is None and unsupported(FP32, 16, out_dtype=BF16) is None
 
 
 def test_tiling_unit_tests(native_build):

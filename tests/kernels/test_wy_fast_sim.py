@@ -24,12 +24,20 @@ import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
-from fla_npu.runtime import _native, chunk_output as kout, wy_fast as kwy
+from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches, check_chunk_op  # noqa: E402
-from sim_helpers import check_float32_keeps_reference, record_launches, run_tiling_unit_test, verify_sim_first_rows  # noqa: E402
+from helpers import Switches  # noqa: E402
+from sim_helpers import (  # noqa: E402
+    STAGE_OP_CASES,
+    check_chunk_layout_limits,
+    check_float32_keeps_reference,
+    check_stage_op_case,
+    record_launches,
+    run_tiling_unit_test,
+    verify_sim_first_rows,
+)
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -89,8 +97,8 @@ CASES = [  # (B, T, HV, K, V, BT, per_key, dtype, cu)
 @pytest.mark.parametrize("B,T,HV,K,V,BT,per_key,dtype,cu", CASES)
 def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
     k, v, beta, Akk, e_row, e_tail, plan = _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu)
-    w, u, kg = kwy.wy_fast(k, v, beta, Akk, e_row, e_tail)
-    launch = kwy.last_launch()
+    w, u, kg = kernels.wy_fast(k, v, beta, Akk, e_row, e_tail)
+    launch = kernels.wy_fast.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     refs = _reference(k, v, beta, Akk, e_row, e_tail)
     for name, x, ref in zip(("w", "u", "kg"), (w, u, kg), refs):
@@ -99,7 +107,7 @@ def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
         check_close(f"{name} (token rows)", plan.from_chunks(x), plan.from_chunks(ref), dtype)
     # kg is a single fp32 product of exact inputs: within fp32 rounding of the float64 value.
     assert torch.allclose(kg.double(), refs[2], rtol=2 ** -23, atol=0)
-    t = kwy.last_tiling()
+    t = kernels.wy_fast.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (plan.num_chunks, HV, BT, K, V, K if per_key else 1)
 
 
@@ -109,10 +117,10 @@ def test_core_count_invariance_and_counters(monkeypatch):
     outs = []
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
-        outs.append(kwy.wy_fast(k, v, beta, Akk, e_row, e_tail))
-        assert kwy.last_tiling()["block_dim"] == min(cores, k.shape[0] * k.shape[1])
-        launch = kwy.last_launch()
-        assert launch.ok and len(launch.cores) == 3 * kwy.last_tiling()["block_dim"]
+        outs.append(kernels.wy_fast(k, v, beta, Akk, e_row, e_tail))
+        assert kernels.wy_fast.last_tiling()["block_dim"] == min(cores, k.shape[0] * k.shape[1])
+        launch = kernels.wy_fast.last_launch()
+        assert launch.ok and len(launch.cores) == 3 * kernels.wy_fast.last_tiling()["block_dim"]
         NC, HV, BT, K = k.shape
         V = v.shape[-1]
         _, expected = _gm_bytes(k, v, beta, Akk, e_row, e_tail)
@@ -128,8 +136,8 @@ def test_core_count_invariance_and_counters(monkeypatch):
 def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_share):
     """The numbers the README states (bf16, BT 64, K = V = 128)."""
     k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(1, 128, 2, 128, 128, 64, per_key, BF16, seed=5)
-    kwy.wy_fast(k, v, beta, Akk, e_row, e_tail)
-    tot = kwy.last_launch().totals
+    kernels.wy_fast(k, v, beta, Akk, e_row, e_tail)
+    tot = kernels.wy_fast.last_launch().totals
     minimum, _ = _gm_bytes(k, v, beta, Akk, e_row, e_tail)
     ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
     share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
@@ -139,26 +147,25 @@ def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_s
 
 def test_no_chunk_launches_nothing():
     k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
-    w, u, kg = kwy.wy_fast(k[:0], v[:0], beta[:0], Akk[:0], e_row[:0], e_tail[:0])
-    assert w.shape == kg.shape == (0, 2, 64, 64) and u.shape == (0, 2, 64, 64) and kwy.last_launch() is None
+    w, u, kg = kernels.wy_fast(k[:0], v[:0], beta[:0], Akk[:0], e_row[:0], e_tail[:0])
+    assert w.shape == kg.shape == (0, 2, 64, 64) and u.shape == (0, 2, 64, 64) and kernels.wy_fast.last_launch() is None
 
 
 def test_refusals():
     k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
     with pytest.raises(_native.KernelError, match="float32 Cube inputs are not supported"):
-        kwy.wy_fast(k.float(), v.float(), beta, Akk.float(), e_row, e_tail)
+        kernels.wy_fast(k.float(), v.float(), beta, Akk.float(), e_row, e_tail)
     with pytest.raises(_native.KernelError, match="one dtype"):
-        kwy.wy_fast(k, v, beta, Akk.half(), e_row, e_tail)
+        kernels.wy_fast(k, v, beta, Akk.half(), e_row, e_tail)
     with pytest.raises(_native.KernelError, match="must be float32"):
-        kwy.wy_fast(k, v, beta.bfloat16(), Akk, e_row, e_tail)
+        kernels.wy_fast(k, v, beta.bfloat16(), Akk, e_row, e_tail)
     with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
-        kwy.wy_fast(k, v, beta[..., :32], Akk, e_row, e_tail)
+        kernels.wy_fast(k, v, beta[..., :32], Akk, e_row, e_tail)
     with pytest.raises(_native.KernelError, match="`e_tail`"):
-        kwy.wy_fast(k, v, beta, Akk, e_row, e_tail[..., :1])
+        kernels.wy_fast(k, v, beta, Akk, e_row, e_tail[..., :1])
     with pytest.raises(_native.KernelError, match="multiples of 16"):
-        kwy.wy_fast(k[..., :40], v, beta, Akk, e_row[..., :40], e_tail[..., :40])
-    assert kwy.unsupported(FP32, 64, 128, 128) and kwy.unsupported(BF16, 128, 128, 128)
-    assert kwy.unsupported(BF16, 64, 100, 128) and kwy.unsupported(BF16, 64, 128, 128) is None
+        kernels.wy_fast(k[..., :40], v, beta, Akk, e_row[..., :40], e_tail[..., :40])
+    check_chunk_layout_limits(kernels.wy_fast)
 
 
 def test_tiling_unit_tests(native_build):
@@ -171,18 +178,12 @@ def test_tiling_unit_tests(native_build):
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the stage-3 launches."""
-    return record_launches(monkeypatch, kwy, "wy_fast", after=lambda args, kwargs: (
-        args[0].dtype, kwy.last_launch() is not None and kwy.last_launch().ok))
+    wy = kernels.wy_fast  # the kernel itself: record_launches puts a spy in its place in the module
+    return record_launches(monkeypatch, kernels, "wy_fast", after=lambda args, kwargs: (
+        args[0].dtype, wy.last_launch() is not None and wy.last_launch().ok))
 
 
-OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
-    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True),
-                 64, None, BF16, 64, 64, id="kda-production-bf16-tail"),
-    pytest.param("kda", Switches(gate="softplus", qk_l2norm=True), 32, (0, 1, 1, 70, 150), FP16, 32, 48,
-                 id="kda-softplus-varlen-fp16-k32-v48"),
-    pytest.param("gdn", Switches(gate="softplus", beta_sigmoid=True), 64, None, BF16, 64, 32, id="gdn-softplus-bf16-tail"),
-    pytest.param("gdn", Switches(), 16, (0, 37, 37, 100), FP16, 32, 32, id="gdn-pregated-varlen-fp16-bt16"),
-    pytest.param("kda", Switches(disable_recompute=True), 64, None, BF16, 32, 32, id="kda-keep-intermediates-bf16"),
+OP_CASES = STAGE_OP_CASES + [
     # disable_recompute with A_log: the backward recomputes stages 3-4 with the reference (dA_log).
     pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                                  disable_recompute=True), 64, None, BF16, 64, 64, id="kda-production-keep-bf16"),
@@ -191,11 +192,7 @@ OP_CASES = [  # op, switches, chunk_size, cu_seqlens, dtype, K, V
 
 @pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
 def test_chunk_op_with_simulated_wy_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
-    T = 100 if cu is None else cu[-1]
-    B = 2 if cu is None else 1
-    check_chunk_op(fn, op, B, T, 2, 4, K, V, sw.but(chunk_size=chunk_size), dtype,
-                   cu_seqlens=None if cu is None else torch.tensor(cu), seed=11)
+    check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # Stage 3 runs in the forward only: the backward recomputes w, u, kg with the reference from the
     # kept Akk (with disable_recompute too).
     assert launches == [(dtype, True)]
@@ -226,4 +223,4 @@ def test_verify_sim_row_runs_the_wy_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stage 3 (and 5): its first bf16 KDA and GDN rows pass."""
     verify_sim_first_rows()
     assert len(launches) >= 2 and {d for d, _ in launches} == {BF16}
-    assert kout.KERNEL_DTYPES == kwy.KERNEL_DTYPES  # stages 3 and 5 are routed for the same dtypes
+    assert kernels.get("chunk_output").dtypes == kernels.get("wy_fast").dtypes  # stages 3 and 5: routed for the same dtypes

@@ -28,6 +28,22 @@ L2_EPS = 1e-6
 GRAD_NAMES = {"q": "dq", "k": "dk", "v": "dv", "g": "dg", "beta": "dbeta", "A_log": "dA_log",
               "dt_bias": "ddt_bias", "h0": "dh0"}
 
+# The parametrisations the op tests share (KDA's and GDN's alike).
+FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
+DTYPES = [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")]
+LOW_PRECISION = [pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")]
+FP32_BF16 = [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")]
+HEAD_DIMS = pytest.mark.parametrize("K,V", [(64, 64), (128, 128), (100, 100), (64, 32), (32, 100)],
+                                    ids=["K64V64", "K128V128", "K100V100", "K64V32", "K32V100"])
+VARLEN_CASES = [
+    pytest.param([1, 70, 33], id="with_len1"),
+    pytest.param([45, 100, 77], id="not_multiple_of_chunk"),
+    pytest.param([3, 7, 1, 12, 9, 15, 2, 8, 11, 4, 6, 13, 1, 10, 5, 14, 3, 9, 2, 7], id="20_short"),
+    pytest.param([300], id="one_long"),
+    pytest.param([30, 0, 50], id="zero_len_middle"),
+    pytest.param([0, 64, 0], id="zero_len_ends"),
+]
+
 
 @dataclass(frozen=True)
 class Switches:

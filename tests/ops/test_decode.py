@@ -18,6 +18,10 @@ from fla_npu import (
 from fla_npu.testing import check_close
 
 from helpers import (
+    BF16,
+    DTYPES,
+    FP16,
+    FP32,
     Switches,
     cu,
     gold_forward,
@@ -30,10 +34,7 @@ from helpers import (
     state_out,
 )
 
-FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 _ = one_thread  # autouse fixture: run this module single-threaded (see helpers.one_thread)
-
-DTYPES = [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")]
 KDA_PROD = Switches(gate="lower_bound", lower_bound=-5.0, qk_l2norm=True, beta_sigmoid=True)
 GDN_ALL = Switches(gate="softplus", qk_l2norm=True, beta_sigmoid=True, neg_eigval=True)
 

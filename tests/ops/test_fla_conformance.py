@@ -162,63 +162,65 @@ def fla_reference(family: str, t: dict, flags: dict):
 # ------------------------------------------------------------------------------------------------
 # forward: chunk and recurrent ops vs FLA's naive recurrences
 
-KDA_CASES = {
+# The cases both families run: the plain call, its shapes and the initial state ...
+SHARED_CASES = {
     "plain": ((2, 100, 2, 2, 32, 32), {}),
     "h0_scale": ((2, 100, 2, 2, 32, 32), dict(h0=True, scale=0.5)),
     "gva": ((2, 90, 2, 4, 32, 16), dict(h0=True)),
     "gva_4x_l2norm": ((1, 64, 1, 4, 64, 32), dict(h0=True, l2norm=True)),
     "odd_dims": ((2, 63, 3, 3, 60, 40), dict(h0=True)),
+}
+# ... and, after each family's gates, beta, the state layout and varlen.
+SHARED_SWITCH_CASES = {
+    "beta_sigmoid": ((2, 80, 2, 2, 32, 32), dict(beta_sigmoid=True)),
+    "neg_eigval": ((2, 80, 2, 4, 32, 32), dict(beta_sigmoid=True, neg_eigval=True, h0=True)),
+    "state_v_first": ((2, 80, 2, 4, 32, 48), dict(h0=True, state_v_first=True)),
+    "varlen": ((1, 200, 2, 4, 32, 32), dict(h0=True, cu=[0, 15, 70, 200])),
+}
+
+KDA_CASES = {
+    **SHARED_CASES,
     "gate_softplus": ((2, 80, 2, 4, 32, 32), dict(gate="softplus", h0=True)),
     "gate_softplus_no_bias": ((2, 80, 2, 2, 32, 32), dict(gate="softplus", dt_bias=False)),
     "gate_lower_bound": ((2, 80, 2, 4, 32, 32), dict(gate="lower_bound", h0=True)),
     "gate_lower_bound_no_A_log": ((2, 80, 2, 2, 32, 32), dict(gate="lower_bound", A_log=False)),
     "gate_lower_bound_-3_unsafe": ((2, 80, 2, 2, 32, 32), dict(gate="lower_bound", lower_bound=-3.0,
                                                                  safe_gate=False, dt_bias=False)),
-    "beta_sigmoid": ((2, 80, 2, 2, 32, 32), dict(beta_sigmoid=True)),
-    "neg_eigval": ((2, 80, 2, 4, 32, 32), dict(beta_sigmoid=True, neg_eigval=True, h0=True)),
-    "state_v_first": ((2, 80, 2, 4, 32, 48), dict(h0=True, state_v_first=True)),
-    "varlen": ((1, 200, 2, 4, 32, 32), dict(h0=True, cu=[0, 15, 70, 200])),
+    **SHARED_SWITCH_CASES,
     "varlen_chunk32": ((1, 150, 2, 2, 32, 32), dict(h0=True, cu=[0, 1, 33, 150], chunk_size=32)),
     "chunk32": ((2, 100, 2, 4, 32, 32), dict(h0=True, chunk_size=32)),
 }
 
 GDN_CASES = {
-    "plain": ((2, 100, 2, 2, 32, 32), {}),
-    "h0_scale": ((2, 100, 2, 2, 32, 32), dict(h0=True, scale=0.5)),
-    "gva": ((2, 90, 2, 4, 32, 16), dict(h0=True)),
-    "gva_4x_l2norm": ((1, 64, 1, 4, 64, 32), dict(h0=True, l2norm=True)),
-    "odd_dims": ((2, 63, 3, 3, 60, 40), dict(h0=True)),
+    **SHARED_CASES,
     "gate": ((2, 80, 2, 4, 32, 32), dict(gate="softplus", h0=True)),
     "gate_no_bias": ((2, 80, 2, 2, 32, 32), dict(gate="softplus", dt_bias=False)),
-    "beta_sigmoid": ((2, 80, 2, 2, 32, 32), dict(beta_sigmoid=True)),
-    "neg_eigval": ((2, 80, 2, 4, 32, 32), dict(beta_sigmoid=True, neg_eigval=True, h0=True)),
-    "state_v_first": ((2, 80, 2, 4, 32, 48), dict(h0=True, state_v_first=True)),
-    "varlen": ((1, 200, 2, 4, 32, 32), dict(h0=True, cu=[0, 15, 70, 200])),
+    **SHARED_SWITCH_CASES,
     "chunk16": ((2, 100, 2, 2, 32, 32), dict(h0=True, chunk_size=16)),
     "chunk32": ((2, 100, 2, 4, 32, 32), dict(h0=True, chunk_size=32)),
 }
 
 
+def check_vs_fla_naive_recurrent(model: str, op: str, shape: tuple, opts: dict) -> None:
+    """``op`` (of ``model``, "kda" or "gdn") on one case: o and the final state against FLA's naive
+    recurrence."""
+    t, flags = make_case(model, *shape, opts)
+    o, ht = call_ours(op, t, flags)
+    o_ref, ht_ref = fla_reference(model, t, flags)
+    close_to_fla(f"{op} o", o, o_ref)
+    close_to_fla(f"{op} final_state", ht, ht_ref)
+
+
 @pytest.mark.parametrize("case", KDA_CASES)
 @pytest.mark.parametrize("op", ["chunk_kda", "fused_recurrent_kda"])
 def test_kda_vs_fla_naive_recurrent(op, case):
-    shape, opts = KDA_CASES[case]
-    t, flags = make_case("kda", *shape, opts)
-    o, ht = call_ours(op, t, flags)
-    o_ref, ht_ref = fla_reference("kda", t, flags)
-    close_to_fla(f"{op} o", o, o_ref)
-    close_to_fla(f"{op} final_state", ht, ht_ref)
+    check_vs_fla_naive_recurrent("kda", op, *KDA_CASES[case])
 
 
 @pytest.mark.parametrize("case", GDN_CASES)
 @pytest.mark.parametrize("op", ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"])
 def test_gdn_vs_fla_naive_recurrent(op, case):
-    shape, opts = GDN_CASES[case]
-    t, flags = make_case("gdn", *shape, opts)
-    o, ht = call_ours(op, t, flags)
-    o_ref, ht_ref = fla_reference("gdn", t, flags)
-    close_to_fla(f"{op} o", o, o_ref)
-    close_to_fla(f"{op} final_state", ht, ht_ref)
+    check_vs_fla_naive_recurrent("gdn", op, *GDN_CASES[case])
 
 
 @pytest.mark.parametrize("chunk_size", [32, 64])

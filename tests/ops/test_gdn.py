@@ -13,6 +13,14 @@ from fla_npu import chunk_gated_delta_rule, chunk_gdn
 from fla_npu.testing import check_close
 
 from helpers import (
+    BF16,
+    DTYPES,
+    FP16,
+    FP32,
+    FP32_BF16,
+    HEAD_DIMS,
+    LOW_PRECISION,
+    VARLEN_CASES,
     Switches,
     assert_matches,
     check_chunk_op,
@@ -28,10 +36,7 @@ from helpers import (
     run_chunk,
 )
 
-FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 _ = one_thread  # autouse fixture: run this module single-threaded (see helpers.one_thread)
-
-DTYPES = [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")]
 GATE = Switches(gate="softplus")   # GDN's in-kernel gate: -exp(A_log) * softplus(g + dt_bias)
 ALL_ON = Switches(gate="softplus", qk_l2norm=True, beta_sigmoid=True, neg_eigval=True)
 
@@ -82,20 +87,19 @@ def test_chunk_dtypes(sw, dtype):
     check_op(2, 120, 2, 2, 64, 64, sw, dtype, seed=103)
 
 
-@pytest.mark.parametrize("dtype", [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")])
+@pytest.mark.parametrize("dtype", FP32_BF16)
 @pytest.mark.parametrize("H,HV", [(2, 4), (1, 4), (2, 8)], ids=["HV=2H", "HV=4H", "HV=4H_H2"])
 def test_chunk_gva(H, HV, dtype):
     check_op(2, 90, H, HV, 32, 32, ALL_ON.but(chunk_size=32), dtype, seed=104)
 
 
-@pytest.mark.parametrize("K,V", [(64, 64), (128, 128), (100, 100), (64, 32), (32, 100)],
-                         ids=["K64V64", "K128V128", "K100V100", "K64V32", "K32V100"])
+@HEAD_DIMS
 def test_chunk_head_dims(K, V):
     T = 70 if K * V > 64 * 64 else 100
     check_op(1, T, 2, 2, K, V, Switches(qk_l2norm=True, gate="softplus"), seed=105)
 
 
-@pytest.mark.parametrize("dtype", [pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
 def test_chunk_head_dim_128_low_precision(dtype):
     check_op(1, 80, 1, 2, 128, 128, ALL_ON, dtype, seed=106)
 
@@ -116,23 +120,13 @@ def test_chunk_fp16_initial_state(dtype):
 # --------------------------------------------------------------------------------------------
 # varlen
 
-VARLEN_CASES = [
-    pytest.param([1, 70, 33], id="with_len1"),
-    pytest.param([45, 100, 77], id="not_multiple_of_chunk"),
-    pytest.param([3, 7, 1, 12, 9, 15, 2, 8, 11, 4, 6, 13, 1, 10, 5, 14, 3, 9, 2, 7], id="20_short"),
-    pytest.param([300], id="one_long"),
-    pytest.param([30, 0, 50], id="zero_len_middle"),
-    pytest.param([0, 64, 0], id="zero_len_ends"),
-]
-
-
 @pytest.mark.parametrize("lengths", VARLEN_CASES)
 def test_chunk_varlen(lengths):
     check_op(1, sum(lengths), 2, 4, 32, 32, ALL_ON, cu_seqlens=cu(*lengths), seed=108)
 
 
 @pytest.mark.parametrize("chunk_size", [16, 64], ids=["bt16", "bt64"])
-@pytest.mark.parametrize("dtype", [pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
 def test_chunk_varlen_low_precision(dtype, chunk_size):
     lengths = [17, 1, 96, 0, 40]
     check_op(1, sum(lengths), 2, 2, 64, 64, ALL_ON.but(chunk_size=chunk_size), dtype,
@@ -191,7 +185,7 @@ def test_chunk_masked_gates(mask_p, dtype):
     assert torch.isfinite(out["dg"]).all()
 
 
-@pytest.mark.parametrize("dtype", [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")])
+@pytest.mark.parametrize("dtype", FP32_BF16)
 @pytest.mark.parametrize("sw", [pytest.param(Switches(), id="plain"), pytest.param(ALL_ON, id="all_switches")])
 def test_chunk_single_token(sw, dtype):
     check_op(2, 1, 2, 2, 32, 32, sw, dtype, seed=115)
@@ -237,7 +231,7 @@ def test_chunk_strong_gate_in_kernel(chunk_size, dtype):
 # --------------------------------------------------------------------------------------------
 # argument forms FLA's callers use
 
-@pytest.mark.parametrize("dtype", [pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
 def test_chunk_fp32_gate_and_beta(dtype):
     """q, k, v in low precision with g and beta in float32 (FLA's tests): dg and dbeta in float32."""
     check_op(2, 90, 2, 4, 32, 32, Switches(), dtype, overrides={"g": FP32, "beta": FP32}, seed=118)

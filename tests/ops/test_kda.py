@@ -14,6 +14,14 @@ from fla_npu.testing import check_close
 from fla_npu.verify import load_production_shapes
 
 from helpers import (
+    BF16,
+    DTYPES,
+    FP16,
+    FP32,
+    FP32_BF16,
+    HEAD_DIMS,
+    LOW_PRECISION,
+    VARLEN_CASES,
     Switches,
     assert_matches,
     check_chunk_op,
@@ -43,10 +51,7 @@ PROD_SW = Switches(
     disable_recompute=PROD["disable_recompute"],
 )
 
-FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 _ = one_thread  # autouse fixture: run this module single-threaded (see helpers.one_thread)
-
-DTYPES = [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")]
 
 
 def check_op(*args, **kwargs):
@@ -124,20 +129,19 @@ def test_production_switches_file():
 # --------------------------------------------------------------------------------------------
 # GVA, head dims
 
-@pytest.mark.parametrize("dtype", [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")])
+@pytest.mark.parametrize("dtype", FP32_BF16)
 @pytest.mark.parametrize("H,HV", [(2, 4), (1, 4), (2, 8)], ids=["HV=2H", "HV=4H", "HV=4H_H2"])
 def test_chunk_gva(H, HV, dtype):
     check_op(2, 90, H, HV, 32, 32, Switches(gate="softplus", qk_l2norm=True), dtype, seed=6)
 
 
-@pytest.mark.parametrize("K,V", [(64, 64), (128, 128), (100, 100), (64, 32), (32, 100)],
-                         ids=["K64V64", "K128V128", "K100V100", "K64V32", "K32V100"])
+@HEAD_DIMS
 def test_chunk_head_dims(K, V):
     T = 70 if K * V > 64 * 64 else 100
     check_op(1, T, 2, 2, K, V, Switches(qk_l2norm=True), seed=7)
 
 
-@pytest.mark.parametrize("dtype", [pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
 def test_chunk_head_dim_128_low_precision(dtype):
     check_op(1, 80, 1, 2, 128, 128, PROD_SW, dtype, seed=8)
 
@@ -145,25 +149,17 @@ def test_chunk_head_dim_128_low_precision(dtype):
 # --------------------------------------------------------------------------------------------
 # varlen
 
-VARLEN_CASES = [
-    pytest.param([1, 70, 33], id="with_len1"),
-    pytest.param([45, 100, 77], id="not_multiple_of_chunk"),
-    pytest.param([3, 7, 1, 12, 9, 15, 2, 8, 11, 4, 6, 13, 1, 10, 5, 14, 3, 9, 2, 7], id="20_short"),
-    pytest.param([300], id="one_long"),
-    pytest.param([30, 0, 50], id="zero_len_middle"),
-    pytest.param([0, 64, 0], id="zero_len_ends"),
-    pytest.param([64, 128, 1], id="chunk_multiples"),
-]
+VARLEN_CASES_KDA = VARLEN_CASES + [pytest.param([64, 128, 1], id="chunk_multiples")]
 
 
-@pytest.mark.parametrize("lengths", VARLEN_CASES)
+@pytest.mark.parametrize("lengths", VARLEN_CASES_KDA)
 def test_chunk_varlen(lengths):
     sw = Switches(gate="softplus", qk_l2norm=True, beta_sigmoid=True)
     check_op(1, sum(lengths), 2, 4, 32, 32, sw, cu_seqlens=cu(*lengths), seed=9)
 
 
 @pytest.mark.parametrize("chunk_size", [32, 64], ids=["bt32", "bt64"])
-@pytest.mark.parametrize("dtype", [pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
 def test_chunk_varlen_production(dtype, chunk_size):
     lengths = [17, 1, 96, 0, 40]
     check_op(1, sum(lengths), 2, 2, 64, 64, PROD_SW.but(chunk_size=chunk_size), dtype,
@@ -225,7 +221,7 @@ def test_chunk_state_v_first_is_transpose():
 # --------------------------------------------------------------------------------------------
 # return_intermediate_states
 
-@pytest.mark.parametrize("dtype", [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")])
+@pytest.mark.parametrize("dtype", FP32_BF16)
 @pytest.mark.parametrize("state_v_first", [False, True], ids=["k_first", "v_first"])
 @pytest.mark.parametrize("lengths", [None, [70, 1, 0, 129]], ids=["dense", "varlen"])
 def test_chunk_return_intermediate_states(lengths, state_v_first, dtype):
@@ -294,7 +290,7 @@ def test_chunk_saturated_lower_bound_gates(chunk_size, dtype):
         assert torch.isfinite(out[name]).all(), name
 
 
-@pytest.mark.parametrize("dtype", [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")])
+@pytest.mark.parametrize("dtype", FP32_BF16)
 @pytest.mark.parametrize("chunk_size", [32, 64], ids=["bt32", "bt64"])
 def test_chunk_pregated_at_minus_5(chunk_size, dtype):
     """Pre-activated gates exactly -5 everywhere with safe_gate (the bound FLA's safe kernels assume)."""
@@ -328,12 +324,12 @@ def test_chunk_masked_gates_all(dtype):
 
 
 @pytest.mark.parametrize("sw", [pytest.param(Switches(), id="plain"), pytest.param(PROD_SW, id="production")])
-@pytest.mark.parametrize("dtype", [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")])
+@pytest.mark.parametrize("dtype", FP32_BF16)
 def test_chunk_single_token(sw, dtype):
     check_op(2, 1, 2, 2, 32, 32, sw, dtype, seed=21)
 
 
-@pytest.mark.parametrize("dtype", [pytest.param(FP32, id="fp32"), pytest.param(BF16, id="bf16")])
+@pytest.mark.parametrize("dtype", FP32_BF16)
 @pytest.mark.parametrize("chunk_size", [32, 64], ids=["bt32", "bt64"])
 @pytest.mark.parametrize("sw", [pytest.param(Switches(gate="softplus"), id="softplus"),
                                 pytest.param(Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True),
@@ -347,7 +343,7 @@ def test_chunk_strong_gate_in_kernel(sw, chunk_size, dtype):
 # --------------------------------------------------------------------------------------------
 # argument forms FLA's callers use
 
-@pytest.mark.parametrize("dtype", [pytest.param(BF16, id="bf16"), pytest.param(FP16, id="fp16")])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
 def test_chunk_fp32_gate_and_beta(dtype):
     """q, k, v in low precision with g and beta in float32 (FLA's tests and models): dg and dbeta
     come back in float32 (everything is held to the tolerance of q's dtype)."""

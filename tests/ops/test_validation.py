@@ -296,13 +296,18 @@ def test_signature_matches_fla(name):
     assert spec == [(n, p.kind, p.default) for n, p in theirs.parameters.items()]
 
 
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("op,case,build", FLA_REJECTS, ids=_ids(FLA_REJECTS))
-def test_same_error_as_fla(op, case, build, form):
+def _call_fla(op: str, build, form: str):
+    """``op``'s call built by ``build``, passed in ``form``: (our function, args, kwargs, FLA's exception)."""
     fla = _fla_functions()
     ours = getattr(fla_npu, op)
     args, kwargs = split_call(ours, build(op), form)
-    theirs = fla_exception(fla[op], args, kwargs)
+    return ours, args, kwargs, fla_exception(fla[op], args, kwargs)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("op,case,build", FLA_REJECTS, ids=_ids(FLA_REJECTS))
+def test_same_error_as_fla(op, case, build, form):
+    ours, args, kwargs, theirs = _call_fla(op, build, form)
     assert theirs is not None and not is_kernel_launch(theirs), f"FLA no longer rejects {case}: {theirs!r}"
     mine = raise_unchanged(ours, args, kwargs, type(theirs))
     assert type(mine) is type(theirs)
@@ -312,10 +317,7 @@ def test_same_error_as_fla(op, case, build, form):
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("op,case,build", FLA_REJECTS_NO_MESSAGE, ids=_ids(FLA_REJECTS_NO_MESSAGE))
 def test_same_error_type_as_fla_bare_assert(op, case, build, form):
-    fla = _fla_functions()
-    ours = getattr(fla_npu, op)
-    args, kwargs = split_call(ours, build(op), form)
-    theirs = fla_exception(fla[op], args, kwargs)
+    ours, args, kwargs, theirs = _call_fla(op, build, form)
     assert isinstance(theirs, AssertionError) and str(theirs) == "", repr(theirs)
     mine = raise_unchanged(ours, args, kwargs, AssertionError)
     assert str(mine), "our assertion should say what is wrong"

@@ -17,16 +17,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from fla_npu.runtime import _native as N, aclnn, gate as kgate
+from fla_npu.runtime import _native as N, aclnn, kernels, op_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 GATE = "aclnnFlaNpuGateChunkCumsum"
 PSA = "aclnnFlaNpuPrefixSharedAttention"
-CHUNK_OUTPUT = "aclnnFlaNpuChunkOutput"
-WY_FAST = "aclnnFlaNpuWyFast"
-CHUNK_STATE = "aclnnFlaNpuChunkState"
-CHUNK_INTRA = "aclnnFlaNpuChunkIntra"
 ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.bfloat16: 27}
 ACL_FORMAT_ND = 2
 STREAM = 0x5EA0
@@ -68,29 +64,15 @@ class Fake:
     def calls(self) -> list:
         return [self.lib.fake_call(i).contents for i in range(self.lib.fake_call_count())]
 
-    @property
-    def created(self) -> int:
-        return self.lib.fake_tensors_created()
+    # The fake's counters, read afresh on each access: fake.created is fake_tensors_created(), ...
+    COUNTERS = {"created": "fake_tensors_created", "destroyed": "fake_tensors_destroyed", "bad_destroys": "fake_bad_destroys",
+                "executors_alive": "fake_executors_alive", "executors_destroyed": "fake_executors_destroyed",
+                "executor_bad_calls": "fake_executor_bad_calls"}
 
-    @property
-    def destroyed(self) -> int:
-        return self.lib.fake_tensors_destroyed()
-
-    @property
-    def bad_destroys(self) -> int:
-        return self.lib.fake_bad_destroys()
-
-    @property
-    def executors_alive(self) -> int:
-        return self.lib.fake_executors_alive()
-
-    @property
-    def executors_destroyed(self) -> int:
-        return self.lib.fake_executors_destroyed()
-
-    @property
-    def executor_bad_calls(self) -> int:
-        return self.lib.fake_executor_bad_calls()
+    def __getattr__(self, name: str) -> int:
+        if name not in Fake.COUNTERS:
+            raise AttributeError(name)
+        return getattr(self.lib, Fake.COUNTERS[name])()
 
     def fail(self, function: str, status: int) -> None:
         self.lib.fake_set_status(function.encode(), status)
@@ -175,56 +157,30 @@ def f32(x: float) -> float:
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
+def entry_ws(lib, entry: str, tensors, *attrs):
+    """``<entry>GetWorkspaceSize`` with ``tensors`` and ``attrs`` (each in order) put in the entry point's
+    argument order (the op table): (status, workspace size, executor, the tensors kept alive)."""
+    d = [N.tensor_desc(t) for t in tensors]
+    refs, values = iter([N.ref(x) for x in d]), iter(attrs)
+    args = [next(refs) if a["kind"] in ("in", "in?", "out") else next(values) for a in N.op_table()[entry]["args"]]
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
+    st = getattr(lib, entry + "GetWorkspaceSize")(*args, ctypes.byref(ws), ctypes.byref(ex))
+    return st, ws.value, ex, (tensors, d)
+
+
 def gate_ws(lib, g, a_log=None, dt_bias=None, cu=None, chunks=None, chunk_size=64, form=1, lower_bound=0.0, scale=1.0,
             out="like"):
-    """flaNpuGateChunkCumsumGetWorkspaceSize: (status, workspace size, executor, the tensors kept alive)."""
+    """flaNpuGateChunkCumsumGetWorkspaceSize (``out`` by default float32 of ``g``'s shape)."""
     if isinstance(out, str):
         out = torch.empty(g.shape, dtype=torch.float32)
-    tensors = (g, a_log, dt_bias, cu, chunks, out)
-    d = [N.tensor_desc(t) for t in tensors]
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
-    st = lib.flaNpuGateChunkCumsumGetWorkspaceSize(*[N.ref(x) for x in d[:5]], chunk_size, form, lower_bound, scale,
-                                                   N.ref(d[5]), ctypes.byref(ws), ctypes.byref(ex))
-    return st, ws.value, ex, (tensors, d)
+    return entry_ws(lib, "flaNpuGateChunkCumsum", (g, a_log, dt_bias, cu, chunks, out), chunk_size, form, lower_bound, scale)
 
 
 def psa_ws(lib, q, k, v, scale=0.125, out="like"):
+    """flaNpuPrefixSharedAttentionGetWorkspaceSize (``out`` by default like ``q``)."""
     if isinstance(out, str):
         out = torch.empty(q.shape, dtype=q.dtype)
-    tensors = (q, k, v, out)
-    d = [N.tensor_desc(t) for t in tensors]
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
-    st = lib.flaNpuPrefixSharedAttentionGetWorkspaceSize(N.ref(d[0]), N.ref(d[1]), N.ref(d[2]), scale, N.ref(d[3]),
-                                                         ctypes.byref(ws), ctypes.byref(ex))
-    return st, ws.value, ex, (tensors, d)
-
-
-def chunk_output_ws(lib, tensors):
-    d = [N.tensor_desc(t) for t in tensors]
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
-    st = lib.flaNpuChunkOutputGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
-    return st, ws.value, ex, (tensors, d)
-
-
-def wy_fast_ws(lib, tensors):
-    d = [N.tensor_desc(t) for t in tensors]
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
-    st = lib.flaNpuWyFastGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
-    return st, ws.value, ex, (tensors, d)
-
-
-def chunk_state_ws(lib, tensors, state_v_first):
-    d = [N.tensor_desc(t) for t in tensors]
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
-    st = lib.flaNpuChunkStateGetWorkspaceSize(*[N.ref(x) for x in d], state_v_first, ctypes.byref(ws), ctypes.byref(ex))
-    return st, ws.value, ex, (tensors, d)
-
-
-def chunk_intra_ws(lib, tensors):
-    d = [N.tensor_desc(t) for t in tensors]
-    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p()
-    st = lib.flaNpuChunkIntraGetWorkspaceSize(*[N.ref(x) for x in d], ctypes.byref(ws), ctypes.byref(ex))
-    return st, ws.value, ex, (tensors, d)
+    return entry_ws(lib, "flaNpuPrefixSharedAttention", (q, k, v, out), scale)
 
 
 def row_major(shape) -> list:
@@ -248,6 +204,41 @@ def assert_describes(ft: FakeTensor, t: torch.Tensor):
 
 def tensors_of(call: FakeCall) -> list:
     return [call.tensors[i].contents if call.tensors[i] else None for i in range(call.num_tensors)]
+
+
+def check_forwarded_exactly(bridge, fake, entry: str, tensors, *attrs, ints=(), workspace_size=4096) -> FakeCall:
+    """A valid call of ``entry`` reaches the operator package's aclnn pair as made: every tensor described
+    exactly (NULL for an absent one), the int attributes ``ints`` and no float one, the workspace size the
+    package asks for; the launch gets the workspace, the package's executor and the stream, and every
+    aclTensor is destroyed after it. Returns the GetWorkspaceSize call the fake recorded."""
+    aclnn = "aclnnF" + entry[1:]  # flaNpuX -> aclnnFlaNpuX
+    fake.reset(workspace_size=workspace_size)
+    st, ws, ex, _ = entry_ws(bridge, entry, tensors, *attrs)
+    assert st == 0 and ws == workspace_size, err(bridge)
+    [call] = fake.calls()
+    assert call.function == f"{aclnn}GetWorkspaceSize".encode()
+    assert call.num_tensors == len(tensors)
+    for ft, tensor in zip(tensors_of(call), tensors):
+        if tensor is None:
+            assert ft is None  # an absent optional input: passed as NULL
+        else:
+            assert_describes(ft, tensor)
+    assert list(call.ints)[:call.num_ints] == list(ints) and call.num_floats == 0
+    workspace = torch.empty(ws, dtype=torch.uint8)
+    assert getattr(bridge, entry)(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
+    launch = fake.calls()[-1]
+    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
+        aclnn.encode(), workspace.data_ptr(), workspace_size, STREAM)
+    given = sum(t is not None for t in tensors)
+    assert launch.executor == call.executor and fake.created == fake.destroyed == given
+    return call
+
+
+def check_refused_before_aclnn(bridge, fake, entry: str, message: str, tensors, *attrs) -> None:
+    """A call of ``entry`` refused with ``message`` before any aclnn call or aclTensor."""
+    fake.reset()
+    assert entry_ws(bridge, entry, tensors, *attrs)[0] == 1 and message in err(bridge)
+    assert len(fake.calls()) == 0 and fake.created == 0
 
 
 def last_tiling(lib, entry: str) -> list:
@@ -365,7 +356,7 @@ def test_gate_arguments_forwarded_exactly(bridge, fake):
 def test_gate_varlen_and_inputs_the_kernel_does_not_use(bridge, fake):
     fake.reset()
     cu = torch.tensor([0, 5, 5, 70], dtype=torch.int32)
-    chunks = kgate.chunk_list(cu, 32)
+    chunks = op_calls.chunk_list(cu, 32)
     g = torch.randn(1, 70, 4)  # GDN: [B, T, H]
     out = torch.empty(g.shape, dtype=torch.float32)
     st, ws, ex, _ = gate_ws(bridge, g, torch.randn(4), None, cu, chunks, chunk_size=32, form=0, out=out)
@@ -410,116 +401,51 @@ def test_prefix_shared_attention_forwarded_exactly(bridge, fake):
 
 
 def test_chunk_output_forwarded_exactly(bridge, fake):
-    fake.reset(workspace_size=4096)
     NC, HV, BT, K, V = 3, 2, 64, 128, 96
     tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT, 1), torch.randn(NC, HV, K, V),
                torch.randn(NC, HV, BT, BT).bfloat16(), torch.randn(NC, HV, BT, V).bfloat16(),
                torch.empty(NC, HV, BT, V))
-    st, ws, ex, _ = chunk_output_ws(bridge, tensors)
-    assert st == 0 and ws == 4096, err(bridge)
-    [call] = fake.calls()
-    assert call.function == f"{CHUNK_OUTPUT}GetWorkspaceSize".encode()
-    for ft, tensor in zip(tensors_of(call), tensors):
-        assert_describes(ft, tensor)
-    assert call.num_ints == 0 and call.num_floats == 0
-    workspace = torch.empty(ws, dtype=torch.uint8)
-    assert bridge.flaNpuChunkOutput(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
-    launch = fake.calls()[-1]
-    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
-        CHUNK_OUTPUT.encode(), workspace.data_ptr(), 4096, STREAM)
-    assert launch.executor == call.executor and fake.created == fake.destroyed == 6
-    # Refused before any aclnn call: fp32 Cube inputs, a chunk size the kernel does not take.
-    fake.reset()
-    as_fp32 = tuple(t.float() for t in tensors)
-    assert chunk_output_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
-    assert len(fake.calls()) == 0 and fake.created == 0
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkOutput", tensors)
+    # Refused before any aclnn call: fp32 Cube inputs.
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkOutput", "float32 Cube inputs are not supported",
+                               tuple(t.float() for t in tensors))
 
 
 def test_wy_fast_forwarded_exactly(bridge, fake):
-    fake.reset(workspace_size=8192)
     NC, HV, BT, K, V = 3, 2, 64, 128, 96
     tensors = (torch.randn(NC, HV, BT, K).half(), torch.randn(NC, HV, BT, V).half(), torch.rand(NC, HV, BT),
                torch.randn(NC, HV, BT, BT).half(), torch.rand(NC, HV, BT, K), torch.rand(NC, HV, BT, K),
                torch.empty(NC, HV, BT, K), torch.empty(NC, HV, BT, V), torch.empty(NC, HV, BT, K))
-    st, ws, ex, _ = wy_fast_ws(bridge, tensors)
-    assert st == 0 and ws == 8192, err(bridge)
-    [call] = fake.calls()
-    assert call.function == f"{WY_FAST}GetWorkspaceSize".encode()
-    assert call.num_tensors == 9
-    for ft, tensor in zip(tensors_of(call), tensors):
-        assert_describes(ft, tensor)
-    assert call.num_ints == 0 and call.num_floats == 0
-    workspace = torch.empty(ws, dtype=torch.uint8)
-    assert bridge.flaNpuWyFast(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
-    launch = fake.calls()[-1]
-    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
-        WY_FAST.encode(), workspace.data_ptr(), 8192, STREAM)
-    assert launch.executor == call.executor and fake.created == fake.destroyed == 9
+    check_forwarded_exactly(bridge, fake, "flaNpuWyFast", tensors, workspace_size=8192)
     # Refused before any aclnn call: fp32 Cube inputs.
-    fake.reset()
-    as_fp32 = tuple(t.float() for t in tensors)
-    assert wy_fast_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
-    assert len(fake.calls()) == 0 and fake.created == 0
+    check_refused_before_aclnn(bridge, fake, "flaNpuWyFast", "float32 Cube inputs are not supported",
+                               tuple(t.float() for t in tensors))
 
 
 def test_chunk_state_forwarded_exactly(bridge, fake):
-    fake.reset(workspace_size=4096)
     NC, HV, BT, K, V, N_ = 3, 2, 32, 64, 80, 2
     offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
     tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, V), torch.randn(NC, HV, BT, K).bfloat16(),
                torch.rand(NC, HV, 1), offsets, None, torch.empty(NC, HV, K, V).bfloat16(), torch.empty(NC, HV, BT, V),
                torch.empty(N_, HV, V, K))
-    st, ws, ex, _ = chunk_state_ws(bridge, tensors, 1)
-    assert st == 0 and ws == 4096, err(bridge)
-    [call] = fake.calls()
-    assert call.function == f"{CHUNK_STATE}GetWorkspaceSize".encode()
-    assert call.num_tensors == 9
-    t = tensors_of(call)
-    assert t[5] is None  # no h0: passed as NULL
-    for ft, tensor in zip(t, tensors):
-        if tensor is not None:
-            assert_describes(ft, tensor)
-    assert call.num_ints == 1 and call.ints[0] == 1 and call.num_floats == 0  # state_v_first
-    workspace = torch.empty(ws, dtype=torch.uint8)
-    assert bridge.flaNpuChunkState(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
-    launch = fake.calls()[-1]
-    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
-        CHUNK_STATE.encode(), workspace.data_ptr(), 4096, STREAM)
-    assert launch.executor == call.executor and fake.created == fake.destroyed == 8
+    call = check_forwarded_exactly(bridge, fake, "flaNpuChunkState", tensors, 1, ints=[1])  # state_v_first
+    assert tensors_of(call)[5] is None  # no h0: passed as NULL
     # Refused before any aclnn call: fp32 Cube inputs, an attribute other than 0 / 1.
-    fake.reset()
     as_fp32 = (tensors[0].float(), tensors[1], tensors[2].float(), *tensors[3:])
-    assert chunk_state_ws(bridge, as_fp32, 1)[0] == 1 and "float32 `w` and `kg` are not supported" in err(bridge)
-    assert chunk_state_ws(bridge, tensors, 2)[0] == 1 and "`state_v_first` must be 0 or 1" in err(bridge)
-    assert len(fake.calls()) == 0 and fake.created == 0
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkState", "float32 `w` and `kg` are not supported", as_fp32, 1)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkState", "`state_v_first` must be 0 or 1", tensors, 2)
 
 
 def test_chunk_intra_forwarded_exactly(bridge, fake):
-    fake.reset(workspace_size=4096)
     NC, HV, BT, K = 3, 2, 64, 128
     tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT),
                -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16())
-    st, ws, ex, _ = chunk_intra_ws(bridge, tensors)
-    assert st == 0 and ws == 4096, err(bridge)
-    [call] = fake.calls()
-    assert call.function == f"{CHUNK_INTRA}GetWorkspaceSize".encode()
-    assert call.num_tensors == 6
-    for ft, tensor in zip(tensors_of(call), tensors):
-        assert_describes(ft, tensor)
-    assert call.num_ints == 0 and call.num_floats == 0
-    workspace = torch.empty(ws, dtype=torch.uint8)
-    assert bridge.flaNpuChunkIntra(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
-    launch = fake.calls()[-1]
-    assert (launch.function, launch.workspace, launch.workspace_size, launch.stream) == (
-        CHUNK_INTRA.encode(), workspace.data_ptr(), 4096, STREAM)
-    assert launch.executor == call.executor and fake.created == fake.destroyed == 6
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors)
     # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's.
-    fake.reset()
-    as_fp32 = tuple(t.float() for t in tensors)
-    assert chunk_intra_ws(bridge, as_fp32)[0] == 1 and "float32 Cube inputs are not supported" in err(bridge)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 Cube inputs are not supported",
+                               tuple(t.float() for t in tensors))
     half_out = tensors[:4] + tuple(t.half() for t in tensors[4:])
-    assert chunk_intra_ws(bridge, half_out)[0] == 1 and "float32 or the dtype of `q`" in err(bridge)
-    assert len(fake.calls()) == 0 and fake.created == 0
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 or the dtype of `q`", half_out)
 
 
 def test_destroy_executor_destroys_the_tensors(bridge, fake):
@@ -694,17 +620,17 @@ def test_runtime_gives_an_npu_flavour_its_embedded_operator_package(build, monke
     fake = Fake(vendor / "op_api" / "lib" / "libcust_opapi.so")
     fake.reset(vector_cores=4)
     g = torch.randn(1, 40, 2, 16)
-    kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2), torch.randn(32), scale=2.0)
+    kernels.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2), torch.randn(32), scale=2.0)
     get_ws, launch = fake.calls()
     assert get_ws.function == f"{GATE}GetWorkspaceSize".encode() and launch.function == GATE.encode()
     assert list(get_ws.ints)[:2] == [32, 1] and get_ws.floats[1] == 2.0
     assert launch.executor == get_ws.executor and fake.created == fake.destroyed == 4
-    assert kgate.last_tiling()["block_dim"] <= 4 and lib.flaNpuVectorCoreNum() == 4
+    assert kernels.gate_chunk_cumsum.last_tiling()["block_dim"] <= 4 and lib.flaNpuVectorCoreNum() == 4
     fake.fail(f"{GATE}GetWorkspaceSize", 561103)
     with pytest.raises(N.AclnnKernelError, match=r"aclnnFlaNpuGateChunkCumsumGetWorkspaceSize failed with aclnn status "
                                                  r"561103 \(ACLNN_ERR_INNER_NULLPTR.*Called by "
                                                  r"flaNpuGateChunkCumsumGetWorkspaceSize"):
-        kgate.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2))
+        kernels.gate_chunk_cumsum(g, 32, "softplus", torch.randn(2))
 
 
 # ---- the chunked forward's kernel chain, as an NPU flavour runs it --------------------------------

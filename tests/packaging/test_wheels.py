@@ -227,14 +227,14 @@ def test_fake_a2_installed_bridge_calls_the_embedded_operator_package(a2_wheel, 
     pip_install(py, a2_wheel[0])
     code = r"""
 import ctypes, json, torch
-from fla_npu.runtime import _native as N, bootstrap as B, gate as kgate
+from fla_npu.runtime import _native as N, bootstrap as B, kernels
 B.detect_device_soc = lambda: ("Ascend910B3", "torch_npu (simulated)")
 B.C.runtime_version = lambda environ=None: ("9.0.0", "simulated")
 lib = N.load_library()
 fake = ctypes.CDLL(str(N.operator_package_library()))
 fake.fake_reset()
 fake.fake_set_vector_cores(ctypes.c_int64(5))
-kgate.gate_chunk_cumsum(torch.randn(1, 40, 2, 16), 32, "softplus", torch.randn(2))
+kernels.gate_chunk_cumsum(torch.randn(1, 40, 2, 16), 32, "softplus", torch.randn(2))
 print(json.dumps({"target": N.target(), "opapi": str(N.operator_package_library()), "calls": fake.fake_call_count(),
                   "created": fake.fake_tensors_created(), "destroyed": fake.fake_tensors_destroyed(),
                   "cores": lib.flaNpuVectorCoreNum()}))

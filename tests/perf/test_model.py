@@ -58,7 +58,7 @@ def test_trace_off_unless_asked():
     import torch
 
     from fla_npu.runtime import _native
-    from fla_npu.runtime.gate import gate_chunk_cumsum
+    from fla_npu.runtime.kernels import gate_chunk_cumsum
 
     lib = _native.load_library()
     T.declare(lib)
@@ -155,7 +155,7 @@ def test_a_real_mixed_kernel_replays_consistently():
     its busiest pipe, and the launch after its GM bytes over the achieved bandwidth."""
     import torch
 
-    from fla_npu.runtime.wy_fast import wy_fast
+    from fla_npu.runtime.kernels import wy_fast
 
     NC, HV, BT, K, V = 4, 2, 64, 64, 64
     k = torch.randn(NC, HV, BT, K).to(torch.bfloat16)

@@ -73,7 +73,7 @@ def gdn_gate_chunk_cumsum(g: torch.Tensor, A_log: torch.Tensor, chunk_size: int,
     if use_sim("gdn_gate_chunk_cumsum", g):  # FLA_NPU_CPU_IMPL=sim: the Ascend C kernel, simulated
         if A_log is None:
             raise ValueError("`A_log` must be provided for the GDN gate.")
-        from ...runtime.gate import gate_chunk_cumsum_tokens
+        from ...runtime.op_calls import gate_chunk_cumsum_tokens
         return gate_chunk_cumsum_tokens("gdn_gate_chunk_cumsum", g, chunk_size, "softplus", A_log, dt_bias, None, scale,
                                         cu_seqlens, chunk_indices, output_dtype or g.dtype)
     y = gdn_gate_fwd(g, A_log, dt_bias, None)

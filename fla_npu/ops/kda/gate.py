@@ -96,7 +96,7 @@ def kda_gate_chunk_cumsum(g: torch.Tensor, A_log: torch.Tensor | None, chunk_siz
     assert chunk_size > 0 and not chunk_size & (chunk_size - 1), "chunk_size must be a power of 2"
     if use_sim("kda_gate_chunk_cumsum", g):  # FLA_NPU_CPU_IMPL=sim: the Ascend C kernel, simulated
         _check(A_log, lower_bound)
-        from ...runtime.gate import gate_chunk_cumsum_tokens
+        from ...runtime.op_calls import gate_chunk_cumsum_tokens
         return gate_chunk_cumsum_tokens("kda_gate_chunk_cumsum", g, chunk_size,
                                         "softplus" if lower_bound is None else "sigmoid", A_log, dt_bias, lower_bound,
                                         scale, cu_seqlens, None if use_graph else chunk_indices, output_dtype or g.dtype)

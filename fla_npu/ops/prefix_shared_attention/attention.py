@@ -76,13 +76,11 @@ def prefix_shared_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, s
     scale = q.shape[3] ** -0.5 if scale is None else float(scale)
     if q.shape[0] == 0:
         return q.new_zeros(q.shape)
-    kernel = q.dtype in KERNEL_DTYPES
     if q.device.type == "npu":  # pragma: no cover - needs an NPU
-        if kernel:
-            from ...runtime import prefix_shared_attention as kpsa
-            return kpsa.prefix_shared_attention(q, k, v, scale)
-        return naive_prefix_shared_attention(q, k, v, scale)
-    if use_sim(FN, q, supported_dtypes=KERNEL_DTYPES):  # FLA_NPU_CPU_IMPL=sim: the Ascend C kernel, simulated
-        from ...runtime import prefix_shared_attention as kpsa
-        return kpsa.prefix_shared_attention(q, k, v, scale)
+        kernel = q.dtype in KERNEL_DTYPES
+    else:  # FLA_NPU_CPU_IMPL=sim: the Ascend C kernel, simulated
+        kernel = use_sim(FN, q, supported_dtypes=KERNEL_DTYPES)
+    if kernel:
+        from ...runtime import kernels
+        return kernels.prefix_shared_attention(q, k, v, scale)
     return naive_prefix_shared_attention(q, k, v, scale)

@@ -1,0 +1,131 @@
+"""What an op's Python call does beyond its descriptor (the generic call: :mod:`.kernels`), the one
+place for it: an :class:`OpCall` per op that needs one, keyed by the op's Python name.
+
+``call`` has the op's own Python signature (where the descriptor's arguments are not what a caller
+passes; its annotations, the custom op's schema, say what the kernel call returns): it returns the
+call in the descriptor's terms, ``({argument: value}, {type variable: torch dtype})``, and must not
+read any tensor's data (it also serves the custom op's fake). ``host``
+runs on real calls only, before the launch: the checks that read data, the inputs derived from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class OpCall:
+    call: Callable | None = None
+    host: Callable | None = None
+
+
+# ---- gate_chunk_cumsum: the activation by name, A_log / dt_bias as float32, varlen chunk rows ----
+ACTIVATIONS = {"none": 0, "softplus": 1, "sigmoid": 2}
+
+
+def chunk_list(cu_seqlens_cpu: torch.Tensor, chunk_size: int) -> torch.Tensor:
+    """FLA's ``chunk_indices`` for ``cu_seqlens``: ``[NC, 2]`` int32 rows (sequence, chunk of the
+    sequence), in sequence order; zero-length sequences have no row."""
+    cu = cu_seqlens_cpu.to(torch.int64)
+    counts = (cu[1:] - cu[:-1] + chunk_size - 1) // chunk_size
+    seq = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+    first = torch.cumsum(counts, 0) - counts
+    within = torch.arange(seq.numel()) - first[seq]
+    return torch.stack([seq, within], 1).to(torch.int32).contiguous()
+
+
+def gate_chunk_cumsum(g: Tensor, chunk_size: int, activation: str = "none", A_log: Tensor | None = None,
+                      dt_bias: Tensor | None = None, lower_bound: float | None = None, scale: float | None = None,
+                      cu_seqlens_cpu: Tensor | None = None) -> Tensor:
+    """The kernel's call: ``g`` ``[B, T, H, K]`` or ``[B, T, H]`` (fp32/fp16/bf16) -> the fp32 chunk-local
+    cumsum of the activated gate times ``scale``, same shape. ``activation``: ``"none"``,
+    ``"softplus"`` (``-exp(A_log) * softplus(g + dt_bias)``) or ``"sigmoid"`` (``lower_bound *
+    sigmoid(exp(A_log) * (g + dt_bias))``). ``cu_seqlens_cpu``: validated varlen offsets (``B == 1``).
+    A_log and dt_bias are passed to the kernel as float32."""
+    form = ACTIVATIONS[activation]
+    A = None if (A_log is None or form == 0) else A_log.detach().to(torch.float32).contiguous().reshape(-1)
+    b = None if dt_bias is None else dt_bias.detach().to(torch.float32).contiguous().reshape(-1)
+    return {"g": g, "a_log": A, "dt_bias": b, "cu_seqlens": cu_seqlens_cpu, "chunk_indices": None,
+            "chunk_size": int(chunk_size), "gate_form": form, "lower_bound": float(0.0 if lower_bound is None else lower_bound),
+            "scale": float(1.0 if scale is None else scale)}, {}
+
+
+def _gate_host(values: dict) -> None:
+    """Varlen: the offsets on the device as int32, and the chunk rows the kernel walks."""
+    cpu = values["cu_seqlens"]
+    if cpu is not None:
+        device = values["g"].device
+        values["cu_seqlens"] = cpu.to(device=device, dtype=torch.int32).contiguous()
+        values["chunk_indices"] = chunk_list(cpu, values["chunk_size"]).to(device)
+
+
+def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activation: str, A_log, dt_bias, lower_bound,
+                             scale, cu_seqlens, chunk_indices, output_dtype) -> torch.Tensor:
+    """The simulated kernel behind the public ``*_gate_chunk_cumsum`` helpers: the checks of the
+    reference stage (``chunk_local_cumsum_tokens``), then the kernel, then ``output_dtype``."""
+    from ..ops.common.validate import check_cu_seqlens
+    from . import kernels
+
+    if cu_seqlens is not None and g.shape[0] != 1:
+        raise ValueError(f"{fn}: the batch size must be 1 when `cu_seqlens` is given, got {g.shape[0]}.")
+    cpu = check_cu_seqlens(fn, cu_seqlens, g.shape[1], g.device)
+    if chunk_indices is not None:
+        nc = g.shape[0] * -(-g.shape[1] // chunk_size) if cpu is None else int(
+            ((cpu[1:] - cpu[:-1] + chunk_size - 1) // chunk_size).sum())
+        if chunk_indices.shape[0] != nc:
+            raise ValueError(f"{fn}: `chunk_indices` has {chunk_indices.shape[0]} rows, the sequences have {nc} chunks.")
+    if g.numel() == 0:  # B, T or H is 0: nothing to launch
+        kernels.get("gate_chunk_cumsum").forget_launch()
+        return torch.zeros(g.shape, dtype=output_dtype, device=g.device)
+    out = kernels.gate_chunk_cumsum(g, chunk_size, activation, A_log, dt_bias, lower_bound, scale, cpu)
+    return out.to(output_dtype)
+
+
+# ---- chunk_state: the Cube dtype the caller picks, the inputs cast to what the kernel reads ------
+def chunk_state(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_offsets: Tensor, h0: Tensor | None = None,
+                state_v_first: bool = False, h_dtype: torch.dtype = torch.float32,
+                v_new_dtype: torch.dtype = torch.float32,
+                cube_dtype: torch.dtype = torch.bfloat16) -> tuple[Tensor, Tensor, Tensor]:
+    """The kernel's call, in the chunk layout: per sequence ``n`` and head, ``S = h0[n]`` (or zeros),
+    then for each of the sequence's chunks ``c`` (``chunk_offsets[n] <= c < chunk_offsets[n + 1]``,
+    an int32 tensor ``[N + 1]`` read by the kernel, never by the host) ``h[c] = S``, ``v_new[c] = u[c]
+    - w[c] @ S``, ``S = e_last[c, :, None] * S + kg[c]^T @ v_new[c]``; ``final[n] = S``.
+
+    ``w``, ``kg`` ``[NC, HV, BT, K]`` are rounded once to ``cube_dtype`` (float16 or bfloat16: the
+    Cube reads them in it; pass them in it to skip the cast), ``u`` ``[NC, HV, BT, V]`` and ``h0``
+    ``[N, HV, K, V]`` (``[N, HV, V, K]`` with ``state_v_first``) are taken as float32, ``e_last``
+    ``[NC, HV, K or 1]`` float32. Returns ``h`` ``[NC, HV, K, V]`` in ``h_dtype``, ``v_new`` ``[NC, HV,
+    BT, V]`` in ``v_new_dtype`` (each float32 or ``cube_dtype``, rounded once) and ``final`` float32
+    (``[N, HV, K, V]``, or ``[N, HV, V, K]`` with ``state_v_first``). The state stays in float32; the
+    Cube multiplies it and ``v_new`` as hi + lo halves of ``cube_dtype``. Padding rows of tail chunks
+    must hold zeros in ``w``, ``kg`` and ``u``."""
+    if cube_dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"chunk_state: `cube_dtype` must be torch.float16 or torch.bfloat16, got {cube_dtype}")
+    for name, dtype in (("h_dtype", h_dtype), ("v_new_dtype", v_new_dtype)):
+        if dtype not in (torch.float32, cube_dtype):
+            raise ValueError(f"chunk_state: `{name}` must be torch.float32 or the Cube dtype {cube_dtype}, got {dtype}")
+    if w.dim() != 4 or u.dim() != 4 or chunk_offsets.dim() != 1:
+        raise ValueError("chunk_state: `w`, `kg`, `u` must be [NC, HV, BT, D] and `chunk_offsets` [N + 1]")
+    f32 = torch.float32
+    return {"w": w.to(cube_dtype), "u": u.to(f32), "kg": kg.to(cube_dtype), "e_last": e_last.to(f32),
+            "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32),
+            "state_v_first": int(bool(state_v_first))}, {"H": h_dtype, "V": v_new_dtype, "T": cube_dtype}
+
+
+def _chunk_state_host(values: dict) -> None:
+    """Offsets the kernel could not read within bounds: decreasing, or outside [0, NC] (free on the
+    host; on a device the kernel reads them as given)."""
+    offsets, NC = values["chunk_offsets"], values["w"].shape[0]
+    if offsets.device.type == "cpu" and offsets.dtype == torch.int32 and offsets.numel() and (
+            int(offsets.min()) < 0 or int(offsets.max()) > NC or bool((offsets[1:] < offsets[:-1]).any())):
+        raise ValueError(f"chunk_state: `chunk_offsets` must be non-decreasing within [0, NC = {NC}], got {offsets.tolist()}")
+
+
+OP_CALLS = {
+    "gate_chunk_cumsum": OpCall(gate_chunk_cumsum, _gate_host),
+    "chunk_state": OpCall(chunk_state, _chunk_state_host),
+}
