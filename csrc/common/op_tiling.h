@@ -14,6 +14,15 @@ namespace fla_npu {
 struct ShapeArg;  // common/shape_args.h: one tensor of a call, as the hook sees it
 struct DeviceFacts;
 
+// The opening of every ComputeTiling: *t all zeros (what the tiling leaves unset reads as 0) and
+// *err "" (static, as every message is).
+template <typename Tiling>
+void BeginTiling(Tiling* t, const char** err) {
+    static const char* kOk = "";
+    *err = kOk;
+    *t = Tiling{};
+}
+
 // A tiling's refusal: *err = `message` (static), and the tilings' error code.
 inline int Refuse(const char** err, const char* message) {
     *err = message;

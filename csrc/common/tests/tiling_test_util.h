@@ -1,6 +1,6 @@
 // Shared pieces of the host tiling unit tests (csrc/<op>/tests/*_tiling_test.cpp; plain C++, no
 // simulation, no CANN): a CHECK that counts failures and carries on, the check that the cores cover
-// the units, and the exit status.
+// the units, the problems and hook calls of the chunk ops, and the exit status.
 #ifndef FLA_NPU_TILING_TEST_UTIL_H
 #define FLA_NPU_TILING_TEST_UTIL_H
 
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "../shape_args.h"
 #include "../soc_facts.h"
 
 namespace tiling_test {
@@ -66,6 +67,36 @@ Problem HeadsProblem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t
     p.Kg = Kg;
     return p;
 }
+
+// A call's tensor of shape `dims` (its rank: their count) and `dtype`, as a tiling hook sees it.
+inline fla_npu::ShapeArg Arg(std::initializer_list<int64_t> dims, int32_t dtype = FLA_NPU_FLOAT16) {
+    fla_npu::ShapeArg a;
+    a.ndim = static_cast<int32_t>(dims.size());
+    int64_t* d = a.d;
+    for (int64_t n : dims) *d++ = n;
+    a.dtype = dtype;
+    return a;
+}
+
+// A device of `cores` AI cores with `ub_bytes` of UB and `l0c_bytes` of L0C, whose Cube takes float32.
+inline fla_npu::DeviceFacts Device(uint32_t cores, uint32_t ub_bytes, uint32_t l0c_bytes) {
+    fla_npu::DeviceFacts dev;
+    dev.ai_cores = cores;
+    dev.ub_bytes = ub_bytes;
+    dev.l0c_bytes = l0c_bytes;
+    return dev;
+}
+
+// The op's shape checks (its ProblemFromShapes, found through the problem's namespace) on a call of
+// the tensors `call` and the attributes `attrs` on `dev`: nullptr and *p, or the message.
+template <typename Problem, typename... Attrs>
+const char* CheckCall(Problem* p, const fla_npu::DeviceFacts& dev, std::initializer_list<fla_npu::ShapeArg> call,
+                      Attrs... attrs) {
+    return ProblemFromShapes(call.begin(), attrs..., dev, p);
+}
+
+// Whether `message` (of a refusal) names `what`.
+inline bool Names(const char* message, const char* what) { return message != nullptr && std::strstr(message, what) != nullptr; }
 
 // The chunk kernels (chunk_output, wy_fast), whose problems are made by
 // `problem(NC, HV, BT, K, V, Kg, cores)` and tiled by their ComputeTiling (found as CoreUnits is).
