@@ -6,8 +6,6 @@
 namespace fla_npu {
 namespace chunk_intra {
 
-using chunk_tiling::Pad32;
-
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err) {
     static constexpr chunk_tiling::HeadsRefusals kWhy = {
         "float32 Cube inputs are not supported: the scaled q and k reach "
@@ -54,11 +52,6 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     return 0;
 }
 
-const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraTiling* tiling) {
-    ChunkIntraProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
-}
-
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraProblem* p) {
     const ShapeArg &q = a[0], &k = a[1], &beta = a[2], &g = a[3], &aqk = a[4], &l = a[5];
@@ -74,6 +67,11 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;
     p->out_f32 = aqk.dtype == FLA_NPU_FLOAT32;
     return chunk_tiling::SizedKeys(q.d, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
+}
+
+const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraTiling* tiling) {
+    ChunkIntraProblem p;
+    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
 }
 
 }  // namespace chunk_intra

@@ -76,6 +76,9 @@ struct ChunkIntraTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice of two operand and two result slots per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
 // elem_bytes: of q, k.
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool fp16 = false;    // T is float16 (else bfloat16)
@@ -85,9 +88,6 @@ struct ChunkIntraProblem : chunk_tiling::KeysProblem {
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err);
-
-// GM workspace the kernel uses: one slice of two operand and two result slots per launched AI core.
-using chunk_tiling::UserWorkspaceBytes;
 
 // The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp checks
 // dtypes and strides, then runs TilingFromShapes): on the call's tensors (q, k [NC, HV, BT, K], beta

@@ -6,8 +6,6 @@
 namespace fla_npu {
 namespace chunk_output {
 
-using chunk_tiling::Pad32;
-
 int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err) {
     static constexpr chunk_tiling::HeadsRefusals kWhy = {
         "float32 Cube inputs are not supported: S and v_new reach the Cube through a transposing load that exists for "
@@ -44,11 +42,6 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     return 0;
 }
 
-const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputTiling* tiling) {
-    ChunkOutputProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
-}
-
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputProblem* p) {
     const ShapeArg &q = a[0], &e_row = a[1], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
@@ -62,6 +55,11 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOu
     if (v_new.d[2] != BT) return "`v_new` must be [NC, HV, BT, V]";
     if (!SameShape(out, v_new)) return "`out` must have the shape of `v_new`";
     return chunk_tiling::SizedHeads(q.d, V, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
+}
+
+const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputTiling* tiling) {
+    ChunkOutputProblem p;
+    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
 }
 
 }  // namespace chunk_output

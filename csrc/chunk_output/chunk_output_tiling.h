@@ -60,14 +60,14 @@ struct ChunkOutputTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
 // elem_bytes: of q, Aqk, v_new.
 struct ChunkOutputProblem : chunk_tiling::HeadsProblem {};
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err);
-
-// GM workspace the kernel uses: one slice of two slots per launched AI core.
-using chunk_tiling::UserWorkspaceBytes;
 
 // The argument checks that depend only on shapes, shared by the op's two front ends (the C entry
 // point chunk_output_host.cpp checks dtypes and strides, then runs TilingFromShapes): on the call's

@@ -7,7 +7,6 @@ namespace fla_npu {
 namespace chunk_state {
 
 namespace {
-using chunk_tiling::Pad32;
 uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 uint32_t Ceil16(uint32_t x) { return (x + 15) / 16 * 16; }
 uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
@@ -101,11 +100,6 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     return 0;
 }
 
-const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
-    ChunkStateProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, state_v_first, dev, &p), p, tiling);
-}
-
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
     const ShapeArg &w = a[0], &u = a[1], &kg = a[2], &e_last = a[3], &chunk_offsets = a[4], &h0 = a[5], &h = a[6], &v_new = a[7],
@@ -129,7 +123,7 @@ const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const De
         return v_first ? "`final` must be [N, HV, V, K] (state_v_first)" : "`final` must be [N, HV, K, V]";
     if (h0.present() && !DimsAre(h0, {N, HV, rows, cols}))
         return v_first ? "`h0` must be [N, HV, V, K] (state_v_first)" : "`h0` must be [N, HV, K, V]";
-    if (N > 0x7FFFFFFF) return "a dimension is too large";
+    if (N > 0x7FFFFFFF) return chunk_tiling::kDimTooLargeMessage;
     p->N = static_cast<uint32_t>(N);
     p->has_h0 = h0.present();
     p->state_v_first = v_first;
@@ -137,6 +131,11 @@ const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const De
     p->h_f32 = h.dtype == FLA_NPU_FLOAT32;
     p->v_new_f32 = v_new.dtype == FLA_NPU_FLOAT32;
     return chunk_tiling::SizedHeads(w.d, V, Kg, 2, dev, p);
+}
+
+const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
+    ChunkStateProblem p;
+    return TilingOrMessage(ProblemFromShapes(a, state_v_first, dev, &p), p, tiling);
 }
 
 }  // namespace chunk_state

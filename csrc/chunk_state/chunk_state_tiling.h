@@ -79,6 +79,9 @@ struct ChunkStateTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
 // elem_bytes: of w, kg (the Cube type); N sequences.
 struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     uint32_t N = 0;
@@ -88,9 +91,6 @@ struct ChunkStateProblem : chunk_tiling::HeadsProblem {
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** err);
-
-// GM workspace the kernel uses: one slice per launched AI core.
-using chunk_tiling::UserWorkspaceBytes;
 
 // The shape checks of the op's front ends (the C entry point chunk_state_host.cpp checks dtypes and
 // strides, then runs TilingFromShapes): state_v_first 0 or 1; the ranks of the call's tensors (w, u,

@@ -24,7 +24,7 @@ inline bool ShareUnits(const ShapeArg* a, int n) {
 inline const char* CheckSizes(const int64_t* lead, HeadDims dims, int64_t V = 0) {
     if (!ChunkSizeOk(lead[2])) return kChunkSizeMessage;
     if (const char* bad = CheckHeadDims(dims, lead[3], V)) return bad;
-    if (lead[0] > 0x7FFFFFFF || lead[1] > 0x7FFFFFFF) return "a dimension is too large";
+    if (lead[0] > 0x7FFFFFFF || lead[1] > 0x7FFFFFFF) return kDimTooLargeMessage;
     return nullptr;
 }
 

@@ -16,6 +16,7 @@ constexpr uint32_t kMaxHeadDim = 256;  // the widest head dim (K, V) the chunk k
 // The refusals the chunk ops share (both front ends report them alike).
 constexpr const char* kChunkSizeMessage = "the chunk size BT must be 16, 32 or 64";
 constexpr const char* kTooLargeMessage = "tensor too large";
+constexpr const char* kDimTooLargeMessage = "a dimension is too large";
 
 // What every chunk-layout problem has: NC chunks of BT rows for each of HV heads, whether the SoC's
 // Cube takes float x float, and the caller's launch facts. The ops' problems derive from it.
@@ -41,9 +42,6 @@ struct HeadsProblem : KeysProblem {
 
 // Which head dims an op's shapes carry: none (solve_tril), K (chunk_intra), K and V.
 enum class HeadDims { kNone, kK, kKV };
-
-// Bytes rounded up to whole 32-byte UB blocks.
-inline uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
 
 // The chunk sizes the chunk kernels take.
 inline bool ChunkSizeOk(int64_t BT) { return BT == 16 || BT == 32 || BT == 64; }

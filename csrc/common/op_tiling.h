@@ -23,6 +23,9 @@ void BeginTiling(Tiling* t, const char** err) {
     *t = Tiling{};
 }
 
+// Bytes rounded up to whole 32-byte UB blocks (every tiling's sum of UB buffers).
+inline uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
+
 // A tiling's refusal: *err = `message` (static), and the tilings' error code.
 inline int Refuse(const char** err, const char* message) {
     *err = message;

@@ -7,10 +7,6 @@
 namespace fla_npu {
 namespace psa {
 
-namespace {
-uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
-}  // namespace
-
 uint32_t UbBytesNeeded(uint32_t D, uint32_t elem_bytes) {
     const uint64_t R = kRowsPerAiv, N = kBlockN;
     uint64_t total = Pad32(R * N * 4)             // S tile (fp32), VECIN queue

@@ -55,11 +55,6 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
     return 0;
 }
 
-const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, SolveTrilTiling* tiling) {
-    SolveTrilProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
-}
-
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, SolveTrilProblem* p) {
     const ShapeArg &l = a[0], &akk = a[1];
@@ -70,6 +65,11 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, SolveTr
     p->in_bytes = 4;
     p->out_kind = akk.dtype == FLA_NPU_FLOAT16 ? kOutFloat16 : akk.dtype == FLA_NPU_BFLOAT16 ? kOutBfloat16 : kOutFloat32;
     return chunk_tiling::SizedUnits(l.d, dev, p);
+}
+
+const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, SolveTrilTiling* tiling) {
+    SolveTrilProblem p;
+    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
 }
 
 }  // namespace solve_tril

@@ -65,6 +65,9 @@ struct SolveTrilTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
 struct SolveTrilProblem : chunk_tiling::ChunkProblem {
     uint32_t in_bytes = 4;  // of L: float32 only
     uint32_t out_kind = kOutFloat32;
@@ -73,9 +76,6 @@ struct SolveTrilProblem : chunk_tiling::ChunkProblem {
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** err);
-
-// GM workspace the kernel uses: one slice of two slots per launched AI core.
-using chunk_tiling::UserWorkspaceBytes;
 
 // The shape checks shared by the op's front ends (the C entry point solve_tril_host.cpp checks
 // dtypes and strides, then runs TilingFromShapes): on the call's tensors (l [NC, HV, BT, BT], akk

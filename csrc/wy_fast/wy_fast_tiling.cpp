@@ -6,8 +6,6 @@
 namespace fla_npu {
 namespace wy_fast {
 
-using chunk_tiling::Pad32;
-
 int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
     static constexpr chunk_tiling::HeadsRefusals kWhy = {
         "float32 Cube inputs are not supported: beta * k * e_row and beta * v reach the Cube through a transposing load "
@@ -46,11 +44,6 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
     return 0;
 }
 
-const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastTiling* tiling) {
-    WyFastProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
-}
-
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastProblem* p) {
     const ShapeArg &k = a[0], &v = a[1], &beta = a[2], &akk = a[3], &e_row = a[4], &e_tail = a[5], &w = a[6], &u = a[7],
@@ -68,6 +61,11 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastP
     if (!SameShape(w, k) || !SameShape(kg, k)) return "`w` and `kg` must have the shape of `k`";
     if (!SameShape(u, v)) return "`u` must have the shape of `v`";
     return chunk_tiling::SizedHeads(k.d, V, Kg, chunk_tiling::CubeElemBytes(k), dev, p);
+}
+
+const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastTiling* tiling) {
+    WyFastProblem p;
+    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
 }
 
 }  // namespace wy_fast

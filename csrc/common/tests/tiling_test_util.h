@@ -98,11 +98,23 @@ const char* CheckCall(Problem* p, const fla_npu::DeviceFacts& dev, std::initiali
 // Whether `message` (of a refusal) names `what`.
 inline bool Names(const char* message, const char* what) { return message != nullptr && std::strstr(message, what) != nullptr; }
 
-// The chunk kernels (chunk_output, wy_fast), whose problems are made by
-// `problem(NC, HV, BT, K, V, Kg, cores)` and tiled by their ComputeTiling (found as CoreUnits is).
+// A chunk op's problem `p` of 5 chunks x 3 heads on `cores` cores: tiled (by its ComputeTiling, found
+// as CoreUnits is), 15 units over min(cores, 15) cores, covered, the workspace a slice per core;
+// `check_buffers(t, p)`.
+template <typename Tiling, typename Problem, typename CheckBuffers>
+void CheckTiled(const Problem& p, uint32_t cores, CheckBuffers check_buffers) {
+    Tiling t;
+    const char* err = nullptr;
+    CHECK(ComputeTiling(p, &t, &err) == 0);
+    CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
+    CheckCover(t);
+    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
+    check_buffers(t, p);
+}
 
-// 5 chunks x 3 heads at every chunk size, head dims 16 to 256 for K and V, Kg 1 (GDN) or K (KDA),
-// 1, 3 and 16 cores: tiled, 15 units over min(cores, 15) cores, covered; `check_buffers(t, p)`.
+// The chunk kernels (chunk_output, wy_fast), whose problems are made by
+// `problem(NC, HV, BT, K, V, Kg, cores)`: CheckTiled at every chunk size, head dims 16 to 256 for K
+// and V, Kg 1 (GDN) or K (KDA), 1, 3 and 16 cores.
 template <typename Tiling, typename MakeProblem, typename CheckBuffers>
 void CheckChunkShapes(MakeProblem problem, CheckBuffers check_buffers) {
     const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 64, 128, 256};
@@ -110,15 +122,8 @@ void CheckChunkShapes(MakeProblem problem, CheckBuffers check_buffers) {
         for (uint32_t K : dims)
             for (uint32_t V : dims)
                 for (uint32_t Kg : {1u, K})
-                    for (uint32_t cores : {1u, 3u, 16u}) {
-                        const auto p = problem(5, 3, BT, K, V, Kg, cores);
-                        Tiling t;
-                        const char* err = nullptr;
-                        CHECK(ComputeTiling(p, &t, &err) == 0);
-                        CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
-                        CheckCover(t);
-                        check_buffers(t, p);
-                    }
+                    for (uint32_t cores : {1u, 3u, 16u})
+                        CheckTiled<Tiling>(problem(5, 3, BT, K, V, Kg, cores), cores, check_buffers);
 }
 
 // What both refuse: float32 Cube inputs (with the reason), a chunk size over 64, head dims not
