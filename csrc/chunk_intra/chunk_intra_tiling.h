@@ -79,6 +79,11 @@ struct ChunkIntraTiling {
 // GM workspace the kernel uses: one slice of two operand and two result slots per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
 
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraTiling* tiling);
+
 // elem_bytes: of q, k.
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool fp16 = false;    // T is float16 (else bfloat16)
@@ -96,10 +101,6 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 // facts and the types by the dtypes of q and aqk. nullptr, or the message of the first defect
 // (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraProblem* p);
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): ProblemFromShapes, then ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraTiling* tiling);
 
 // The AIV sub-block that owns block row I (both operand forming and output): equal operand rows
 // for BT 64 ({0, 3} / {1, 2}), 48 / 64 for BT 32, everything on sub-block 0 for BT 16.

@@ -63,6 +63,11 @@ struct ChunkOutputTiling {
 // GM workspace the kernel uses: one slice of two slots per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
 
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputTiling* tiling);
+
 // elem_bytes: of q, Aqk, v_new.
 struct ChunkOutputProblem : chunk_tiling::HeadsProblem {};
 
@@ -76,10 +81,6 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
 // K and V multiples of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch facts.
 // nullptr, or the message of the first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputProblem* p);
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): ProblemFromShapes, then ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputTiling* tiling);
 
 }  // namespace chunk_output
 }  // namespace fla_npu

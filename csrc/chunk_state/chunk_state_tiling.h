@@ -82,6 +82,11 @@ struct ChunkStateTiling {
 // GM workspace the kernel uses: one slice per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
 
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling);
+
 // elem_bytes: of w, kg (the Cube type); N sequences.
 struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     uint32_t N = 0;
@@ -99,10 +104,6 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 // device's launch facts, h and v_new float32 or not by their dtypes. nullptr, or the message of the
 // first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): ProblemFromShapes, then ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling);
 
 }  // namespace chunk_state
 }  // namespace fla_npu

@@ -68,6 +68,11 @@ struct SolveTrilTiling {
 // GM workspace the kernel uses: one slice of two slots per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
 
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilTiling* tiling);
+
 struct SolveTrilProblem : chunk_tiling::ChunkProblem {
     uint32_t in_bytes = 4;  // of L: float32 only
     uint32_t out_kind = kOutFloat32;
@@ -83,10 +88,6 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
 // device's launch facts and the types by the dtypes of l and akk. nullptr, or the message of the
 // first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilProblem* p);
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): ProblemFromShapes, then ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilTiling* tiling);
 
 }  // namespace solve_tril
 }  // namespace fla_npu

@@ -54,6 +54,11 @@ struct WyFastTiling {
 // GM workspace the kernel uses: one slice of two slots per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
 
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, WyFastTiling* tiling);
+
 // elem_bytes: of k, v, Akk.
 struct WyFastProblem : chunk_tiling::HeadsProblem {};
 
@@ -67,10 +72,6 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err);
 // up to 256, NC and HV fit 31 bits), then *p with the device's launch facts. nullptr, or the message
 // of the first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, WyFastProblem* p);
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): ProblemFromShapes, then ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, WyFastTiling* tiling);
 
 }  // namespace wy_fast
 }  // namespace fla_npu
