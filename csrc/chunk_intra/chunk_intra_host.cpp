@@ -1,8 +1,6 @@
 // Checks and tiling of the intra-chunk kernel's C entry point (flaNpuChunkIntra,
 // include/fla_npu/kernels.h). The entry points around them (two phases, the simulated launch or the
 // aclnn forwarding) are generated from chunk_intra.op.py by csrc/tools/gen_op_entry.py.
-#include <string>
-
 #include "../common/api_common.h"
 #include "chunk_intra_entry.h"
 
@@ -11,20 +9,17 @@ namespace chunk_intra {
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* beta, const FlaNpuTensor* g,
                     const FlaNpuTensor* aqk, const FlaNpuTensor* l, EntryCall* call) {
-    const FlaNpuTensor* const* t = call->t;  // q, k, beta, g, aqk, l
-    if (!CheckAllPresent(kEntry, kTensorNames, t, kTensors)) return FLA_NPU_ERR_INVALID_ARGUMENT;
-    // The descriptors' dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
-    // package's hook.
-    if (q->dtype != FLA_NPU_FLOAT16 && q->dtype != FLA_NPU_BFLOAT16 && q->dtype != FLA_NPU_FLOAT32)
-        return InvalidArgument(kEntry, std::string("`q` must be float16, bfloat16 or float32, got ") + DtypeName(q->dtype));
+    // The tensors given and the descriptors' dtypes here; strides, shapes and the tiling:
+    // TilingFromShapes, the operator package's hook.
+    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors) ||
+        !CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32}))
+        return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (k->dtype != q->dtype) return InvalidArgument(kEntry, "`q` and `k` must have one dtype");
     if (beta->dtype != FLA_NPU_FLOAT32 || g->dtype != FLA_NPU_FLOAT32)
         return InvalidArgument(kEntry, "`beta` and `g` must be float32");
     if (aqk->dtype != l->dtype || (aqk->dtype != FLA_NPU_FLOAT32 && aqk->dtype != q->dtype))
         return InvalidArgument(kEntry, "`aqk` and `l` must have one dtype, float32 or the dtype of `q`");
-    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors, [call](const ShapeArg* a, const DeviceFacts& dev) {
-        return TilingFromShapes(a, dev, &call->tiling);
-    });
+    return TileCall(kEntry, kTensorNames, kTensors, call);
 }
 
 }  // namespace chunk_intra

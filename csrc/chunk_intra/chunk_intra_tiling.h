@@ -49,8 +49,6 @@ namespace chunk_intra {
 
 using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
-constexpr uint32_t kMaxHeadDim = 256;
-using soc::kL0abBytes;  // L0A / L0B on every SoC
 // Largest |G_r - G_j| (log2) inside a diagonal block that still goes through the Cube: bf16 keeps
 // fp32's exponent range (decay.py's safe_span for fp32); fp16 tops out at 2^16, so its factors stay
 // within 2^+-8 (an operand overflows only for an input of magnitude >= 256; below 2^-14 it loses
@@ -78,42 +76,31 @@ struct ChunkIntraTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
-struct ChunkIntraProblem : chunk_tiling::ChunkProblem {
-    uint32_t K = 128, Kg = 128;
-    uint32_t elem_bytes = 2;  // of q, k
-    bool fp16 = false;        // T is float16 (else bfloat16)
-    bool out_f32 = true;      // Aqk and L in float32 (else T)
+// GM workspace the kernel uses: one slice of two operand and two result slots per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraTiling* tiling);
+
+// elem_bytes: of q, k.
+struct ChunkIntraProblem : chunk_tiling::KeysProblem {
+    bool fp16 = false;    // T is float16 (else bfloat16)
+    bool out_f32 = true;  // Aqk and L in float32 (else T)
     uint32_t l1_bytes = soc::kA2.l1Bytes;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err);
 
-// GM workspace the kernel uses: one slice of two operand and two result slots per launched AI core.
-inline uint64_t UserWorkspaceBytes(const ChunkIntraTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
-
-// The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp, which also
-// checks dtypes and strides, and the operator package's tiling, TilingFromShapes below). Each step
-// returns nullptr or a message (static, without the op's name); call them in the order declared.
-class ChunkIntraArgs {
-  public:
-    const char* SetRanks(int32_t q, int32_t k, int32_t beta, int32_t g, int32_t aqk, int32_t l);
-    // q, k [NC, HV, BT, K], beta [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and l [NC, HV, BT, BT].
-    const char* SetShapes(const int64_t* q, const int64_t* k, const int64_t* beta, const int64_t* g, const int64_t* aqk,
-                          const int64_t* l);
-    const char* CheckSizes() const;  // BT 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits
-    ChunkIntraProblem Problem(uint32_t elem_bytes, bool fp16, bool out_f32, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
-                              uint32_t l0c_bytes) const;
-
-  private:
-    int64_t q_[4] = {0, 0, 0, 0};
-    int64_t Kg_ = 0;
-};
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): the checks above on the call's shapes, in the C entry point's order, then
-// ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraTiling* tiling);
+// The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp checks
+// dtypes and strides, then runs TilingFromShapes): on the call's tensors (q, k [NC, HV, BT, K], beta
+// [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and l [NC, HV, BT, BT]) their ranks, shapes and sizes (BT
+// 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch
+// facts and the types by the dtypes of q and aqk. nullptr, or the message of the first defect
+// (static, without the op's name).
+const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraProblem* p);
 
 // The AIV sub-block that owns block row I (both operand forming and output): equal operand rows
 // for BT 64 ({0, 3} / {1, 2}), 48 / 64 for BT 32, everything on sub-block 0 for BT 16.

@@ -41,8 +41,6 @@ namespace chunk_output {
 
 using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
-constexpr uint32_t kMaxHeadDim = 256;
-using soc::kL0abBytes;                     // L0A / L0B on every SoC
 constexpr uint32_t kVecPieceElems = 8192;  // fp32 elements of one S piece on an AIV (32 KB)
 
 // Passed by value to the kernel (POD; identical layout on host and device).
@@ -62,40 +60,27 @@ struct ChunkOutputTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputTiling* tiling);
+
 // elem_bytes: of q, Aqk, v_new.
 struct ChunkOutputProblem : chunk_tiling::HeadsProblem {};
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char** err);
 
-// GM workspace the kernel uses: one slice of two slots per launched AI core.
-inline uint64_t UserWorkspaceBytes(const ChunkOutputTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
-
-// The argument checks that depend only on shapes, shared by the op's two front ends: the C entry
-// point (chunk_output_host.cpp, which also checks dtypes and strides) and the operator package's
-// tiling (TilingFromShapes below). Each step returns nullptr or a message (static, without the op's
-// name); call them in the order declared so that both front ends report the first defect alike.
-class ChunkOutputArgs {
-  public:
-    const char* SetRanks(int32_t q, int32_t e_row, int32_t s, int32_t aqk, int32_t v_new, int32_t out);  // all 4
-    // q [NC, HV, BT, K], e_row [NC, HV, BT, 1 or K], s [NC, HV, K, V], aqk [NC, HV, BT, BT],
-    // v_new [NC, HV, BT, V], out the shape of v_new.
-    const char* SetShapes(const int64_t* q, const int64_t* e_row, const int64_t* s, const int64_t* aqk, const int64_t* v_new,
-                          const int64_t* out);
-    const char* CheckSizes() const;  // BT 16/32/64, K and V multiples of 16 up to 256, NC and HV fit 31 bits
-    // The problem for ComputeTiling, with the launch facts of the caller's device.
-    ChunkOutputProblem Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
-                               uint32_t l0c_bytes) const;
-
-  private:
-    int64_t q_[4] = {0, 0, 0, 0};
-    int64_t V_ = 0, Kg_ = 0;
-};
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): the checks above on the call's shapes, in the C entry point's order, then
-// ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputTiling* tiling);
+// The argument checks that depend only on shapes, shared by the op's two front ends (the C entry
+// point chunk_output_host.cpp checks dtypes and strides, then runs TilingFromShapes): on the call's
+// tensors (q [NC, HV, BT, K], e_row [NC, HV, BT, 1 or K], s [NC, HV, K, V], aqk [NC, HV, BT, BT],
+// v_new [NC, HV, BT, V], out the shape of v_new) their ranks (all 4), shapes and sizes (BT 16/32/64,
+// K and V multiples of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch facts.
+// nullptr, or the message of the first defect (static, without the op's name).
+const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputProblem* p);
 
 }  // namespace chunk_output
 }  // namespace fla_npu

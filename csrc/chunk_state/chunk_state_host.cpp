@@ -9,14 +9,13 @@ namespace chunk_state {
 
 namespace {
 int Invalid(const char* msg) { return InvalidArgument(kEntry, msg); }
-bool Is16(int32_t d) { return d == FLA_NPU_FLOAT16 || d == FLA_NPU_BFLOAT16; }
 }  // namespace
 
 int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTensor* kg, const FlaNpuTensor* e_last,
                     const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* h, const FlaNpuTensor* v_new,
                     const FlaNpuTensor* final, int32_t state_v_first, EntryCall* call) {
-    const FlaNpuTensor* const* t = call->t;  // w, u, kg, e_last, chunk_offsets, h0 (optional), h, v_new, final
-    if (!CheckAllPresent(kEntry, kTensorNames, t, kTensors, /*optional=*/5)) return FLA_NPU_ERR_INVALID_ARGUMENT;
+    // w, u, kg, e_last, chunk_offsets, h0 (optional), h, v_new, final
+    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors, /*optional=*/5)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
     // The descriptors' dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook.
@@ -24,8 +23,7 @@ int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTe
         return Invalid(
             "float32 `w` and `kg` are not supported: the Cube reads them as float16 or bfloat16 (its transposing "
             "load of kg exists for 2-byte types only); round them once to the Cube dtype");
-    if (!Is16(w->dtype))
-        return InvalidArgument(kEntry, std::string("`w` must be float16 or bfloat16, got ") + DtypeName(w->dtype));
+    if (!CheckDtype(kEntry, "w", w, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (kg->dtype != w->dtype) return Invalid("`w` and `kg` must have one dtype");
     for (const FlaNpuTensor* x : {u, e_last, final})
         if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`u`, `e_last` and `final` must be float32");
@@ -34,10 +32,7 @@ int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTe
     for (const FlaNpuTensor* x : {h, v_new})
         if (x->dtype != FLA_NPU_FLOAT32 && x->dtype != w->dtype)
             return Invalid("`h` and `v_new` must be float32 or the dtype of `w`");
-    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors,
-                               [call, state_v_first](const ShapeArg* a, const DeviceFacts& dev) {
-                                   return TilingFromShapes(a, state_v_first, dev, &call->tiling);
-                               });
+    return TileCall(kEntry, kTensorNames, kTensors, call, state_v_first);
 }
 
 }  // namespace chunk_state

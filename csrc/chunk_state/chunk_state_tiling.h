@@ -54,9 +54,7 @@ namespace chunk_state {
 
 using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
-constexpr uint32_t kMaxHeadDim = 256;
 constexpr uint32_t kMaxVBlock = 128;  // widest V block: WholeReduceSum / Brcb repeat counts stay below 256
-using soc::kL0abBytes;
 
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkStateTiling {
@@ -81,6 +79,14 @@ struct ChunkStateTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling);
+
 // elem_bytes: of w, kg (the Cube type); N sequences.
 struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     uint32_t N = 0;
@@ -91,35 +97,13 @@ struct ChunkStateProblem : chunk_tiling::HeadsProblem {
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** err);
 
-// GM workspace the kernel uses: one slice per launched AI core.
-inline uint64_t UserWorkspaceBytes(const ChunkStateTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
-
-// The shape checks of the op's front ends (the C entry point chunk_state_host.cpp adds dtypes and
-// strides; the operator package's tiling is TilingFromShapes below). Each step returns nullptr or a message (static, without the
-// op's name).
-class ChunkStateArgs {
-  public:
-    // Ranks: w, u, kg, h, v_new 4-D; e_last 3-D; chunk_offsets 1-D; h0 (-1: absent), final 4-D.
-    const char* SetRanks(int32_t w, int32_t u, int32_t kg, int32_t e_last, int32_t chunk_offsets, int32_t h0, int32_t h,
-                         int32_t v_new, int32_t final_state);
-    // h0 may be nullptr (absent).
-    const char* SetShapes(const int64_t* w, const int64_t* u, const int64_t* kg, const int64_t* e_last,
-                          const int64_t* chunk_offsets, const int64_t* h0, const int64_t* h, const int64_t* v_new,
-                          const int64_t* final_state, bool state_v_first);
-    const char* CheckSizes() const;  // BT 16/32/64, K and V multiples of 16 up to 256, counts fit 31 bits
-    ChunkStateProblem Problem(uint32_t elem_bytes, bool h_f32, bool v_new_f32, uint32_t core_num, uint32_t ub_bytes,
-                              uint32_t l0c_bytes) const;
-
-  private:
-    int64_t w_[4] = {0, 0, 0, 0};
-    int64_t V_ = 0, Kg_ = 0, N_ = 0;
-    bool has_h0_ = false, v_first_ = false;
-};
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): the checks above on the call's shapes, in the C entry point's order, then
-// ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling);
+// The shape checks of the op's front ends (the C entry point chunk_state_host.cpp checks dtypes and
+// strides, then runs TilingFromShapes): state_v_first 0 or 1; the ranks of the call's tensors (w, u,
+// kg, h, v_new, final 4-D, e_last 3-D, chunk_offsets 1-D, h0 absent (ndim -1) or 4-D), their shapes
+// and sizes (BT 16/32/64, K and V multiples of 16 up to 256, counts fit 31 bits); then *p with the
+// device's launch facts, h and v_new float32 or not by their dtypes. nullptr, or the message of the
+// first defect (static, without the op's name).
+const char* ProblemFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
 
 }  // namespace chunk_state
 }  // namespace fla_npu

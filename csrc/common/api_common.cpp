@@ -74,6 +74,19 @@ const char* DtypeName(int32_t dtype) {
     }
 }
 
+bool CheckDtype(const char* op, const char* name, const FlaNpuTensor* t, std::initializer_list<int32_t> dtypes) {
+    std::string allowed;
+    size_t i = 0;
+    for (int32_t d : dtypes) {
+        if (d == t->dtype) return true;
+        allowed += i == 0 ? "" : i + 1 == dtypes.size() ? " or " : ", ";
+        allowed += DtypeName(d);
+        ++i;
+    }
+    InvalidArgument(op, std::string("`") + name + "` must be " + allowed + ", got " + DtypeName(t->dtype));
+    return false;
+}
+
 bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n, int optional) {
     for (int i = 0; i < n; ++i)
         if (!(i == optional && t[i] == nullptr) && !CheckPresent(op, names[i], t[i])) return false;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -45,6 +46,19 @@ bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTenso
 int CheckStridesAndTile(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n,
                         const std::function<const char*(const ShapeArg*, const DeviceFacts&)>& hook);
 const char* DtypeName(int32_t dtype);
+// Refuses a tensor whose dtype is none of `dtypes`: "<op>: `<name>` must be A, B or C, got D" (the
+// dtypes named in the order given). Returns false after SetError(FLA_NPU_ERR_INVALID_ARGUMENT, ...).
+bool CheckDtype(const char* op, const char* name, const FlaNpuTensor* t, std::initializer_list<int32_t> dtypes);
+
+// The end of the C entry point of an op whose checks are its tiling hook's: CheckStridesAndTile on
+// the call's `n` tensors (named `names`) with the op's TilingFromShapes (found through the namespace
+// of the call's tiling) on the op's attributes `attrs`, which sets call->tiling.
+template <typename Call, typename... Attrs>
+int TileCall(const char* op, const char* const* names, int n, Call* call, Attrs... attrs) {
+    return CheckStridesAndTile(op, names, call->t, n, [call, attrs...](const ShapeArg* a, const DeviceFacts& dev) {
+        return TilingFromShapes(a, attrs..., dev, &call->tiling);
+    });
+}
 
 // Opening of every `<op>GetWorkspaceSize`: clears the error, refuses null out-pointers and zeroes
 // them. Returns false after SetError(FLA_NPU_ERR_INVALID_ARGUMENT, "<op>: ...").

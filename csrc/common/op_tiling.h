@@ -14,6 +14,18 @@ namespace fla_npu {
 struct ShapeArg;  // common/shape_args.h: one tensor of a call, as the hook sees it
 struct DeviceFacts;
 
+// The opening of every ComputeTiling: *t all zeros (what the tiling leaves unset reads as 0) and
+// *err "" (static, as every message is).
+template <typename Tiling>
+void BeginTiling(Tiling* t, const char** err) {
+    static const char* kOk = "";
+    *err = kOk;
+    *t = Tiling{};
+}
+
+// Bytes rounded up to whole 32-byte UB blocks (every tiling's sum of UB buffers).
+inline uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
+
 // A tiling's refusal: *err = `message` (static), and the tilings' error code.
 inline int Refuse(const char** err, const char* message) {
     *err = message;

@@ -22,8 +22,7 @@ int ValidateAndTile(const FlaNpuTensor* g, const FlaNpuTensor* a_log, const FlaN
     GateCumsumArgs checked;
     const char* bad = nullptr;
     if ((bad = checked.SetG(g->ndim, g->shape))) return Invalid(bad);
-    if (g->dtype != FLA_NPU_FLOAT32 && g->dtype != FLA_NPU_FLOAT16 && g->dtype != FLA_NPU_BFLOAT16)
-        return Invalid(std::string("`g` must be float32, float16 or bfloat16, got ") + DtypeName(g->dtype));
+    if (!CheckDtype(kEntry, "g", g, {FLA_NPU_FLOAT32, FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (!CheckContiguous(kEntry, "g", g)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (out->dtype != FLA_NPU_FLOAT32) return Invalid("`out` must be float32");
     if ((bad = checked.CheckOut(out->ndim, out->shape))) return Invalid(bad);

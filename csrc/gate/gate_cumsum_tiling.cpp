@@ -26,9 +26,7 @@ uint32_t UbBytesNeeded(const GateCumsumProblem& p, uint32_t max_pitch) {
 }
 
 int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** err) {
-    static const char* kOk = "";
-    *err = kOk;
-    std::memset(t, 0, sizeof(*t));
+    BeginTiling(t, err);
     if (p.H == 0 || p.D == 0) return Refuse(err, "H and D must be positive");
     if (p.chunk_size == 0 || (p.chunk_size & (p.chunk_size - 1)) || p.chunk_size > kMaxChunk)
         return Refuse(err, "chunk_size must be a power of two <= 128");

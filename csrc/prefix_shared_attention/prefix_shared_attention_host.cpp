@@ -23,8 +23,7 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
     PsaArgs checked;
     const char* bad = nullptr;
     if ((bad = checked.SetRanks(q->ndim, k->ndim, v->ndim))) return Invalid(bad);
-    if (q->dtype != FLA_NPU_FLOAT16 && q->dtype != FLA_NPU_BFLOAT16)
-        return Invalid(std::string("`q` must be float16 or bfloat16, got ") + DtypeName(q->dtype));
+    if (!CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (k->dtype != q->dtype || v->dtype != q->dtype || out->dtype != q->dtype)
         return Invalid("`q`, `k`, `v` and `out` must have one dtype");
     if ((bad = checked.SetShapes(q->shape, k->shape, v->shape, out->ndim, out->shape))) return Invalid(bad);

@@ -7,10 +7,6 @@
 namespace fla_npu {
 namespace psa {
 
-namespace {
-uint64_t Pad32(uint64_t x) { return (x + 31) / 32 * 32; }
-}  // namespace
-
 uint32_t UbBytesNeeded(uint32_t D, uint32_t elem_bytes) {
     const uint64_t R = kRowsPerAiv, N = kBlockN;
     uint64_t total = Pad32(R * N * 4)             // S tile (fp32), VECIN queue
@@ -31,9 +27,7 @@ uint32_t UbBytesNeeded(uint32_t D, uint32_t elem_bytes) {
 }
 
 int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
-    static const char* kOk = "";
-    *err = kOk;
-    std::memset(t, 0, sizeof(*t));
+    BeginTiling(t, err);
     if (p.D != 64 && p.D != 128) return Refuse(err, "D must be 64 or 128");
     if (p.elem_bytes != 2) return Refuse(err, "inputs must be 2-byte (fp16 / bf16)");
     if (p.G == 0 || p.len_q == 0 || p.len_kv == 0) return Refuse(err, "G, len_q and len_kv must be positive");

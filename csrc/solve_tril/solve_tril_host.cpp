@@ -10,18 +10,15 @@ namespace fla_npu {
 namespace solve_tril {
 
 int ValidateAndTile(const FlaNpuTensor* l, const FlaNpuTensor* akk, EntryCall* call) {
-    const FlaNpuTensor* const* t = call->t;  // l, akk
-    if (!CheckAllPresent(kEntry, kTensorNames, t, kTensors)) return FLA_NPU_ERR_INVALID_ARGUMENT;
+    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     // The descriptors' dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook.
     if (l->dtype != FLA_NPU_FLOAT32)
         return InvalidArgument(kEntry,
                                std::string("`l` must be float32 (the Cube reads it as it is), got ") + DtypeName(l->dtype));
-    if (akk->dtype != FLA_NPU_FLOAT32 && akk->dtype != FLA_NPU_FLOAT16 && akk->dtype != FLA_NPU_BFLOAT16)
-        return InvalidArgument(kEntry, std::string("`akk` must be float32, float16 or bfloat16, got ") + DtypeName(akk->dtype));
-    return CheckStridesAndTile(kEntry, kTensorNames, t, kTensors, [call](const ShapeArg* a, const DeviceFacts& dev) {
-        return TilingFromShapes(a, dev, &call->tiling);
-    });
+    if (!CheckDtype(kEntry, "akk", akk, {FLA_NPU_FLOAT32, FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16}))
+        return FLA_NPU_ERR_INVALID_ARGUMENT;
+    return TileCall(kEntry, kTensorNames, kTensors, call);
 }
 
 }  // namespace solve_tril

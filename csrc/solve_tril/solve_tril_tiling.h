@@ -45,7 +45,6 @@ using core_split::CoreUnits;  // first unit and unit count of a core (common/cor
 
 constexpr uint32_t kBlock = 16;  // side of a diagonal block
 constexpr uint32_t kBlockElems = kBlock * kBlock;
-using soc::kL0abBytes;  // L0A / L0B on every SoC
 
 // Output element types (SolveTrilTiling::out_kind).
 constexpr uint32_t kOutFloat32 = 0, kOutFloat16 = 1, kOutBfloat16 = 2;
@@ -66,6 +65,14 @@ struct SolveTrilTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilTiling* tiling);
+
 struct SolveTrilProblem : chunk_tiling::ChunkProblem {
     uint32_t in_bytes = 4;  // of L: float32 only
     uint32_t out_kind = kOutFloat32;
@@ -75,28 +82,12 @@ struct SolveTrilProblem : chunk_tiling::ChunkProblem {
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** err);
 
-// GM workspace the kernel uses: one slice of two slots per launched AI core.
-inline uint64_t UserWorkspaceBytes(const SolveTrilTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
-
-// The shape checks shared by the op's front ends (the C entry point solve_tril_host.cpp, which also
-// checks dtypes and strides, and the operator package's tiling, TilingFromShapes below). Each
-// returns nullptr or a message (static, without the op's name); call them in the order declared.
-class SolveTrilArgs {
-  public:
-    const char* SetRanks(int32_t l, int32_t akk);
-    const char* SetShapes(const int64_t* l, const int64_t* akk);
-    const char* CheckSizes() const;  // BT 16/32/64, NC and HV fit 31 bits
-    SolveTrilProblem Problem(uint32_t in_bytes, uint32_t out_kind, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes,
-                             uint32_t l0c_bytes) const;
-
-  private:
-    int64_t l_[4] = {0, 0, 0, 0};
-};
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): the checks above on the call's shapes, in the C entry point's order, then
-// ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilTiling* tiling);
+// The shape checks shared by the op's front ends (the C entry point solve_tril_host.cpp checks
+// dtypes and strides, then runs TilingFromShapes): on the call's tensors (l [NC, HV, BT, BT], akk
+// its shape) their ranks, shapes and sizes (BT 16/32/64, NC and HV fit 31 bits), then *p with the
+// device's launch facts and the types by the dtypes of l and akk. nullptr, or the message of the
+// first defect (static, without the op's name).
+const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTrilProblem* p);
 
 }  // namespace solve_tril
 }  // namespace fla_npu

@@ -36,9 +36,6 @@ namespace wy_fast {
 
 using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
-constexpr uint32_t kMaxHeadDim = 256;
-using soc::kL0abBytes;  // L0A / L0B on every SoC
-
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct WyFastTiling {
     uint32_t NC, HV, BT, K, V, Kg;
@@ -54,36 +51,27 @@ struct WyFastTiling {
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
+// GM workspace the kernel uses: one slice of two slots per launched AI core.
+using chunk_tiling::UserWorkspaceBytes;
+
+// The operator package's tiling of one call (called by the op_host file generated from the op's
+// descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
+// defect.
+const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, WyFastTiling* tiling);
+
 // elem_bytes: of k, v, Akk.
 struct WyFastProblem : chunk_tiling::HeadsProblem {};
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err);
 
-// GM workspace the kernel uses: one slice of two slots per launched AI core.
-inline uint64_t UserWorkspaceBytes(const WyFastTiling& t) { return uint64_t(t.block_dim) * t.ws_bytes_per_core; }
-
-// The shape checks shared by the op's two front ends (the C entry point wy_fast_host.cpp, which
-// also checks dtypes and strides, and the operator package's tiling). Each step returns nullptr or
-// a message (static, without the op's name); call them in the order declared.
-class WyFastArgs {
-  public:
-    const char* SetRanks(int32_t k, int32_t v, int32_t beta, int32_t akk, int32_t e_row, int32_t e_tail, int32_t w, int32_t u,
-                         int32_t kg);
-    const char* SetShapes(const int64_t* k, const int64_t* v, const int64_t* beta, const int64_t* akk, const int64_t* e_row,
-                          const int64_t* e_tail, const int64_t* w, const int64_t* u, const int64_t* kg);
-    const char* CheckSizes() const;  // BT 16/32/64, K and V multiples of 16 up to 256, NC and HV fit 31 bits
-    WyFastProblem Problem(uint32_t elem_bytes, bool cube_fp32, uint32_t core_num, uint32_t ub_bytes, uint32_t l0c_bytes) const;
-
-  private:
-    int64_t k_[4] = {0, 0, 0, 0};
-    int64_t V_ = 0, Kg_ = 0;
-};
-
-// The operator package's tiling of one call (called by the op_host file generated from the op's
-// descriptor): the checks above on the call's shapes, in the C entry point's order, then
-// ComputeTiling. nullptr, or the message of the first defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, WyFastTiling* tiling);
+// The shape checks shared by the op's two front ends (the C entry point wy_fast_host.cpp checks
+// dtypes and strides, then runs TilingFromShapes): on the call's tensors (k [NC, HV, BT, K], v [NC,
+// HV, BT, V], beta [NC, HV, BT], akk [NC, HV, BT, BT], e_row and e_tail [NC, HV, BT, 1 or K], w and
+// kg the shape of k, u that of v) their ranks, shapes and sizes (BT 16/32/64, K and V multiples of 16
+// up to 256, NC and HV fit 31 bits), then *p with the device's launch facts. nullptr, or the message
+// of the first defect (static, without the op's name).
+const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, WyFastProblem* p);
 
 }  // namespace wy_fast
 }  // namespace fla_npu

@@ -29,10 +29,9 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
     CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == (kda ? 512 * t.nb : 2 * t.BT * t.BT));
     CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * t.elem_bytes + 2 * t.ws_res_elems * 4);
     CHECK((2ull * t.ws_op_elems * t.elem_bytes) % 32 == 0);  // the result slots start 32-byte aligned
-    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
     CHECK(t.piece_elems >= 16 * t.K && t.piece_elems >= 16 * t.BT);
     CHECK(t.ub_bytes_used <= p.ub_bytes);
-    CHECK(t.l1_bytes_used <= soc::kA2.l1Bytes && t.l0a_bytes_used <= kL0abBytes && t.l0b_bytes_used <= kL0abBytes &&
+    CHECK(t.l1_bytes_used <= soc::kA2.l1Bytes && t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes &&
           t.l0c_bytes_used <= p.l0c_bytes);
     CHECK(t.safe_span == (p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16) && t.out_f32 == (p.out_f32 ? 1u : 0u));
 }
@@ -47,12 +46,7 @@ static void TestShapes() {
                         ChunkIntraProblem p = Problem(5, 3, BT, K, Kg, cores);
                         p.fp16 = fp16;
                         p.out_f32 = !fp16;
-                        ChunkIntraTiling t;
-                        const char* err = nullptr;
-                        CHECK(ComputeTiling(p, &t, &err) == 0);
-                        CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
-                        tiling_test::CheckCover(t);
-                        CheckBuffers(t, p);
+                        tiling_test::CheckTiled<ChunkIntraTiling>(p, cores, CheckBuffers);
                     }
     // The production head (BT 64, K 128, KDA): 288 operand rows per slot.
     ChunkIntraTiling t;
@@ -91,23 +85,27 @@ static void TestRefusals() {
 }
 
 static void TestArgs() {
-    const int64_t q[] = {3, 2, 64, 128}, b[] = {3, 2, 64}, g1[] = {3, 2, 64, 1}, gk[] = {3, 2, 64, 128}, a[] = {3, 2, 64, 64};
-    ChunkIntraArgs args;
-    CHECK(args.SetRanks(4, 4, 3, 4, 4, 3) != nullptr);
-    CHECK(args.SetRanks(4, 4, 3, 4, 4, 4) == nullptr);
-    CHECK(args.SetShapes(q, q, b, g1, a, a) == nullptr && args.CheckSizes() == nullptr);
-    ChunkIntraProblem p = args.Problem(2, true, false, true, 8, 100000, 131072);
+    using tiling_test::Arg;
+    using tiling_test::Names;
+    const auto q = Arg({3, 2, 64, 128}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), g1 = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
+               gk = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), a32 = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
+    const auto dev = tiling_test::Device(8, 100000, 131072);
+    ChunkIntraProblem p;
+    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
+    CHECK(check({q, q, b, g1, a, Arg({3, 2, 64})}) != nullptr);
+    CHECK(check({q, q, b, g1, a, a}) == nullptr);
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.out_f32);
-    CHECK(args.SetShapes(q, q, b, gk, a, a) == nullptr && args.Problem(2, false, true, true, 8, 0, 0).Kg == 128);
-    const int64_t badK[] = {3, 2, 64, 64}, badB[] = {3, 2, 32}, badG[] = {3, 2, 64, 7}, badA[] = {3, 2, 64, 32},
-                  badHead[] = {3, 1, 64, 128};
-    CHECK(std::strstr(args.SetShapes(q, badK, b, g1, a, a), "`k`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, q, badB, g1, a, a), "`beta`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, q, b, badG, a, a), "`g`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, q, b, g1, a, badA), "`aqk` and `l`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, badHead, b, g1, a, a), "[NC, HV]") != nullptr);
-    const int64_t q48[] = {3, 2, 48, 128}, b48[] = {3, 2, 48}, g48[] = {3, 2, 48, 1}, a48[] = {3, 2, 48, 48};
-    CHECK(args.SetShapes(q48, q48, b48, g48, a48, a48) == nullptr && std::strstr(args.CheckSizes(), "BT") != nullptr);
+    const auto qb = Arg({3, 2, 64, 128}, FLA_NPU_BFLOAT16);
+    CHECK(check({qb, qb, b, gk, a32, a32}) == nullptr && p.Kg == 128 && !p.fp16 && p.out_f32);
+    const auto badK = Arg({3, 2, 64, 64}), badB = Arg({3, 2, 32}), badG = Arg({3, 2, 64, 7}), badA = Arg({3, 2, 64, 32}),
+               badHead = Arg({3, 1, 64, 128});
+    CHECK(Names(check({q, badK, b, g1, a, a}), "`k`"));
+    CHECK(Names(check({q, q, badB, g1, a, a}), "`beta`"));
+    CHECK(Names(check({q, q, b, badG, a, a}), "`g`"));
+    CHECK(Names(check({q, q, b, g1, a, badA}), "`aqk` and `l`"));
+    CHECK(Names(check({q, badHead, b, g1, a, a}), "[NC, HV]"));
+    const auto q48 = Arg({3, 2, 48, 128}), b48 = Arg({3, 2, 48}), g48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48});
+    CHECK(Names(check({q48, q48, b48, g48, a48, a48}), "BT"));
 }
 
 int main() {

@@ -7,6 +7,7 @@
 #include "chunk_output_tiling.h"
 
 using namespace fla_npu::chunk_output;
+namespace soc = fla_npu::soc;
 
 // Problem(NC, HV, BT, K, V, Kg, cores)
 static const auto Problem = tiling_test::HeadsProblem<ChunkOutputProblem>;
@@ -19,10 +20,9 @@ static void CheckBuffers(const ChunkOutputTiling& t, const ChunkOutputProblem& p
     CHECK((t.rows_per_aiv * t.Kg * 4) % 32 == 0 && (t.rows_per_aiv * t.K * 2) % 32 == 0 && (t.s_piece_rows * t.V * 2) % 32 == 0);
     CHECK(t.ub_bytes_used <= p.ub_bytes);
     CHECK(t.v_tile % 16 == 0 && t.v_tile >= 16 && t.v_tile <= t.V);
-    CHECK(t.l0a_bytes_used <= kL0abBytes && t.l0b_bytes_used <= kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
+    CHECK(t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
     CHECK(t.l1_bytes_used <= 512u * 1024);
     CHECK(t.ws_slot_elems == t.BT * t.K + t.K * t.V && t.ws_bytes_per_core == 2 * t.ws_slot_elems * t.elem_bytes);
-    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
 }
 
 static void TestShapes() {
@@ -39,24 +39,27 @@ static void TestShapes() {
 static void TestRefusals() { tiling_test::CheckChunkRefusals<ChunkOutputTiling>(Problem); }
 
 static void TestArgs() {
-    const int64_t q[] = {3, 2, 64, 128}, e[] = {3, 2, 64, 1}, ek[] = {3, 2, 64, 128}, s[] = {3, 2, 128, 64}, a[] = {3, 2, 64, 64},
-                  v[] = {3, 2, 64, 64};
-    ChunkOutputArgs args;
-    CHECK(args.SetRanks(4, 4, 4, 4, 4, 3) != nullptr);
-    CHECK(args.SetRanks(4, 4, 4, 4, 4, 4) == nullptr);
-    CHECK(args.SetShapes(q, e, s, a, v, v) == nullptr && args.CheckSizes() == nullptr);
-    ChunkOutputProblem p = args.Problem(2, true, 8, 100000, 131072);
+    using tiling_test::Arg;
+    using tiling_test::Names;
+    const auto q = Arg({3, 2, 64, 128}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
+               s = Arg({3, 2, 128, 64}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), v = Arg({3, 2, 64, 64}),
+               o = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
+    const auto dev = tiling_test::Device(8, 100000, 131072);
+    ChunkOutputProblem p;
+    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
+    CHECK(check({q, e, s, a, v, Arg({3, 2, 64}, FLA_NPU_FLOAT32)}) != nullptr);
+    CHECK(check({q, e, s, a, v, o}) == nullptr);
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 64 && p.Kg == 1 && p.core_num == 8);
-    CHECK(args.SetShapes(q, ek, s, a, v, v) == nullptr && args.Problem(2, true, 8, 0, 0).Kg == 128);
-    const int64_t badE[] = {3, 2, 64, 7}, badS[] = {3, 2, 128, 32}, badA[] = {3, 2, 64, 32}, badOut[] = {3, 2, 64, 32},
-                  badHead[] = {3, 1, 64, 64};
-    CHECK(std::strstr(args.SetShapes(q, badE, s, a, v, v), "`e_row`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, e, badS, a, v, v), "`s`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, e, s, badA, v, v), "`aqk`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, e, s, a, v, badOut), "`out`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(q, e, s, a, badHead, v), "[NC, HV]") != nullptr);
-    const int64_t q48[] = {3, 2, 48, 128}, e48[] = {3, 2, 48, 1}, a48[] = {3, 2, 48, 48}, v48[] = {3, 2, 48, 64};
-    CHECK(args.SetShapes(q48, e48, s, a48, v48, v48) == nullptr && std::strstr(args.CheckSizes(), "BT") != nullptr);
+    CHECK(check({q, ek, s, a, v, o}) == nullptr && p.Kg == 128);
+    const auto badE = Arg({3, 2, 64, 7}), badS = Arg({3, 2, 128, 32}), badA = Arg({3, 2, 64, 32}), badOut = Arg({3, 2, 64, 32}),
+               badHead = Arg({3, 1, 64, 64});
+    CHECK(Names(check({q, badE, s, a, v, o}), "`e_row`"));
+    CHECK(Names(check({q, e, badS, a, v, o}), "`s`"));
+    CHECK(Names(check({q, e, s, badA, v, o}), "`aqk`"));
+    CHECK(Names(check({q, e, s, a, v, badOut}), "`out`"));
+    CHECK(Names(check({q, e, s, a, badHead, o}), "[NC, HV]"));
+    const auto q48 = Arg({3, 2, 48, 128}), e48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48}), v48 = Arg({3, 2, 48, 64});
+    CHECK(Names(check({q48, e48, s, a48, v48, v48}), "BT"));
 }
 
 int main() {

@@ -27,7 +27,7 @@ static void CheckBuffers(const ChunkStateTiling& t, const ChunkStateProblem& p) 
     CHECK(t.spread_rows >= 1 && t.spread_rows * 8 <= t.vec_rows);
     CHECK(t.ub_bytes_used <= p.ub_bytes);
     CHECK(t.n_tile % 16 == 0 && t.n_tile >= 16 && t.n_tile <= t.v_block);
-    CHECK(t.l0a_bytes_used <= kL0abBytes && t.l0b_bytes_used <= kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
+    CHECK(t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
     CHECK(t.l1_bytes_used <= 512u * 1024 - 256);
     CHECK(t.ws_t_elems == 2 * (t.K + t.BT) * t.v_block && t.ws_f_elems == (t.K + t.BT) * t.v_block);
     CHECK(t.ws_bytes_per_core % 32 == 0 && UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
@@ -92,31 +92,40 @@ static void TestRefusals() {
 }
 
 static void TestArgs() {
-    const int64_t w[] = {3, 2, 64, 128}, u[] = {3, 2, 64, 80}, e[] = {3, 2, 1}, ek[] = {3, 2, 128}, co[] = {3},
-                  h[] = {3, 2, 128, 80}, s[] = {2, 2, 128, 80}, sv[] = {2, 2, 80, 128};
-    ChunkStateArgs a;
-    CHECK(a.SetRanks(4, 4, 4, 3, 1, -1, 4, 4, 4) == nullptr && a.SetRanks(4, 4, 4, 3, 1, 4, 4, 4, 4) == nullptr);
-    CHECK(a.SetRanks(4, 4, 4, 4, 1, -1, 4, 4, 4) != nullptr && a.SetRanks(4, 4, 4, 3, 2, -1, 4, 4, 4) != nullptr);
-    CHECK(a.SetRanks(4, 4, 4, 3, 1, 3, 4, 4, 4) != nullptr);
-    CHECK(a.SetShapes(w, u, w, e, co, nullptr, h, u, s, false) == nullptr && a.CheckSizes() == nullptr);
-    ChunkStateProblem p = a.Problem(2, true, false, 8, 100000, 131072);
+    using tiling_test::Arg;
+    using tiling_test::Names;
+    constexpr int32_t F32 = FLA_NPU_FLOAT32;
+    const auto w = Arg({3, 2, 64, 128}), u = Arg({3, 2, 64, 80}, F32), e = Arg({3, 2, 1}, F32), ek = Arg({3, 2, 128}, F32),
+               co = Arg({3}, FLA_NPU_INT32), h = Arg({3, 2, 128, 80}, F32), vn = Arg({3, 2, 64, 80}),
+               s = Arg({2, 2, 128, 80}, F32), sv = Arg({2, 2, 80, 128}, F32);
+    const fla_npu::ShapeArg none;  // h0 absent
+    const auto dev = tiling_test::Device(8, 100000, 131072);
+    ChunkStateProblem p;
+    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t v_first = 0) {
+        return tiling_test::CheckCall(&p, dev, call, v_first);
+    };
+    CHECK(check({w, u, w, e, co, none, h, u, s}) == nullptr && check({w, u, w, e, co, s, h, u, s}) == nullptr);
+    CHECK(check({w, u, w, Arg({3, 2, 1, 1}), co, none, h, u, s}) != nullptr &&
+          check({w, u, w, e, Arg({3, 1}), none, h, u, s}) != nullptr);
+    CHECK(check({w, u, w, e, co, Arg({2, 2, 128}), h, u, s}) != nullptr);
+    CHECK(Names(check({w, u, w, e, co, none, h, u, s}, 2), "`state_v_first`"));
+    CHECK(check({w, u, w, e, co, none, h, vn, s}) == nullptr);
     CHECK(p.N == 2 && p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 80 && p.Kg == 1 && !p.has_h0);
     CHECK(p.h_f32 && !p.v_new_f32 && p.core_num == 8);
-    CHECK(a.SetShapes(w, u, w, ek, co, s, h, u, s, false) == nullptr && a.Problem(2, true, true, 1, 0, 0).Kg == 128);
-    CHECK(a.Problem(2, true, true, 1, 0, 0).has_h0);
-    CHECK(a.SetShapes(w, u, w, e, co, sv, h, u, sv, true) == nullptr && a.Problem(2, true, true, 1, 0, 0).state_v_first);
-    CHECK(std::strstr(a.SetShapes(w, u, w, e, co, s, h, u, s, true), "state_v_first") != nullptr);
-    CHECK(std::strstr(a.SetShapes(w, u, w, e, co, sv, h, u, s, false), "`h0`") != nullptr);
-    CHECK(std::strstr(a.SetShapes(w, u, u, e, co, nullptr, h, u, s, false), "`kg`") != nullptr);
-    const int64_t badE[] = {3, 2, 7}, badU[] = {3, 2, 32, 80}, badH[] = {3, 2, 80, 128}, badCo[] = {0};
-    CHECK(std::strstr(a.SetShapes(w, u, w, badE, co, nullptr, h, u, s, false), "`e_last`") != nullptr);
-    CHECK(std::strstr(a.SetShapes(w, badU, w, e, co, nullptr, h, badU, s, false), "`u`") != nullptr);
-    CHECK(std::strstr(a.SetShapes(w, u, w, e, co, nullptr, badH, u, s, false), "`h`") != nullptr);
-    CHECK(std::strstr(a.SetShapes(w, u, w, e, co, nullptr, h, w, s, false), "`v_new`") != nullptr);
-    CHECK(std::strstr(a.SetShapes(w, u, w, e, badCo, nullptr, h, u, s, false), "`chunk_offsets`") != nullptr);
-    const int64_t w48[] = {3, 2, 48, 128}, u48[] = {3, 2, 48, 80};
-    CHECK(a.SetShapes(w48, u48, w48, e, co, nullptr, h, u48, s, false) == nullptr &&
-          std::strstr(a.CheckSizes(), "BT") != nullptr);
+    CHECK(check({w, u, w, ek, co, s, h, u, s}) == nullptr && p.Kg == 128 && p.has_h0);
+    CHECK(check({w, u, w, e, co, sv, h, u, sv}, 1) == nullptr && p.state_v_first);
+    CHECK(Names(check({w, u, w, e, co, s, h, u, s}, 1), "state_v_first"));
+    CHECK(Names(check({w, u, w, e, co, sv, h, u, s}), "`h0`"));
+    CHECK(Names(check({w, u, u, e, co, none, h, u, s}), "`kg`"));
+    const auto badE = Arg({3, 2, 7}, F32), badU = Arg({3, 2, 32, 80}, F32), badH = Arg({3, 2, 80, 128}, F32),
+               badCo = Arg({0}, FLA_NPU_INT32);
+    CHECK(Names(check({w, u, w, badE, co, none, h, u, s}), "`e_last`"));
+    CHECK(Names(check({w, badU, w, e, co, none, h, badU, s}), "`u`"));
+    CHECK(Names(check({w, u, w, e, co, none, badH, u, s}), "`h`"));
+    CHECK(Names(check({w, u, w, e, co, none, h, w, s}), "`v_new`"));
+    CHECK(Names(check({w, u, w, e, badCo, none, h, u, s}), "`chunk_offsets`"));
+    const auto w48 = Arg({3, 2, 48, 128}), u48 = Arg({3, 2, 48, 80}, F32);
+    CHECK(Names(check({w48, u48, w48, e, co, none, h, u48, s}), "BT"));
 }
 
 int main() {

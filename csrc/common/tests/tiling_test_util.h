@@ -1,6 +1,6 @@
 // Shared pieces of the host tiling unit tests (csrc/<op>/tests/*_tiling_test.cpp; plain C++, no
 // simulation, no CANN): a CHECK that counts failures and carries on, the check that the cores cover
-// the units, and the exit status.
+// the units, the problems and hook calls of the chunk ops, and the exit status.
 #ifndef FLA_NPU_TILING_TEST_UTIL_H
 #define FLA_NPU_TILING_TEST_UTIL_H
 
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "../shape_args.h"
 #include "../soc_facts.h"
 
 namespace tiling_test {
@@ -67,11 +68,53 @@ Problem HeadsProblem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t K, uint32_t
     return p;
 }
 
-// The chunk kernels (chunk_output, wy_fast), whose problems are made by
-// `problem(NC, HV, BT, K, V, Kg, cores)` and tiled by their ComputeTiling (found as CoreUnits is).
+// A call's tensor of shape `dims` (its rank: their count) and `dtype`, as a tiling hook sees it.
+inline fla_npu::ShapeArg Arg(std::initializer_list<int64_t> dims, int32_t dtype = FLA_NPU_FLOAT16) {
+    fla_npu::ShapeArg a;
+    a.ndim = static_cast<int32_t>(dims.size());
+    int64_t* d = a.d;
+    for (int64_t n : dims) *d++ = n;
+    a.dtype = dtype;
+    return a;
+}
 
-// 5 chunks x 3 heads at every chunk size, head dims 16 to 256 for K and V, Kg 1 (GDN) or K (KDA),
-// 1, 3 and 16 cores: tiled, 15 units over min(cores, 15) cores, covered; `check_buffers(t, p)`.
+// A device of `cores` AI cores with `ub_bytes` of UB and `l0c_bytes` of L0C, whose Cube takes float32.
+inline fla_npu::DeviceFacts Device(uint32_t cores, uint32_t ub_bytes, uint32_t l0c_bytes) {
+    fla_npu::DeviceFacts dev;
+    dev.ai_cores = cores;
+    dev.ub_bytes = ub_bytes;
+    dev.l0c_bytes = l0c_bytes;
+    return dev;
+}
+
+// The op's shape checks (its ProblemFromShapes, found through the problem's namespace) on a call of
+// the tensors `call` and the attributes `attrs` on `dev`: nullptr and *p, or the message.
+template <typename Problem, typename... Attrs>
+const char* CheckCall(Problem* p, const fla_npu::DeviceFacts& dev, std::initializer_list<fla_npu::ShapeArg> call,
+                      Attrs... attrs) {
+    return ProblemFromShapes(call.begin(), attrs..., dev, p);
+}
+
+// Whether `message` (of a refusal) names `what`.
+inline bool Names(const char* message, const char* what) { return message != nullptr && std::strstr(message, what) != nullptr; }
+
+// A chunk op's problem `p` of 5 chunks x 3 heads on `cores` cores: tiled (by its ComputeTiling, found
+// as CoreUnits is), 15 units over min(cores, 15) cores, covered, the workspace a slice per core;
+// `check_buffers(t, p)`.
+template <typename Tiling, typename Problem, typename CheckBuffers>
+void CheckTiled(const Problem& p, uint32_t cores, CheckBuffers check_buffers) {
+    Tiling t;
+    const char* err = nullptr;
+    CHECK(ComputeTiling(p, &t, &err) == 0);
+    CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
+    CheckCover(t);
+    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
+    check_buffers(t, p);
+}
+
+// The chunk kernels (chunk_output, wy_fast), whose problems are made by
+// `problem(NC, HV, BT, K, V, Kg, cores)`: CheckTiled at every chunk size, head dims 16 to 256 for K
+// and V, Kg 1 (GDN) or K (KDA), 1, 3 and 16 cores.
 template <typename Tiling, typename MakeProblem, typename CheckBuffers>
 void CheckChunkShapes(MakeProblem problem, CheckBuffers check_buffers) {
     const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 64, 128, 256};
@@ -79,15 +122,8 @@ void CheckChunkShapes(MakeProblem problem, CheckBuffers check_buffers) {
         for (uint32_t K : dims)
             for (uint32_t V : dims)
                 for (uint32_t Kg : {1u, K})
-                    for (uint32_t cores : {1u, 3u, 16u}) {
-                        const auto p = problem(5, 3, BT, K, V, Kg, cores);
-                        Tiling t;
-                        const char* err = nullptr;
-                        CHECK(ComputeTiling(p, &t, &err) == 0);
-                        CHECK(t.num_units == 15 && t.block_dim == (cores < 15 ? cores : 15));
-                        CheckCover(t);
-                        check_buffers(t, p);
-                    }
+                    for (uint32_t cores : {1u, 3u, 16u})
+                        CheckTiled<Tiling>(problem(5, 3, BT, K, V, Kg, cores), cores, check_buffers);
 }
 
 // What both refuse: float32 Cube inputs (with the reason), a chunk size over 64, head dims not

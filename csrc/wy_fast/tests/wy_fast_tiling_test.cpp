@@ -7,6 +7,7 @@
 #include "wy_fast_tiling.h"
 
 using namespace fla_npu::wy_fast;
+namespace soc = fla_npu::soc;
 
 // Problem(NC, HV, BT, K, V, Kg, cores)
 static const auto Problem = tiling_test::HeadsProblem<WyFastProblem>;
@@ -19,10 +20,9 @@ static void CheckBuffers(const WyFastTiling& t, const WyFastProblem& p) {
     CHECK((t.rows_per_aiv * t.K * 2) % 32 == 0 && (t.rows_per_aiv * t.V * 2) % 32 == 0);
     CHECK(t.ub_bytes_used <= p.ub_bytes);
     CHECK(t.n_tile % 16 == 0 && t.n_tile >= 16 && t.n_tile <= (t.K > t.V ? t.K : t.V));
-    CHECK(t.l0a_bytes_used <= kL0abBytes && t.l0b_bytes_used <= kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
+    CHECK(t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
     CHECK(t.l1_bytes_used <= 512u * 1024);
     CHECK(t.ws_slot_elems == t.BT * (t.K + t.V) && t.ws_bytes_per_core == 2 * t.ws_slot_elems * t.elem_bytes);
-    CHECK(UserWorkspaceBytes(t) == uint64_t(t.block_dim) * t.ws_bytes_per_core);
 }
 
 static void TestShapes() {
@@ -45,28 +45,30 @@ static void TestRefusals() {
 }
 
 static void TestArgs() {
-    const int64_t k[] = {3, 2, 64, 128}, v[] = {3, 2, 64, 64}, b[] = {3, 2, 64}, a[] = {3, 2, 64, 64}, e[] = {3, 2, 64, 1},
-                  ek[] = {3, 2, 64, 128};
-    WyFastArgs args;
-    CHECK(args.SetRanks(4, 4, 4, 4, 4, 4, 4, 4, 4) != nullptr);
-    CHECK(args.SetRanks(4, 4, 3, 4, 4, 4, 4, 4, 4) == nullptr);
-    CHECK(args.SetShapes(k, v, b, a, e, e, k, v, k) == nullptr && args.CheckSizes() == nullptr);
-    WyFastProblem p = args.Problem(2, true, 8, 100000, 131072);
+    using tiling_test::Arg;
+    using tiling_test::Names;
+    const auto k = Arg({3, 2, 64, 128}), v = Arg({3, 2, 64, 64}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}),
+               e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
+               w = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), u = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
+    const auto dev = tiling_test::Device(8, 100000, 131072);
+    WyFastProblem p;
+    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
+    CHECK(check({k, v, Arg({3, 2, 64, 1}), a, e, e, w, u, w}) != nullptr);
+    CHECK(check({k, v, b, a, e, e, w, u, w}) == nullptr);
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 64 && p.Kg == 1 && p.core_num == 8);
-    CHECK(args.SetShapes(k, v, b, a, ek, ek, k, v, k) == nullptr && args.Problem(2, true, 8, 0, 0).Kg == 128);
-    const int64_t badE[] = {3, 2, 64, 7}, badB[] = {3, 2, 32}, badA[] = {3, 2, 64, 32}, badU[] = {3, 2, 64, 32},
-                  badHead[] = {3, 1, 64, 64};
-    CHECK(std::strstr(args.SetShapes(k, v, b, a, badE, badE, k, v, k), "`e_row`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(k, v, b, a, e, ek, k, v, k), "`e_tail`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(k, v, badB, a, e, e, k, v, k), "`beta`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(k, v, b, badA, e, e, k, v, k), "`akk`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(k, v, b, a, e, e, k, badU, k), "`u`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(k, v, b, a, e, e, v, v, k), "`w`") != nullptr);
-    CHECK(std::strstr(args.SetShapes(k, badHead, b, a, e, e, k, v, k), "[NC, HV]") != nullptr);
-    const int64_t k48[] = {3, 2, 48, 128}, v48[] = {3, 2, 48, 64}, b48[] = {3, 2, 48}, a48[] = {3, 2, 48, 48},
-                  e48[] = {3, 2, 48, 1};
-    CHECK(args.SetShapes(k48, v48, b48, a48, e48, e48, k48, v48, k48) == nullptr &&
-          std::strstr(args.CheckSizes(), "BT") != nullptr);
+    CHECK(check({k, v, b, a, ek, ek, w, u, w}) == nullptr && p.Kg == 128);
+    const auto badE = Arg({3, 2, 64, 7}), badB = Arg({3, 2, 32}), badA = Arg({3, 2, 64, 32}), badU = Arg({3, 2, 64, 32}),
+               badHead = Arg({3, 1, 64, 64});
+    CHECK(Names(check({k, v, b, a, badE, badE, w, u, w}), "`e_row`"));
+    CHECK(Names(check({k, v, b, a, e, ek, w, u, w}), "`e_tail`"));
+    CHECK(Names(check({k, v, badB, a, e, e, w, u, w}), "`beta`"));
+    CHECK(Names(check({k, v, b, badA, e, e, w, u, w}), "`akk`"));
+    CHECK(Names(check({k, v, b, a, e, e, w, badU, w}), "`u`"));
+    CHECK(Names(check({k, v, b, a, e, e, u, u, w}), "`w`"));
+    CHECK(Names(check({k, badHead, b, a, e, e, w, u, w}), "[NC, HV]"));
+    const auto k48 = Arg({3, 2, 48, 128}), v48 = Arg({3, 2, 48, 64}), b48 = Arg({3, 2, 48}), a48 = Arg({3, 2, 48, 48}),
+               e48 = Arg({3, 2, 48, 1});
+    CHECK(Names(check({k48, v48, b48, a48, e48, e48, k48, v48, k48}), "BT"));
 }
 
 int main() {

@@ -1,0 +1,88 @@
+// The shape side of the chunk-layout ops' tiling hooks (TilingFromShapes in <stage>_tiling.cpp: the
+// shape checks both front ends share, then the op's ComputeTiling): the checks the ops have in
+// common and the problem made of a checked call. Host only (the kernels include chunk_tiling.h, not
+// this); plain C++.
+#ifndef FLA_NPU_CHUNK_SHAPES_H
+#define FLA_NPU_CHUNK_SHAPES_H
+
+#include "chunk_tiling.h"
+#include "shape_args.h"
+
+namespace fla_npu {
+namespace chunk_tiling {
+
+// Whether the first `n` tensors of a call all have the [NC, HV] of the first, the op's leading one.
+inline bool ShareUnits(const ShapeArg* a, int n) {
+    for (int i = 1; i < n; ++i)
+        if (a[i].d[0] != a[0].d[0] || a[i].d[1] != a[0].d[1]) return false;
+    return true;
+}
+
+// The size checks of both front ends on `lead`, the [NC, HV, BT, K] of the op's leading tensor (V:
+// the op's value head dim, with HeadDims::kKV), in this order: the chunk size, the head dims
+// (CheckHeadDims), NC and HV within 31 bits. nullptr, or the message.
+inline const char* CheckSizes(const int64_t* lead, HeadDims dims, int64_t V = 0) {
+    if (!ChunkSizeOk(lead[2])) return kChunkSizeMessage;
+    if (const char* bad = CheckHeadDims(dims, lead[3], V)) return bad;
+    if (lead[0] > 0x7FFFFFFF || lead[1] > 0x7FFFFFFF) return kDimTooLargeMessage;
+    return nullptr;
+}
+
+// The bytes of the Cube inputs of a call whose leading Cube input is `x`: the registrations take
+// float16 / bfloat16 only; the C entry points pass float32 here too (refused by ComputeTiling with
+// the op's reason).
+inline uint32_t CubeElemBytes(const ShapeArg& x) { return x.dtype == FLA_NPU_FLOAT32 ? 4u : 2u; }
+
+// A problem's [NC, HV, BT] from checked shapes (`lead`: the [NC, HV, BT, ...] of the op's leading
+// tensor) and the launch facts of the device (its AI cores, UB, L0C, whether its Cube takes float32).
+inline void SetUnits(const int64_t* lead, const DeviceFacts& dev, ChunkProblem* p) {
+    p->NC = static_cast<uint32_t>(lead[0]);
+    p->HV = static_cast<uint32_t>(lead[1]);
+    p->BT = static_cast<uint32_t>(lead[2]);
+    p->cube_fp32 = dev.cube_fp32;
+    p->core_num = dev.ai_cores;
+    p->ub_bytes = dev.ub_bytes;
+    p->l0c_bytes = dev.l0c_bytes;
+}
+
+// The same and the keys (`lead`: [NC, HV, BT, K]) with a decay of Kg columns, Cube inputs of
+// elem_bytes bytes.
+inline void SetKeys(const int64_t* lead, int64_t Kg, uint32_t elem_bytes, const DeviceFacts& dev, KeysProblem* p) {
+    SetUnits(lead, dev, p);
+    p->K = static_cast<uint32_t>(lead[3]);
+    p->Kg = static_cast<uint32_t>(Kg);
+    p->elem_bytes = elem_bytes;
+}
+
+// The same with values of V columns.
+inline void SetHeads(const int64_t* lead, int64_t V, int64_t Kg, uint32_t elem_bytes, const DeviceFacts& dev, HeadsProblem* p) {
+    SetKeys(lead, Kg, elem_bytes, dev, p);
+    p->V = static_cast<uint32_t>(V);
+}
+
+// The last step of an op's shape checks, after its own: the size checks (CheckSizes: no head dim,
+// K, or K and V), then *p's shape and launch facts (SetUnits, SetKeys, SetHeads). nullptr, or the
+// size checks' message.
+inline const char* SizedUnits(const int64_t* lead, const DeviceFacts& dev, ChunkProblem* p) {
+    if (const char* bad = CheckSizes(lead, HeadDims::kNone)) return bad;
+    SetUnits(lead, dev, p);
+    return nullptr;
+}
+
+inline const char* SizedKeys(const int64_t* lead, int64_t Kg, uint32_t elem_bytes, const DeviceFacts& dev, KeysProblem* p) {
+    if (const char* bad = CheckSizes(lead, HeadDims::kK)) return bad;
+    SetKeys(lead, Kg, elem_bytes, dev, p);
+    return nullptr;
+}
+
+inline const char* SizedHeads(const int64_t* lead, int64_t V, int64_t Kg, uint32_t elem_bytes, const DeviceFacts& dev,
+                              HeadsProblem* p) {
+    if (const char* bad = CheckSizes(lead, HeadDims::kKV, V)) return bad;
+    SetHeads(lead, V, Kg, elem_bytes, dev, p);
+    return nullptr;
+}
+
+}  // namespace chunk_tiling
+}  // namespace fla_npu
+
+#endif
