@@ -105,6 +105,7 @@ struct CoreCtx {
     std::vector<FlaSimTraceRecord> trace;
     int64_t curRec = -1;
     uint32_t nextQueueId = 0;  // trace keys of the core's queues
+    TPipe* pipe = nullptr;     // GetTPipePtr(): the newest live TPipe of the core
 };
 
 struct LaunchState {
@@ -518,8 +519,15 @@ int32_t QueueBase::Vacant() const {
     return (qdepth > 0 ? qdepth : static_cast<int32_t>(slots.size())) - static_cast<int32_t>(fifo.size());
 }
 
-TPipe::TPipe() : core_(&Core("TPipe")) {}
-TPipe::~TPipe() = default;
+TPipe::TPipe() : core_(&Core("TPipe")) { core_->pipe = this; }
+TPipe::~TPipe() {
+    if (core_->pipe == this) core_->pipe = nullptr;
+}
+TPipe* GetTPipePtr() {
+    CoreCtx& c = Core("GetTPipePtr");
+    if (!c.pipe) Fail("GetTPipePtr with no TPipe", "the core has constructed no TPipe (or it was destroyed)");
+    return c.pipe;
+}
 
 Slot* TPipe::Carve(TPosition pos, uint32_t len, const std::string& name) {
     CoreCtx& c = Core("InitBuffer");
