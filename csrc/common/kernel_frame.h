@@ -1,7 +1,8 @@
 // The frame every kernel body stands in, written once for all of them: the GM bindings and buffer
-// sets of an Init, the place of a vector core, this core's units (the split of common/core_split.h),
-// the AIC / AIV dispatch of a mixed kernel, one-pair event synchronisation and compile-time type tests.
-// Valid Ascend C for the device compiler: __aicore__ inline functions and templates only.
+// sets a kernel class makes when it is constructed, the place of a vector core, this core's units (the
+// split of common/core_split.h), the AIC / AIV dispatch of a mixed kernel, one-pair event
+// synchronisation and compile-time type tests. Valid Ascend C for the device compiler: __aicore__
+// inline functions and templates only (no STL, heap, virtual functions or exceptions).
 #ifndef FLA_NPU_COMMON_KERNEL_FRAME_H
 #define FLA_NPU_COMMON_KERNEL_FRAME_H
 
