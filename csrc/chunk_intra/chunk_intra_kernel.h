@@ -30,6 +30,7 @@
 #define FLA_NPU_CHUNK_INTRA_KERNEL_H
 
 #include "../common/chunk_cube.h"
+#include "../common/vector_io.h"
 #include "chunk_intra_tiling.h"
 #include "kernel_operator.h"
 
@@ -38,16 +39,31 @@ namespace chunk_intra {
 
 using namespace AscendC;
 using namespace chunk_cube;
+using namespace vector_io;
+
+// The kernel's GM arguments (both sides read their own).
+struct ChunkIntraGm {
+    GmAddr q, k, beta, g, aqk, l, ws;
+};
 
 constexpr uint16_t kFlagDone = 2;              // AIC -> AIVs: the results of a unit are in its result slot
 constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
 
-// The result slot of AI core `block`: two slots of `elems` floats after its two operand slots.
-__aicore__ inline void BindResults(GlobalTensor<float>& g, GM_ADDR ws, uint32_t block, const ChunkIntraTiling& t) {
-    g.SetGlobalBuffer(
-        (__gm__ float*)((__gm__ uint8_t*)ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes),
-        2ull * t.ws_res_elems);
-}
+// The GM tensors both sides use: q, k, Aqk and L (as float and as T: out_f32 says which is written),
+// and AI core `block`'s workspace: its two operand slots (KDA) and, after them, its two result slots.
+template <class T>
+struct SharedGm {
+    GlobalTensor<T> q, k, aT, lT, op;
+    GlobalTensor<float> aF, lF, res;
+
+    __aicore__ inline void BindAll(const ChunkIntraGm& a, const ChunkIntraTiling& t, uint32_t block) {
+        const uint64_t rows = uint64_t(t.num_units) * t.BT;
+        Bind(rows * t.K, q, a.q, k, a.k);
+        Bind(rows * t.BT, aF, a.aqk, lF, a.l, aT, a.aqk, lT, a.l);
+        if (t.Kg != 1) BindSlots(op, a.ws, block, t.ws_bytes_per_core, t.ws_op_elems);
+        Bind(2ull * t.ws_res_elems, res, a.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes);
+    }
+};
 
 // ------------------------------------------------------------------------------------------------
 // AIC: one Mmad per block row (KDA) or one for the chunk (GDN), fp32 results to the result slot.
@@ -55,35 +71,21 @@ __aicore__ inline void BindResults(GlobalTensor<float>& g, GM_ADDR ws, uint32_t 
 template <class T>
 class ChunkIntraCube {
   public:
-    __aicore__ inline ChunkIntraCube() {}
-
-    __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws, const ChunkIntraTiling& t) {
-        t_ = t;
-        kda_ = t.Kg != 1;
-        const uint32_t block = static_cast<uint32_t>(GetBlockIdx());
-        const uint64_t n = uint64_t(t.num_units) * t.BT * t.K, outs = uint64_t(t.num_units) * t.BT * t.BT;
-        gQ_.SetGlobalBuffer((__gm__ T*)q, n);
-        gK_.SetGlobalBuffer((__gm__ T*)k, n);
-        gAF_.SetGlobalBuffer((__gm__ float*)aqk, outs);
-        gLF_.SetGlobalBuffer((__gm__ float*)l, outs);
-        gAT_.SetGlobalBuffer((__gm__ T*)aqk, outs);
-        gLT_.SetGlobalBuffer((__gm__ T*)l, outs);
-        if (kda_) BindSlots(gOp_, ws, block, t.ws_bytes_per_core, t.ws_op_elems);
-        BindResults(gRes_, ws, block, t);
-        pipe_.InitBuffer(l1_, t.l1_bytes_used);
-        pipe_.InitBuffer(aa_, t.l0a_bytes_used);
-        pipe_.InitBuffer(bb_, t.l0b_bytes_used);
-        pipe_.InitBuffer(oc_, t.l0c_bytes_used);
+    __aicore__ inline ChunkIntraCube(const ChunkIntraGm& a, const ChunkIntraTiling& t) : t_(t) {
+        kda_ = t_.Kg != 1;
+        g_.BindAll(a, t_, static_cast<uint32_t>(GetBlockIdx()));
+        InitBufs(pipe_, t_.l1_bytes_used, l1_);
+        InitBufs(pipe_, t_.l0a_bytes_used, aa_);
+        InitBufs(pipe_, t_.l0b_bytes_used, bb_);
+        InitBufs(pipe_, t_.l0c_bytes_used, oc_);
     }
 
-    __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
-        for (uint32_t i = 0; i < count; ++i) {
-            if (kda_) UnitKda(first + i, i % 2, i + 2 < count);
-            else UnitGdn(first + i, i % 2, i + 2 < count);
-            CrossCoreSetFlag<2, PIPE_FIX>(kFlagDone);  // after the Fixpipes of the unit
-        }
+    __aicore__ inline void Process() { ForEachSlotUnit(*this, t_, static_cast<uint32_t>(GetBlockIdx())); }
+
+    __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
+        if (kda_) UnitKda(u, slot, slotReused);
+        else UnitGdn(u, slot, slotReused);
+        CrossCoreSetFlag<2, PIPE_FIX>(kFlagDone);  // after the Fixpipes of the unit
     }
 
   private:
@@ -128,7 +130,7 @@ class ChunkIntraCube {
         const uint32_t rows = t_.row_rows + t_.col_rows, rowFrac = rows / 16, BT = t_.BT;
         SlotConsumer::Acquire();
         Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData have read L1
-        LoadNz(l1_.Get<T>(), gOp_[uint64_t(slot) * t_.ws_op_elems], rows, t_.K);
+        LoadNz(l1_.Get<T>(), g_.op[uint64_t(slot) * t_.ws_op_elems], rows, t_.K);
         SlotConsumer::Release(slotReused);
         Sync<HardEvent::MTE2_MTE1>();
         LocalTensor<float> oc = oc_.Get<float>();
@@ -137,11 +139,11 @@ class ChunkIntraCube {
             const uint32_t n = 16 * (I + 1);
             Products(rowFrac, 2 * I, 32, 2, (t_.row_rows + ColOffset(I)) / 16, n, 16 * BT);
             for (uint32_t p = 0; p < 2; ++p)
-                Fixpipe(gRes_[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
+                Fixpipe(g_.res[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
             if (I == 0) continue;
             const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT;
-            ToOutput(gAF_, gAT_, at, oc, 16 * I);
-            ToOutput(gLF_, gLT_, at, oc[16 * BT], 16 * I);
+            ToOutput(g_.aF, g_.aT, at, oc, 16 * I);
+            ToOutput(g_.lF, g_.lT, at, oc[16 * BT], 16 * I);
         }
     }
 
@@ -151,25 +153,24 @@ class ChunkIntraCube {
         LocalTensor<T> l1 = l1_.Get<T>();
         SlotConsumer::Acquire();  // the AIVs have read this result slot's previous results
         Sync<HardEvent::MTE1_MTE2>();
-        LoadNz(l1, gQ_[uint64_t(u) * BT * K], BT, K, 2 * BT);
-        LoadNz(l1[BT * 16], gK_[uint64_t(u) * BT * K], BT, K, 2 * BT);
+        LoadNz(l1, g_.q[uint64_t(u) * BT * K], BT, K, 2 * BT);
+        LoadNz(l1[BT * 16], g_.k[uint64_t(u) * BT * K], BT, K, 2 * BT);
         SlotConsumer::Release(slotReused);
         Sync<HardEvent::MTE2_MTE1>();
         Products(2 * BT / 16, 0, 2 * BT, 1, BT / 16, BT, 0);
-        Fixpipe(gRes_[uint64_t(slot) * t_.ws_res_elems], oc_.Get<float>(),
+        Fixpipe(g_.res[uint64_t(slot) * t_.ws_res_elems], oc_.Get<float>(),
                 FixpipeParamsV220(static_cast<uint16_t>(BT), static_cast<uint16_t>(2 * BT), static_cast<uint16_t>(2 * BT), BT,
                                   false));
     }
 
-    ChunkIntraTiling t_{};
+    const ChunkIntraTiling t_;
     bool kda_ = true;
     TPipe pipe_;
     TBuf<TPosition::A1> l1_;
     TBuf<TPosition::A2> aa_;
     TBuf<TPosition::B2> bb_;
     TBuf<TPosition::CO1> oc_;
-    GlobalTensor<T> gQ_, gK_, gOp_, gAT_, gLT_;
-    GlobalTensor<float> gRes_, gAF_, gLF_;
+    SharedGm<T> g_;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -178,87 +179,52 @@ class ChunkIntraCube {
 template <class T>
 class ChunkIntraVector {
   public:
-    __aicore__ inline ChunkIntraVector() {}
-
-    __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
-                                const ChunkIntraTiling& t) {
-        t_ = t;
-        kda_ = t.Kg != 1;
-        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
-        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
-        const uint64_t rows = uint64_t(t.num_units) * t.BT;
-        gQ_.SetGlobalBuffer((__gm__ T*)q, rows * t.K);
-        gK_.SetGlobalBuffer((__gm__ T*)k, rows * t.K);
-        gB_.SetGlobalBuffer((__gm__ float*)beta, rows);
-        gG_.SetGlobalBuffer((__gm__ float*)g, rows * t.Kg);
-        gAF_.SetGlobalBuffer((__gm__ float*)aqk, rows * t.BT);
-        gLF_.SetGlobalBuffer((__gm__ float*)l, rows * t.BT);
-        gAT_.SetGlobalBuffer((__gm__ T*)aqk, rows * t.BT);
-        gLT_.SetGlobalBuffer((__gm__ T*)l, rows * t.BT);
-        if (kda_) BindSlots(gOp_, ws, block_, t.ws_bytes_per_core, t.ws_op_elems);
-        BindResults(gRes_, ws, block_, t);
-        const uint32_t P = t.piece_elems, BT = t.BT;
-        pipe_.InitBuffer(inF_, 2, P * sizeof(float));
-        pipe_.InitBuffer(inT_, 2, P * sizeof(T));
-        pipe_.InitBuffer(res_, 1, 32 * BT * sizeof(float));
-        pipe_.InitBuffer(inB_, 1, 16 * sizeof(float));
-        pipe_.InitBuffer(inR_, 1, 2 * t.K * sizeof(float));
-        pipe_.InitBuffer(outT_, 2, P * sizeof(T));
-        pipe_.InitBuffer(outF_, 2, 16 * BT * sizeof(float));
-        pipe_.InitBuffer(w0_, P * sizeof(float));
-        pipe_.InitBuffer(w1_, P * sizeof(float));
-        pipe_.InitBuffer(w2_, P * sizeof(float));
-        pipe_.InitBuffer(w3_, P * sizeof(float));
-        pipe_.InitBuffer(bcB_, 16 * 8 * sizeof(float));
-        pipe_.InitBuffer(bcG_, 16 * 8 * sizeof(float));
-        pipe_.InitBuffer(red_, 16 * sizeof(float));
+    __aicore__ inline ChunkIntraVector(const ChunkIntraGm& a, const ChunkIntraTiling& t) : t_(t) {
+        kda_ = t_.Kg != 1;
+        g_.BindAll(a, t_, at_.block);
+        const uint64_t rows = uint64_t(t_.num_units) * t_.BT;
+        Bind(rows, gB_, a.beta);
+        Bind(rows * t_.Kg, gG_, a.g);
+        const uint32_t P = t_.piece_elems, BT = t_.BT;
+        InitQues(pipe_, 2, P * sizeof(float), inF_);
+        InitQues(pipe_, 2, P * sizeof(T), inT_);
+        InitQues(pipe_, 1, 32 * BT * sizeof(float), res_);
+        InitQues(pipe_, 1, 16 * sizeof(float), inB_);
+        InitQues(pipe_, 1, 2 * t_.K * sizeof(float), inR_);
+        InitQues(pipe_, 2, P * sizeof(T), outT_);
+        InitQues(pipe_, 2, 16 * BT * sizeof(float), outF_);
+        InitBufs(pipe_, P * sizeof(float), w0_, w1_, w2_, w3_);
+        InitBufs(pipe_, 16 * 8 * sizeof(float), bcB_, bcG_);
+        InitBufs(pipe_, 16 * sizeof(float), red_);
         maskW_ = kda_ ? 16 : BT;  // KDA masks the diagonal block only, GDN whole rows
         maskBytes_ = (16 * maskW_ / 8 + 31) / 32 * 32;
-        pipe_.InitBuffer(masks_, 4 * maskBytes_);
-        for (uint32_t I = 0; I < t.nb; ++I)
-            if (BlockRowOwner(I) == sub_) owned_[nOwned_++] = I;
+        InitBufs(pipe_, 4 * maskBytes_, masks_);
+        for (uint32_t I = 0; I < t_.nb; ++I)
+            if (BlockRowOwner(I) == at_.sub) owned_[nOwned_++] = I;
         BuildMasks();
         if (kda_) {  // zero rows for the columns right of the diagonal block, in both output types
-            pipe_.InitBuffer(zf_, 16 * BT * sizeof(float));
-            pipe_.InitBuffer(zt_, 16 * BT * sizeof(T));
+            InitBufs(pipe_, 16 * BT * sizeof(float), zf_);
+            InitBufs(pipe_, 16 * BT * sizeof(T), zt_);
             Duplicate(zf_.Get<float>(), 0.0f, static_cast<int32_t>(16 * BT));
             OrderV();
             Cast(zt_.Get<T>(), zf_.Get<float>(), RoundMode::CAST_RINT, 16 * BT);
-            SetFlag<HardEvent::V_MTE3>(0);
-            WaitFlag<HardEvent::V_MTE3>(0);
+            Sync<HardEvent::V_MTE3>();
         }
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, block_, &first, &count);
-        for (uint32_t i = 0; i < count; ++i) {
+        const Units r = CoreUnitsOf(t_, at_.block);
+        for (uint32_t i = 0; i < r.count; ++i) {
             SlotProducer::Acquire(i);
-            if (kda_ && nOwned_ > 0) Form(first + i, i % 2);
+            if (kda_ && nOwned_ > 0) Form(r.first + i, i % 2);
             SlotProducer::Ready();
-            if (i >= 1) Finish(first + i - 1, (i - 1) % 2);
+            if (i >= 1) Finish(r.first + i - 1, (i - 1) % 2);
         }
-        if (count >= 1) Finish(first + count - 1, (count - 1) % 2);
+        if (r.count >= 1) Finish(r.first + r.count - 1, (r.count - 1) % 2);
     }
 
   private:
     // ---- small pieces -------------------------------------------------------------------------
-    __aicore__ inline LocalTensor<float> LoadF(const GlobalTensor<float>& g, uint32_t n) {
-        LocalTensor<float> x = inF_.template AllocTensor<float>();
-        DataCopy(x, g, n);
-        inF_.EnQue(x);
-        return inF_.template DeQue<float>();
-    }
-    __aicore__ inline LocalTensor<float> LoadTAsFloat(const GlobalTensor<T>& g, const LocalTensor<float>& dst, uint32_t n) {
-        LocalTensor<T> x = inT_.template AllocTensor<T>();
-        DataCopy(x, g, n);
-        inT_.EnQue(x);
-        x = inT_.template DeQue<T>();
-        Cast(dst, x, RoundMode::CAST_NONE, n);
-        inT_.FreeTensor(x);
-        return dst;
-    }
-
     // dst[r, :] = a[:] - b[r, :] (aRow: a is one row read with repeat stride 0) or a[r, :] - b[:]
     // for `rows` rows of K fp32 columns.
     __aicore__ inline void SubRows(const LocalTensor<float>& dst, const LocalTensor<float>& a, const LocalTensor<float>& b,
@@ -293,16 +259,6 @@ class ChunkIntraVector {
         WholeReduceSum(dst, x, static_cast<int32_t>(K < kFloatLanes ? K : kFloatLanes), static_cast<int32_t>(rows), 1, 1, rb);
     }
 
-    // fp32 -> T into the operand slot at element dst.
-    __aicore__ inline void ToSlot(const LocalTensor<float>& f, uint64_t dst, uint32_t n) {
-        LocalTensor<T> y = outT_.template AllocTensor<T>();
-        Cast(y, f, RoundMode::CAST_RINT, n);
-        outT_.EnQue(y);
-        y = outT_.template DeQue<T>();
-        DataCopy(gOp_[dst], y, n);
-        outT_.FreeTensor(y);
-    }
-
     // Select masks, 16 x W bits each (element (a, j) at bit a * W + j): [2 o] Aqk's j <= i, [2 o + 1]
     // L's j < i. GDN: W = BT, row i = 16 I + a of owned block row I = owned_[o]; KDA: the diagonal
     // block only (W = 16, i = a), the same for every block row.
@@ -319,8 +275,7 @@ class ChunkIntraVector {
                     }
                     m.SetValue((2 * o + kind) * maskBytes_ + byte, static_cast<uint8_t>(v));
                 }
-        SetFlag<HardEvent::S_V>(0);
-        WaitFlag<HardEvent::S_V>(0);
+        Sync<HardEvent::S_V>();
     }
 
     // ---- KDA operands ----------------------------------------------------------------------------
@@ -337,8 +292,8 @@ class ChunkIntraVector {
         inR_.EnQue(gr);
         gr = inR_.template DeQue<float>();
         for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
-            LocalTensor<float> gJ = LoadF(gG_[(row0 + 16 * J) * K], n);
-            LoadTAsFloat(gK_[(row0 + 16 * J) * K], kf, n);
+            LocalTensor<float> gJ = CopyIn(inF_, gG_[(row0 + 16 * J) * K], n);
+            CastIn(inT_, g_.k[(row0 + 16 * J) * K], kf, n);
             OrderV();
             for (uint32_t o = 0; o < nOwned_; ++o) {
                 const uint32_t I = owned_[o];
@@ -360,7 +315,7 @@ class ChunkIntraVector {
                     Duplicate(x, 0.0f, n);
                 }
                 OrderV();
-                ToSlot(x, base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * K, n);
+                CastOut(outT_, g_.op[base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * K], x, n);
                 if (J == I) RowOperands(u, I, base, d, kf);
             }
             inF_.FreeTensor(gJ);
@@ -384,12 +339,12 @@ class ChunkIntraVector {
         MulRows(x, x, bc, 16, K);
         OrderV();
         inB_.FreeTensor(b);
-        ToSlot(x, base + uint64_t(32 * I + 16) * K, n);
-        LoadTAsFloat(gQ_[(uint64_t(u) * t_.BT + 16 * I) * K], x, n);
+        CastOut(outT_, g_.op[base + uint64_t(32 * I + 16) * K], x, n);
+        CastIn(inT_, g_.q[(uint64_t(u) * t_.BT + 16 * I) * K], x, n);
         OrderV();
         Mul(x, x, f, n);
         OrderV();
-        ToSlot(x, base + uint64_t(32 * I) * K, n);
+        CastOut(outT_, g_.op[base + uint64_t(32 * I) * K], x, n);
     }
 
     // max |d| over 16 x K elements (tmp and work: scratch), read back by the scalar unit.
@@ -399,11 +354,9 @@ class ChunkIntraVector {
         Abs(tmp, d, n);
         OrderV();
         ReduceMax(r, tmp, work, n);
-        SetFlag<HardEvent::V_S>(0);
-        WaitFlag<HardEvent::V_S>(0);
+        Sync<HardEvent::V_S>();
         const float m = r.GetValue(0);
-        SetFlag<HardEvent::S_V>(0);  // the next reduction may overwrite r
-        WaitFlag<HardEvent::S_V>(0);
+        Sync<HardEvent::S_V>();  // the next reduction may overwrite r
         return m;
     }
 
@@ -418,10 +371,7 @@ class ChunkIntraVector {
 
     // beta of rows [row, row + 16) from GM (returned: free it after use), Brcb'd into bc.
     __aicore__ inline LocalTensor<float> LoadBeta(uint64_t row, const LocalTensor<float>& bc) {
-        LocalTensor<float> b = inB_.template AllocTensor<float>();
-        DataCopy(b, gB_[row], 16);
-        inB_.EnQue(b);
-        b = inB_.template DeQue<float>();
+        LocalTensor<float> b = CopyIn(inB_, gB_[row], 16);
         BroadcastRows(bc, b, 16);
         OrderV();
         return b;
@@ -432,10 +382,7 @@ class ChunkIntraVector {
     // right of it.
     __aicore__ inline void FinishDiagonal(uint32_t u, uint32_t slot, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o];
-        LocalTensor<float> r = res_.template AllocTensor<float>();
-        DataCopy(r, gRes_[uint64_t(slot) * t_.ws_res_elems + 512 * I], 512);
-        res_.EnQue(r);
-        r = res_.template DeQue<float>();
+        LocalTensor<float> r = CopyIn(res_, g_.res[uint64_t(slot) * t_.ws_res_elems + 512 * I], 512);
         LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
         LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
         Select(oa, m, r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 256);
@@ -451,18 +398,18 @@ class ChunkIntraVector {
             inB_.FreeTensor(b);
         }
         const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT + 16 * I;
-        WriteRows(oa, gAF_, gAT_, at, 16);
-        WriteRows(ol, gLF_, gLT_, at, 16);
+        WriteRows(oa, g_.aF, g_.aT, at, 16);
+        WriteRows(ol, g_.lF, g_.lT, at, 16);
         const uint32_t w = BT - 16 * (I + 1);  // zero columns right of the diagonal block
         if (w == 0) return;
         const uint32_t ob = t_.out_f32 ? 4 : sizeof(T);
         const DataCopyParams z(16, static_cast<uint16_t>(w * ob / 32), 0, static_cast<uint16_t>((BT - w) * ob / 32));
         if (t_.out_f32) {
-            DataCopy(gAF_[at + 16], zf_.Get<float>(), z);
-            DataCopy(gLF_[at + 16], zf_.Get<float>(), z);
+            DataCopy(g_.aF[at + 16], zf_.Get<float>(), z);
+            DataCopy(g_.lF[at + 16], zf_.Get<float>(), z);
         } else {
-            DataCopy(gAT_[at + 16], zt_.Get<T>(), z);
-            DataCopy(gLT_[at + 16], zt_.Get<T>(), z);
+            DataCopy(g_.aT[at + 16], zt_.Get<T>(), z);
+            DataCopy(g_.lT[at + 16], zt_.Get<T>(), z);
         }
     }
 
@@ -476,8 +423,8 @@ class ChunkIntraVector {
         const uint64_t res = uint64_t(slot) * t_.ws_res_elems;
         const DataCopyParams rows(16, static_cast<uint16_t>(w / 8), static_cast<uint16_t>((BT - w) / 8),
                                   static_cast<uint16_t>((BT - w) / 8));
-        DataCopy(r, gRes_[res + uint64_t(16 * I) * BT], rows);
-        DataCopy(r[n], gRes_[res + uint64_t(BT + 16 * I) * BT], rows);
+        DataCopy(r, g_.res[res + uint64_t(16 * I) * BT], rows);
+        DataCopy(r[n], g_.res[res + uint64_t(BT + 16 * I) * BT], rows);
         res_.EnQue(r);
         LocalTensor<float> bc = bcB_.Get<float>();
         LocalTensor<float> b = LoadBeta(row0, bc);
@@ -491,15 +438,15 @@ class ChunkIntraVector {
         res_.FreeTensor(r);
         MulRows(ol, ol, bc, 16, BT);
         inB_.FreeTensor(b);
-        WriteRows(oa, gAF_, gAT_, row0 * BT, BT);
-        WriteRows(ol, gLF_, gLT_, row0 * BT, BT);
+        WriteRows(oa, g_.aF, g_.aT, row0 * BT, BT);
+        WriteRows(ol, g_.lF, g_.lT, row0 * BT, BT);
     }
 
     // GDN: the result rows of block row I times D[i, j] = 2^(g_i - g_j) (every column; the masks
     // drop j > i, where D may be infinite).
     __aicore__ inline void ScaleByDecay(const LocalTensor<float>& r, uint32_t u, uint32_t I) {
         const uint32_t BT = t_.BT, n = 16 * BT;
-        LocalTensor<float> g = LoadF(gG_[uint64_t(u) * BT], BT), bc = bcG_.Get<float>(), dd = w0_.Get<float>();
+        LocalTensor<float> g = CopyIn(inF_, gG_[uint64_t(u) * BT], BT), bc = bcG_.Get<float>(), dd = w0_.Get<float>();
         BroadcastRows(bc, g[16 * I], 16);
         OrderV();
         // dd[a, j] = g[16 I + a] - g[j]: g_i alone in block a (block stride 0), g repeated per row.
@@ -522,9 +469,9 @@ class ChunkIntraVector {
         const uint32_t K = t_.K, n = 16 * K, BT = t_.BT;
         const uint64_t at = (uint64_t(u) * BT + 16 * I) * K;
         LocalTensor<float> e = w0_.Get<float>(), x = w1_.Get<float>(), qf = w2_.Get<float>(), kf = w3_.Get<float>();
-        LocalTensor<float> g = LoadF(gG_[at], n);
-        LoadTAsFloat(gQ_[at], qf, n);
-        LoadTAsFloat(gK_[at], kf, n);
+        LocalTensor<float> g = CopyIn(inF_, gG_[at], n);
+        CastIn(inT_, g_.q[at], qf, n);
+        CastIn(inT_, g_.k[at], kf, n);
         OrderV();
         for (uint32_t a = 0; a < 16; ++a) {
             const uint32_t rows = a + 1, cnt = rows * K;
@@ -572,9 +519,10 @@ class ChunkIntraVector {
         outF_.FreeTensor(o);
     }
 
-    ChunkIntraTiling t_{};
+    const ChunkIntraTiling t_;
     bool kda_ = true;
-    uint32_t block_ = 0, sub_ = 0, maskW_ = 16, maskBytes_ = 0;
+    const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
+    uint32_t maskW_ = 16, maskBytes_ = 0;
     uint32_t owned_[2] = {0, 0}, nOwned_ = 0;
     bool unsafe_[2][2] = {{false, false}, {false, false}};  // [slot][owned block row]: exact diagonal block
     TPipe pipe_;
@@ -582,8 +530,8 @@ class ChunkIntraVector {
     TQue<QuePosition::VECIN, 1> res_, inB_, inR_;
     TQue<QuePosition::VECOUT, 2> outT_, outF_;
     TBuf<TPosition::VECCALC> w0_, w1_, w2_, w3_, bcB_, bcG_, red_, masks_, zf_, zt_;
-    GlobalTensor<T> gQ_, gK_, gOp_, gAT_, gLT_;
-    GlobalTensor<float> gB_, gG_, gAF_, gLF_, gRes_;
+    SharedGm<T> g_;
+    GlobalTensor<float> gB_, gG_;
 };
 
 // The kernel body: T the Cube input type (q, k), O the dtype of aqk and l (float or T). O decides the
@@ -594,16 +542,7 @@ __aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR
     static_assert(IsSame<O, float>::value || IsSame<O, T>::value, "aqk and l: float or the Cube input type");
     ChunkIntraTiling t = tiling;
     t.out_f32 = IsSame<O, float>::value ? 1u : 0u;
-    if ASCEND_IS_AIC {
-        ChunkIntraCube<T> op;
-        op.Init(q, k, aqk, l, ws, t);
-        op.Process();
-    }
-    if ASCEND_IS_AIV {
-        ChunkIntraVector<T> op;
-        op.Init(q, k, beta, g, aqk, l, ws, t);
-        op.Process();
-    }
+    RunMixed<ChunkIntraCube<T>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, aqk, l, ws}, t);
 }
 
 }  // namespace chunk_intra

@@ -22,6 +22,7 @@
 #define FLA_NPU_CHUNK_OUTPUT_KERNEL_H
 
 #include "../common/chunk_cube.h"
+#include "../common/vector_io.h"
 #include "chunk_output_tiling.h"
 #include "kernel_operator.h"
 
@@ -30,6 +31,12 @@ namespace chunk_output {
 
 using namespace AscendC;
 using namespace chunk_cube;
+using namespace vector_io;
+
+// The kernel's GM arguments (both sides read their own).
+struct ChunkOutputGm {
+    GmAddr q, eRow, s, aqk, vNew, out, ws;
+};
 
 // ------------------------------------------------------------------------------------------------
 // AIC: both products into one L0C tile per V-tile.
@@ -37,45 +44,29 @@ using namespace chunk_cube;
 template <class T>
 class ChunkOutputCube {
   public:
-    __aicore__ inline ChunkOutputCube() {}
-
-    __aicore__ inline void Init(GM_ADDR aqk, GM_ADDR vNew, GM_ADDR out, GM_ADDR ws, const ChunkOutputTiling& t) {
-        t_ = t;
-        const uint64_t units = t.num_units;
-        gA_.SetGlobalBuffer((__gm__ T*)aqk, units * t.BT * t.BT);
-        gVn_.SetGlobalBuffer((__gm__ T*)vNew, units * t.BT * t.V);
-        gO_.SetGlobalBuffer((__gm__ float*)out, units * t.BT * t.V);
-        BindSlots(gWs_, ws, static_cast<uint32_t>(GetBlockIdx()), t.ws_bytes_per_core, t.ws_slot_elems);
-        const uint32_t BT = t.BT, K = t.K, V = t.V, Vt = t.v_tile;
-        pipe_.InitBuffer(qe1_, BT * K * sizeof(T));
-        pipe_.InitBuffer(a1_, BT * BT * sizeof(T));
-        pipe_.InitBuffer(s1_, K * V * sizeof(T));
-        pipe_.InitBuffer(v1_, BT * V * sizeof(T));
-        pipe_.InitBuffer(qea_, BT * K * sizeof(T));
-        pipe_.InitBuffer(aa_, BT * BT * sizeof(T));
-        pipe_.InitBuffer(sb_, K * Vt * sizeof(T));
-        pipe_.InitBuffer(vb_, BT * Vt * sizeof(T));
-        pipe_.InitBuffer(oc_, BT * Vt * sizeof(float));
+    __aicore__ inline ChunkOutputCube(const ChunkOutputGm& a, const ChunkOutputTiling& t) : t_(t) {
+        const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vt = t_.v_tile;
+        Bind(uint64_t(t_.num_units) * BT * BT, gA_, a.aqk);
+        Bind(uint64_t(t_.num_units) * BT * V, gVn_, a.vNew, gO_, a.out);
+        BindSlots(gWs_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_.ws_bytes_per_core, t_.ws_slot_elems);
+        InitBufs(pipe_, BT * K * sizeof(T), qe1_, qea_);  // L1 and L0A (one arena each): qe, then Aqk
+        InitBufs(pipe_, BT * BT * sizeof(T), a1_, aa_);
+        InitBufs(pipe_, K * V * sizeof(T), s1_);
+        InitBufs(pipe_, BT * V * sizeof(T), v1_);
+        InitBufs(pipe_, K * Vt * sizeof(T), sb_);
+        InitBufs(pipe_, BT * Vt * sizeof(T), vb_);
+        InitBufs(pipe_, BT * Vt * sizeof(float), oc_);
     }
 
-    __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
-        for (uint32_t i = 0; i < count; ++i) Unit(first + i, i % 2, i + 2 < count);
-    }
+    __aicore__ inline void Process() { ForEachSlotUnit(*this, t_, static_cast<uint32_t>(GetBlockIdx())); }
 
-  private:
     __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V;
         const uint64_t base = uint64_t(slot) * t_.ws_slot_elems;
         LocalTensor<T> qe1 = qe1_.Get<T>(), a1 = a1_.Get<T>(), s1 = s1_.Get<T>(), v1 = v1_.Get<T>();
         LocalTensor<T> qea = qea_.Get<T>(), aa = aa_.Get<T>();
 
-        SlotConsumer::Acquire();
-        Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData have read L1
-        LoadNz(qe1, gWs_[base], BT, K);
-        LoadNz(s1, gWs_[base + uint64_t(BT) * K], K, V);
-        SlotConsumer::Release(slotReused);
+        TakeSlot(gWs_[base], slotReused, qe1, BT, K, s1, K, V);
         LoadNz(a1, gA_[uint64_t(u) * BT * BT], BT, BT);
         LoadNz(v1, gVn_[uint64_t(u) * BT * V], BT, V);
         Sync<HardEvent::MTE2_MTE1>();
@@ -87,7 +78,8 @@ class ChunkOutputCube {
         TileProducts(oc_.Get<float>(), gO_[uint64_t(u) * BT * V], V, BT, V, t_.v_tile, prods);
     }
 
-    ChunkOutputTiling t_{};
+  private:
+    const ChunkOutputTiling t_;
     TPipe pipe_;
     TBuf<TPosition::A1> qe1_, a1_;
     TBuf<TPosition::B1> s1_, v1_;
@@ -104,32 +96,27 @@ class ChunkOutputCube {
 template <class T>
 class ChunkOutputVector {
   public:
-    __aicore__ inline ChunkOutputVector() {}
-
-    __aicore__ inline void Init(GM_ADDR q, GM_ADDR eRow, GM_ADDR s, GM_ADDR ws, const ChunkOutputTiling& t) {
-        t_ = t;
-        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
-        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
-        const uint64_t units = t.num_units;
-        gQ_.SetGlobalBuffer((__gm__ T*)q, units * t.BT * t.K);
-        gE_.SetGlobalBuffer((__gm__ float*)eRow, units * t.BT * t.Kg);
-        gS_.SetGlobalBuffer((__gm__ float*)s, units * t.K * t.V);
-        BindSlots(gWs_, ws, block_, t.ws_bytes_per_core, t.ws_slot_elems);
-        pipe_.InitBuffer(inT_, 1, t.vec_elems * sizeof(T));
-        pipe_.InitBuffer(inF_, 1, t.vec_elems * sizeof(float));
-        pipe_.InitBuffer(outT_, 1, t.vec_elems * sizeof(T));
-        pipe_.InitBuffer(work_, t.vec_elems * sizeof(float));
-        if (t.Kg == 1) pipe_.InitBuffer(brcb_, t.rows_per_aiv * 8 * sizeof(float));
+    __aicore__ inline ChunkOutputVector(const ChunkOutputGm& a, const ChunkOutputTiling& t) : t_(t) {
+        const uint64_t units = t_.num_units, rows = units * t_.BT;
+        Bind(rows * t_.K, gQ_, a.q);
+        Bind(rows * t_.Kg, gE_, a.eRow);
+        Bind(units * t_.K * t_.V, gS_, a.s);
+        BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
+        const uint32_t n = t_.vec_elems;
+        InitQues(pipe_, 1, n * sizeof(T), inT_);
+        InitQues(pipe_, 1, n * sizeof(float), inF_);
+        InitQues(pipe_, 1, n * sizeof(T), outT_);
+        InitBufs(pipe_, n * sizeof(float), work_);
+        if (t_.Kg == 1) InitBufs(pipe_, t_.rows_per_aiv * 8 * sizeof(float), brcb_);
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, block_, &first, &count);
-        for (uint32_t i = 0; i < count; ++i) {
+        const Units r = CoreUnitsOf(t_, at_.block);
+        for (uint32_t i = 0; i < r.count; ++i) {
             SlotProducer::Acquire(i);
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
-            FormQe(first + i, base);
-            CastS(first + i, base + uint64_t(t_.BT) * t_.K);
+            FormQe(r.first + i, base);
+            CastS(r.first + i, base + uint64_t(t_.BT) * t_.K);
             SlotProducer::Ready();
         }
     }
@@ -137,7 +124,7 @@ class ChunkOutputVector {
   private:
     // Rows [r0, r0 + R) of qe = T(fp32(q) * e_row): one fp32 multiply, one rounding to T.
     __aicore__ inline void FormQe(uint32_t u, uint64_t dst) {
-        const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = sub_ * R, n = R * K;
+        const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = at_.sub * R, n = R * K;
         LocalTensor<T> x = inT_.template AllocTensor<T>();
         DataCopy(x, gQ_[(uint64_t(u) * t_.BT + r0) * K], n);
         inT_.EnQue(x);
@@ -161,36 +148,23 @@ class ChunkOutputVector {
             OrderV();
         }
         inF_.FreeTensor(e);
-        LocalTensor<T> y = outT_.template AllocTensor<T>();
-        Cast(y, w, RoundMode::CAST_RINT, n);
-        outT_.EnQue(y);
-        y = outT_.template DeQue<T>();
-        DataCopy(gWs_[dst + uint64_t(r0) * K], y, n);
-        outT_.FreeTensor(y);
+        CastOut(outT_, gWs_[dst + uint64_t(r0) * K], w, n);
     }
 
     // Rows [k0, k0 + K / 2) of T(S), in pieces of s_piece_rows rows.
     __aicore__ inline void CastS(uint32_t u, uint64_t dst) {
-        const uint32_t V = t_.V, k0 = sub_ * t_.s_rows_per_aiv;
+        const uint32_t V = t_.V, k0 = at_.sub * t_.s_rows_per_aiv;
         for (uint32_t r = 0; r < t_.s_rows_per_aiv; r += t_.s_piece_rows) {
             const uint32_t rows = t_.s_rows_per_aiv - r < t_.s_piece_rows ? t_.s_rows_per_aiv - r : t_.s_piece_rows;
             const uint32_t n = rows * V;
-            LocalTensor<float> f = inF_.template AllocTensor<float>();
-            DataCopy(f, gS_[(uint64_t(u) * t_.K + k0 + r) * V], n);
-            inF_.EnQue(f);
-            f = inF_.template DeQue<float>();
-            LocalTensor<T> y = outT_.template AllocTensor<T>();
-            Cast(y, f, RoundMode::CAST_RINT, n);
+            LocalTensor<float> f = CopyIn(inF_, gS_[(uint64_t(u) * t_.K + k0 + r) * V], n);
+            CastOut(outT_, gWs_[dst + uint64_t(k0 + r) * V], f, n);
             inF_.FreeTensor(f);
-            outT_.EnQue(y);
-            y = outT_.template DeQue<T>();
-            DataCopy(gWs_[dst + uint64_t(k0 + r) * V], y, n);
-            outT_.FreeTensor(y);
         }
     }
 
-    ChunkOutputTiling t_{};
-    uint32_t block_ = 0, sub_ = 0;
+    const ChunkOutputTiling t_;
+    const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> inT_, inF_;
     TQue<QuePosition::VECOUT, 1> outT_;
@@ -202,16 +176,7 @@ class ChunkOutputVector {
 template <class T>
 __aicore__ inline void RunChunkOutput(GM_ADDR q, GM_ADDR eRow, GM_ADDR s, GM_ADDR aqk, GM_ADDR vNew, GM_ADDR out, GM_ADDR ws,
                                       const ChunkOutputTiling& t) {
-    if ASCEND_IS_AIC {
-        ChunkOutputCube<T> op;
-        op.Init(aqk, vNew, out, ws, t);
-        op.Process();
-    }
-    if ASCEND_IS_AIV {
-        ChunkOutputVector<T> op;
-        op.Init(q, eRow, s, ws, t);
-        op.Process();
-    }
+    RunMixed<ChunkOutputCube<T>, ChunkOutputVector<T>>(ChunkOutputGm{q, eRow, s, aqk, vNew, out, ws}, t);
 }
 
 }  // namespace chunk_output

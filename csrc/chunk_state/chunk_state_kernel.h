@@ -13,6 +13,7 @@
 #define FLA_NPU_CHUNK_STATE_KERNEL_H
 
 #include "../common/chunk_cube.h"
+#include "../common/vector_io.h"
 #include "chunk_state_tiling.h"
 #include "kernel_operator.h"
 
@@ -21,6 +22,12 @@ namespace chunk_state {
 
 using namespace AscendC;
 using namespace chunk_cube;
+using namespace vector_io;
+
+// The kernel's GM arguments (both sides read their own).
+struct ChunkStateGm {
+    GmAddr w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws;
+};
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
 // (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written).
@@ -67,34 +74,23 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 template <class T>
 class ChunkStateCube {
   public:
-    __aicore__ inline ChunkStateCube() {}
-
-    __aicore__ inline void Init(GM_ADDR w, GM_ADDR kg, GM_ADDR chunkOffsets, GM_ADDR ws, const ChunkStateTiling& t) {
-        t_ = t;
-        const uint64_t rows = uint64_t(t.NC) * t.HV * t.BT;
-        gW_.SetGlobalBuffer((__gm__ T*)w, rows * t.K);
-        gKg_.SetGlobalBuffer((__gm__ T*)kg, rows * t.K);
-        gCo_.SetGlobalBuffer((__gm__ int32_t*)chunkOffsets, t.N + 1);
-        BindWorkspace(gWsT_, gWsF_, ws, static_cast<uint32_t>(GetBlockIdx()), t);
-        const uint32_t BT = t.BT, K = t.K, Vb = t.v_block, rows0 = K > BT ? K : BT;
-        pipe_.InitBuffer(w1_, BT * K * sizeof(T));
-        pipe_.InitBuffer(kg1_, BT * K * sizeof(T));
-        pipe_.InitBuffer(sHi1_, K * Vb * sizeof(T));
-        pipe_.InitBuffer(sLo1_, K * Vb * sizeof(T));
-        pipe_.InitBuffer(vHi1_, BT * Vb * sizeof(T));
-        pipe_.InitBuffer(vLo1_, BT * Vb * sizeof(T));
-        pipe_.InitBuffer(wa_, BT * K * sizeof(T));
-        pipe_.InitBuffer(kga_, BT * K * sizeof(T));
-        pipe_.InitBuffer(b2a_, rows0 * t.n_tile * sizeof(T));
-        pipe_.InitBuffer(b2b_, rows0 * t.n_tile * sizeof(T));
-        pipe_.InitBuffer(oc_, rows0 * t.n_tile * sizeof(float));
+    __aicore__ inline ChunkStateCube(const ChunkStateGm& a, const ChunkStateTiling& t) : t_(t) {
+        Bind(uint64_t(t_.NC) * t_.HV * t_.BT * t_.K, gW_, a.w, gKg_, a.kg);
+        Bind(t_.N + 1, gCo_, a.chunkOffsets);
+        BindWorkspace(gWsT_, gWsF_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_);
+        const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block, rows0 = K > BT ? K : BT;
+        InitBufs(pipe_, BT * K * sizeof(T), w1_, kg1_);  // L1
+        InitBufs(pipe_, K * Vb * sizeof(T), sHi1_, sLo1_);
+        InitBufs(pipe_, BT * Vb * sizeof(T), vHi1_, vLo1_);
+        InitBufs(pipe_, BT * K * sizeof(T), wa_, kga_);  // L0A
+        InitBufs(pipe_, rows0 * t_.n_tile * sizeof(T), b2a_, b2b_);
+        InitBufs(pipe_, rows0 * t_.n_tile * sizeof(float), oc_);
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
-        for (uint32_t i = 0; i < count; ++i) {
-            const Unit u = DecodeUnit(t_, first + i);
+        const Units r = CoreUnitsOf(t_, static_cast<uint32_t>(GetBlockIdx()));
+        for (uint32_t i = 0; i < r.count; ++i) {
+            const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
             for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u);
         }
@@ -140,7 +136,7 @@ class ChunkStateCube {
         }
     }
 
-    ChunkStateTiling t_{};
+    const ChunkStateTiling t_;
     TPipe pipe_;
     TBuf<TPosition::A1> w1_, kg1_;
     TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_;
@@ -159,40 +155,34 @@ class ChunkStateCube {
 template <class T>
 class ChunkStateVector {
   public:
-    __aicore__ inline ChunkStateVector() {}
-
-    __aicore__ inline void Init(GM_ADDR u, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR h, GM_ADDR vNew, GM_ADDR fin,
-                                GM_ADDR ws, const ChunkStateTiling& t) {
-        t_ = t;
-        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
-        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
-        const uint64_t chunks = uint64_t(t.NC) * t.HV, states = uint64_t(t.N) * t.HV * t.K * t.V;
-        gU_.SetGlobalBuffer((__gm__ float*)u, chunks * t.BT * t.V);
-        gE_.SetGlobalBuffer((__gm__ float*)eLast, chunks * t.Kg);
-        gCo_.SetGlobalBuffer((__gm__ int32_t*)chunkOffsets, t.N + 1);
-        if (t.has_h0) gH0_.SetGlobalBuffer((__gm__ float*)h0, states);
-        gHf_.SetGlobalBuffer((__gm__ float*)h, t.h_f32 ? chunks * t.K * t.V : 0);
-        gHt_.SetGlobalBuffer((__gm__ T*)h, t.h_f32 ? 0 : chunks * t.K * t.V);
-        gVf_.SetGlobalBuffer((__gm__ float*)vNew, t.v_new_f32 ? chunks * t.BT * t.V : 0);
-        gVt_.SetGlobalBuffer((__gm__ T*)vNew, t.v_new_f32 ? 0 : chunks * t.BT * t.V);
-        gFin_.SetGlobalBuffer((__gm__ float*)fin, states);
-        BindWorkspace(gWsT_, gWsF_, ws, block_, t);
-        const uint32_t Vb = t.v_block, rk = t.rows_k, rv = t.rows_v, m = t.vec_rows;
-        pipe_.InitBuffer(s_, rk * Vb * sizeof(float));
-        pipe_.InitBuffer(inA_, 1, m * Vb * sizeof(float));
-        pipe_.InitBuffer(inB_, 1, rv * Vb * sizeof(float));
-        pipe_.InitBuffer(inE_, 1, rk * sizeof(float));
-        pipe_.InitBuffer(bc_, rk * 8 * sizeof(float));
-        pipe_.InitBuffer(res_, m * Vb * sizeof(float));
-        pipe_.InitBuffer(outT_, 2, m * Vb * sizeof(T));  // x_hi held for the output while x_lo goes out
-        pipe_.InitBuffer(outF_, 1, m * Vb * sizeof(float));
+    __aicore__ inline ChunkStateVector(const ChunkStateGm& a, const ChunkStateTiling& t) : t_(t) {
+        const uint64_t chunks = uint64_t(t_.NC) * t_.HV, states = uint64_t(t_.N) * t_.HV * t_.K * t_.V;
+        Bind(chunks * t_.BT * t_.V, gU_, a.u);
+        Bind(chunks * t_.Kg, gE_, a.eLast);
+        Bind(t_.N + 1, gCo_, a.chunkOffsets);
+        if (t_.has_h0) Bind(states, gH0_, a.h0);
+        // h and v_new: bound as float or as T, whichever the output is (the other view gets no element).
+        Bind(t_.h_f32 ? chunks * t_.K * t_.V : 0, gHf_, a.h);
+        Bind(t_.h_f32 ? 0 : chunks * t_.K * t_.V, gHt_, a.h);
+        Bind(t_.v_new_f32 ? chunks * t_.BT * t_.V : 0, gVf_, a.vNew);
+        Bind(t_.v_new_f32 ? 0 : chunks * t_.BT * t_.V, gVt_, a.vNew);
+        Bind(states, gFin_, a.fin);
+        BindWorkspace(gWsT_, gWsF_, a.ws, at_.block, t_);
+        const uint32_t Vb = t_.v_block, rk = t_.rows_k, m = t_.vec_rows;
+        InitBufs(pipe_, rk * Vb * sizeof(float), s_);
+        InitQues(pipe_, 1, m * Vb * sizeof(float), inA_);
+        InitQues(pipe_, 1, t_.rows_v * Vb * sizeof(float), inB_);
+        InitQues(pipe_, 1, rk * sizeof(float), inE_);
+        InitBufs(pipe_, rk * 8 * sizeof(float), bc_);
+        InitBufs(pipe_, m * Vb * sizeof(float), res_);
+        InitQues(pipe_, 2, m * Vb * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
+        InitQues(pipe_, 1, m * Vb * sizeof(float), outF_);
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, block_, &first, &count);
-        for (uint32_t i = 0; i < count; ++i) {
-            const Unit u = DecodeUnit(t_, first + i);
+        const Units r = CoreUnitsOf(t_, at_.block);
+        for (uint32_t i = 0; i < r.count; ++i) {
+            const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
             LoadState(u);
             for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u);
@@ -241,12 +231,7 @@ class ChunkStateVector {
         if (held != nullptr) *held = hi;
         else outT_.FreeTensor(hi);
         OrderV();
-        LocalTensor<T> lo = outT_.template AllocTensor<T>();
-        Cast(lo, r, RoundMode::CAST_RINT, n);
-        outT_.EnQue(lo);
-        lo = outT_.template DeQue<T>();
-        DataCopy(gWsT_[loOff], lo, n);
-        outT_.FreeTensor(lo);
+        CastOut(outT_, gWsT_[loOff], r, n);
     }
 
     // The output x (rows x cols) to GM rows of pitch V: float32, or its T rounding `hi` (then freed).
@@ -262,7 +247,7 @@ class ChunkStateVector {
 
     // GM offset of the first element of this AIV's rows of the unit's state in h0 / final.
     __aicore__ inline uint64_t StateBase(const Unit& u) const {
-        const uint64_t head = (uint64_t(u.n) * t_.HV + u.h) * t_.K * t_.V, k0 = uint64_t(sub_) * t_.rows_k;
+        const uint64_t head = (uint64_t(u.n) * t_.HV + u.h) * t_.K * t_.V, k0 = uint64_t(at_.sub) * t_.rows_k;
         return t_.state_v_first ? head + uint64_t(u.v0) * t_.K + k0 : head + k0 * t_.V + u.v0;
     }
 
@@ -346,7 +331,7 @@ class ChunkStateVector {
 
     __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v;
-        const uint32_t k0 = sub_ * rk, r0 = sub_ * rv;
+        const uint32_t k0 = at_.sub * rk, r0 = at_.sub * rv;
         const Lanes L = SplitLanes(u.vw);
         const uint64_t ch = uint64_t(c) * t_.HV + u.h, hOff = (ch * K + k0) * V + u.v0, vOff = (ch * BT + r0) * V + u.v0;
         const uint64_t vs = 2ull * K * Vb;
@@ -371,10 +356,7 @@ class ChunkStateVector {
         inA_.EnQue(a);
         if (t_.Kg != 1) {
             LocalTensor<float> bc = bc_.Get<float>();
-            LocalTensor<float> e = inE_.template AllocTensor<float>();
-            DataCopy(e, gE_[ch * K + k0], rk);
-            inE_.EnQue(e);
-            e = inE_.template DeQue<float>();
+            LocalTensor<float> e = CopyIn(inE_, gE_[ch * K + k0], rk);
             BroadcastRows(bc, e, rk);
             inE_.FreeTensor(e);
             OrderV();
@@ -390,10 +372,7 @@ class ChunkStateVector {
             const uint32_t w = L.w[l], n = rv * w;
             const uint64_t at = uint64_t(BT) * L.c[l] + uint64_t(r0) * w;
             CrossCoreWaitFlag(LaneFlag(kFlagWs, l));
-            LocalTensor<float> vn = inB_.template AllocTensor<float>();
-            DataCopy(vn, gWsF_[at], n);
-            inB_.EnQue(vn);
-            vn = inB_.template DeQue<float>();
+            LocalTensor<float> vn = CopyIn(inB_, gWsF_[at], n);
             Sub(vn, a[rv * L.c[l]], vn, static_cast<int32_t>(n));
             OrderV();
             Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, t_.v_new_f32 ? nullptr : &hi);
@@ -407,10 +386,7 @@ class ChunkStateVector {
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], n = rk * w;
             CrossCoreWaitFlag(LaneFlag(kFlagDs, l));
-            LocalTensor<float> d = inA_.template AllocTensor<float>();
-            DataCopy(d, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
-            inA_.EnQue(d);
-            d = inA_.template DeQue<float>();
+            LocalTensor<float> d = CopyIn(inA_, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
             OrderV();
             Add(S[rk * L.c[l]], S[rk * L.c[l]], d, static_cast<int32_t>(n));
             inA_.FreeTensor(d);
@@ -418,8 +394,8 @@ class ChunkStateVector {
         OrderV();
     }
 
-    ChunkStateTiling t_{};
-    uint32_t block_ = 0, sub_ = 0;
+    const ChunkStateTiling t_;
+    const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> inA_, inB_, inE_;
     TQue<QuePosition::VECOUT, 2> outT_;
@@ -440,16 +416,7 @@ __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR e
     ChunkStateTiling t = tiling;
     t.h_f32 = IsSame<H, float>::value ? 1u : 0u;
     t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
-    if ASCEND_IS_AIC {
-        ChunkStateCube<T> op;
-        op.Init(w, kg, chunkOffsets, ws, t);
-        op.Process();
-    }
-    if ASCEND_IS_AIV {
-        ChunkStateVector<T> op;
-        op.Init(u, eLast, chunkOffsets, h0, h, vNew, fin, ws, t);
-        op.Process();
-    }
+    RunMixed<ChunkStateCube<T>, ChunkStateVector<T>>(ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws}, t);
 }
 
 }  // namespace chunk_state

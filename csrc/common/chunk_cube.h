@@ -1,6 +1,7 @@
-// Pieces shared by the mixed Cube + vector chunk kernels (chunk_output, wy_fast, chunk_intra,
-// chunk_state): the vector -> Cube hand-off through a per-core GM workspace, the Cube's ND -> NZ loads and L0 loads, the tile
-// loop that writes fp32 products with Fixpipe, and the vector row-broadcast multiply.
+// Pieces shared by the mixed Cube + vector kernels (chunk_output, wy_fast, chunk_intra, chunk_state,
+// solve_tril, prefix-shared attention): the vector -> Cube hand-off through a per-core GM workspace,
+// the Cube's ND -> NZ loads and L0 loads, the tile loop that writes fp32 products with Fixpipe, and
+// the vector row broadcasts.
 //
 // Hand-off protocol (KERNEL_TYPE_MIX_AIC_1_2; a2/a3 move AIV -> AIC data only through GM):
 //   each AI core owns two workspace slots; its i-th unit uses slot i % 2.
@@ -13,6 +14,7 @@
 #ifndef FLA_NPU_COMMON_CHUNK_CUBE_H
 #define FLA_NPU_COMMON_CHUNK_CUBE_H
 
+#include "kernel_frame.h"
 #include "kernel_operator.h"
 #include "vector_order.h"
 
@@ -21,24 +23,9 @@ namespace chunk_cube {
 
 using namespace AscendC;
 
+using namespace kernel_frame;  // Sync, IsSame, kFloatLanes, Bind, ...
+
 constexpr uint16_t kFlagReady = 0, kFlagFree = 1;
-
-// Whether U and V are one type (the kernels choose output types at compile time; no <type_traits>).
-template <class U, class V>
-struct IsSame {
-    static constexpr bool value = false;
-};
-template <class U>
-struct IsSame<U, U> {
-    static constexpr bool value = true;
-};
-constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
-
-template <HardEvent E>
-__aicore__ inline void Sync() {
-    SetFlag<E>(0);
-    WaitFlag<E>(0);
-}
 
 // The two slots of AI core `block`: 2 * slotElems elements of T at ws + block * bytesPerCore.
 template <class T>
@@ -60,6 +47,15 @@ struct SlotConsumer {                                                           
     }
 };
 
+// The AIC's walk over its units under the slot protocol: op.Unit(u, slot, reused) for each unit u of
+// AI core `block`, the i-th in slot i % 2, `reused` when a later unit of the core takes the slot again
+// (then the Cube's SlotConsumer::Release(reused) sets Free).
+template <class Op, class Tiling>
+__aicore__ inline void ForEachSlotUnit(Op& op, const Tiling& t, uint32_t block) {
+    const Units r = CoreUnitsOf(t, block);
+    for (uint32_t i = 0; i < r.count; ++i) op.Unit(r.first + i, i % 2, i + 2 < r.count);
+}
+
 // Mmad.md: an Mmad accumulating into the L0C tile the previous Mmad wrote must be separated from it
 // by PipeBarrier<PIPE_M> when (m / 16) * (n / 16) < 10 (integer division of the sizes passed).
 __aicore__ inline void AccumulateBarrier(uint32_t m, uint32_t n) {
@@ -76,15 +72,31 @@ __aicore__ inline void ZeroL1(const LocalTensor<T>& l1, uint32_t elems) {
     PipeBarrier<PIPE_MTE2>();
 }
 
-// A row-major rows x cols matrix from GM into L1 as NZ (16-row fractals, column blocks `c0Stride`
-// rows apart; 0: `rows`). With a larger c0Stride and l1 offset by r0 * 16 elements, the matrix lands
-// as rows [r0, r0 + rows) of a taller NZ matrix (r0 and c0Stride multiples of 16).
+// A row-major rows x cols matrix (GM row pitch `pitch` elements; 0: `cols`) from GM into L1 as NZ
+// (16-row fractals, column blocks `c0Stride` rows apart; 0: `rows`). With a larger c0Stride and l1
+// offset by r0 * 16 elements, the matrix lands as rows [r0, r0 + rows) of a taller NZ matrix (r0 and
+// c0Stride multiples of 16); with c0Stride = rows rounded up to 16, as a padded one (ND -> NZ
+// zero-fills each row's C0 tail, the rows past `rows` are left as they are: ZeroL1).
 template <class T>
 __aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols,
-                              uint32_t c0Stride = 0) {
+                              uint32_t c0Stride = 0, uint32_t pitch = 0) {
     DataCopy(l1, gm,
-             Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(cols),
-                         static_cast<uint16_t>(c0Stride != 0 ? c0Stride : rows), 1, 0));
+             Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0,
+                         static_cast<uint16_t>(pitch != 0 ? pitch : cols), static_cast<uint16_t>(c0Stride != 0 ? c0Stride : rows),
+                         1, 0));
+}
+
+// The AIC side of the hand-off of two row-major operands: waits for the slot, loads X (xRows x xCols
+// at the slot's start) and then Y (yRows x yCols) into L1 as NZ, and frees the slot when a later unit
+// reuses it. The loads wait for the previous unit's LoadData from L1 (MTE1_MTE2).
+template <class T>
+__aicore__ inline void TakeSlot(const GlobalTensor<T>& slot, bool reused, const LocalTensor<T>& x, uint32_t xRows, uint32_t xCols,
+                                const LocalTensor<T>& y, uint32_t yRows, uint32_t yCols) {
+    SlotConsumer::Acquire();
+    Sync<HardEvent::MTE1_MTE2>();
+    LoadNz(x, slot, xRows, xCols);
+    LoadNz(y, slot[uint64_t(xRows) * xCols], yRows, yCols);
+    SlotConsumer::Release(reused);
 }
 
 // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
@@ -201,21 +213,33 @@ __aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTe
     }
 }
 
-// Vector: dst[r, :] = src[r, :] * f[r] for R rows of C fp32 columns (C a multiple of 8), with bc
-// holding Brcb(f) (f[r] alone in 32-byte block r), read with block stride 0 (one repeat per row).
-__aicore__ inline void MulRows(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& bc,
-                               uint32_t R, uint32_t C) {
+// The per-row operations of the vector row broadcasts.
+enum class RowOp { kMul, kDiv, kSub };
+
+// Vector: dst[r, :] = src[r, :] op f[r] for R rows of C fp32 columns (C a multiple of 8), with bc
+// holding Brcb(f) (f[r] alone in 32-byte block r), read with block stride 0 (one repeat per row),
+// one instruction per 64 columns.
+__aicore__ inline void ApplyRows(RowOp op, const LocalTensor<float>& dst, const LocalTensor<float>& src,
+                                 const LocalTensor<float>& bc, uint32_t R, uint32_t C) {
     const uint8_t rowBlk = static_cast<uint8_t>(C * sizeof(float) / 32);
     const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
     for (uint32_t c = 0; c < C; c += kFloatLanes) {
         const uint64_t mask = C - c < kFloatLanes ? C - c : kFloatLanes;
-        Mul(dst[c], src[c], bc, mask, static_cast<uint8_t>(R), perRow);
+        if (op == RowOp::kMul) Mul(dst[c], src[c], bc, mask, static_cast<uint8_t>(R), perRow);
+        else if (op == RowOp::kDiv) Div(dst[c], src[c], bc, mask, static_cast<uint8_t>(R), perRow);
+        else Sub(dst[c], src[c], bc, mask, static_cast<uint8_t>(R), perRow);
     }
 }
 
-// bc = Brcb(f): R (a multiple of 8) fp32 factors, each into its own 32-byte block.
+// dst[r, :] = src[r, :] * f[r] (bc = Brcb(f)): the row scaling of most callers.
+__aicore__ inline void MulRows(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& bc,
+                               uint32_t R, uint32_t C) {
+    ApplyRows(RowOp::kMul, dst, src, bc, R, C);
+}
+
+// bc = Brcb(f): R fp32 factors, each into its own 32-byte block (whole groups of 8: R rounded up).
 __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTensor<float>& f, uint32_t R) {
-    Brcb(bc, f, static_cast<uint8_t>(R / 8), BrcbRepeatParams(1, 8));
+    Brcb(bc, f, static_cast<uint8_t>((R + 7) / 8), BrcbRepeatParams(1, 8));
 }
 
 }  // namespace chunk_cube

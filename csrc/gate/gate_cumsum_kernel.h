@@ -21,6 +21,7 @@
 #ifndef FLA_NPU_GATE_CUMSUM_KERNEL_H
 #define FLA_NPU_GATE_CUMSUM_KERNEL_H
 
+#include "../common/kernel_frame.h"
 #include "../common/vector_order.h"
 #include "gate_cumsum_tiling.h"
 #include "kernel_operator.h"
@@ -29,17 +30,7 @@ namespace fla_npu {
 namespace gate {
 
 using namespace AscendC;
-
-template <class A, class B>
-struct SameType {
-    static constexpr bool value = false;
-};
-template <class A>
-struct SameType<A, A> {
-    static constexpr bool value = true;
-};
-
-constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
+using namespace kernel_frame;  // IsSame, kFloatLanes, Sync, Bind, CoreUnitsOf
 
 template <class T>
 class GateChunkCumsum {
@@ -50,28 +41,26 @@ class GateChunkCumsum {
                                 const GateCumsumTiling& t) {
         t_ = t;
         const uint64_t n = uint64_t(t.B) * t.T * t.W;
-        gIn_.SetGlobalBuffer((__gm__ T*)g, n);
-        gOut_.SetGlobalBuffer((__gm__ float*)out, n);
-        if (t.has_a_log) gALog_.SetGlobalBuffer((__gm__ float*)aLog, t.H);
-        if (t.has_dt_bias) gBias_.SetGlobalBuffer((__gm__ float*)dtBias, t.W);
+        Bind(n, gIn_, g, gOut_, out);
+        if (t.has_a_log) Bind(t.H, gALog_, aLog);
+        if (t.has_dt_bias) Bind(t.W, gBias_, dtBias);
         if (t.varlen) {
-            gChunks_.SetGlobalBuffer((__gm__ int32_t*)chunks, 2ull * t.num_chunks);
+            Bind(2ull * t.num_chunks, gChunks_, chunks);
             gCu_.SetGlobalBuffer((__gm__ int32_t*)cu);
         }
         const uint32_t rows = t.chunk_size, P = t.max_pitch;
-        pipe_.InitBuffer(inQ_, 2, rows * P * sizeof(T));
-        pipe_.InitBuffer(outQ_, 2, rows * P * sizeof(float));
-        for (uint32_t i = 0; i < t.num_tmp_bufs; ++i) pipe_.InitBuffer(tmp_[i], rows * P * sizeof(float));
-        if (t.has_dt_bias) pipe_.InitBuffer(bias_, P * sizeof(float));
-        if (t.has_a_log) pipe_.InitBuffer(coef_, P * sizeof(float));
+        InitQues(pipe_, 2, rows * P * sizeof(T), inQ_);
+        InitQues(pipe_, 2, rows * P * sizeof(float), outQ_);
+        for (uint32_t i = 0; i < t.num_tmp_bufs; ++i) InitBufs(pipe_, rows * P * sizeof(float), tmp_[i]);
+        if (t.has_dt_bias) InitBufs(pipe_, P * sizeof(float), bias_);
+        if (t.has_a_log) InitBufs(pipe_, P * sizeof(float), coef_);
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
+        const Units r = CoreUnitsOf(t_, static_cast<uint32_t>(GetBlockIdx()));
         const uint32_t nc = t_.num_chunks;
         uint32_t curTile = 0xFFFFFFFFu;
-        for (uint32_t u = first; u < first + count; ++u) {
+        for (uint32_t u = r.first; u < r.first + r.count; ++u) {
             const uint32_t tile = u / nc, chunk = u % nc;
             uint32_t c0 = 0, w = 0;
             TileColumns(t_, tile, &c0, &w);
@@ -120,9 +109,7 @@ class GateChunkCumsum {
     __aicore__ inline void LoadParams(uint32_t c0, uint32_t w, bool reload) {
         const bool viaMte2 = t_.has_dt_bias || (t_.has_a_log && t_.D == 1);
         if (reload && viaMte2) {  // the vector reads of the previous tile's parameters come first
-            const TEventID id = pipe_.FetchEventID(HardEvent::V_MTE2);
-            SetFlag<HardEvent::V_MTE2>(id);
-            WaitFlag<HardEvent::V_MTE2>(id);
+            Sync<HardEvent::V_MTE2>();
         }
         const uint32_t padElems = (Pad32(w * 4) - w * 4) / 4;
         const DataCopyExtParams row(1, w * 4, 0, 0, 0);
@@ -140,11 +127,7 @@ class GateChunkCumsum {
                 Duplicate(coef, gALog_.GetValue(c0 / t_.D), static_cast<int32_t>(w));
             }
         }
-        if (viaMte2) {
-            const TEventID id = pipe_.FetchEventID(HardEvent::MTE2_V);
-            SetFlag<HardEvent::MTE2_V>(id);
-            WaitFlag<HardEvent::MTE2_V>(id);
-        }
+        if (viaMte2) { Sync<HardEvent::MTE2_V>(); }
         if (t_.has_a_log) {
             LocalTensor<float> coef = coef_.Get<float>();
             OrderV();  // after the Duplicates
@@ -205,7 +188,7 @@ class GateChunkCumsum {
         LocalTensor<T> x = inQ_.template DeQue<T>();
         LocalTensor<float> y = outQ_.template AllocTensor<float>();
         const int32_t n = static_cast<int32_t>(len * P);
-        if constexpr (SameType<T, float>::value) DataCopy(y, x, static_cast<uint32_t>(n));
+        if constexpr (IsSame<T, float>::value) DataCopy(y, x, static_cast<uint32_t>(n));
         else Cast(y, x, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
         inQ_.FreeTensor(x);
         OrderV();  // every step below reads what the one before it wrote

@@ -39,7 +39,8 @@
 #ifndef FLA_NPU_PREFIX_SHARED_ATTENTION_KERNEL_H
 #define FLA_NPU_PREFIX_SHARED_ATTENTION_KERNEL_H
 
-#include "../common/chunk_cube.h"  // LoadA: L1 NZ -> L0A in the SoC's layout; ZeroL1
+#include "../common/chunk_cube.h"  // the loads, the row broadcasts, Sync
+#include "../common/vector_io.h"
 #include "kernel_operator.h"
 #include "prefix_shared_attention_tiling.h"
 
@@ -47,18 +48,28 @@ namespace fla_npu {
 namespace psa {
 
 using namespace AscendC;
+using namespace chunk_cube;
+using namespace vector_io;
 
 constexpr uint16_t kFlagS = 0, kFlagP = 1, kFlagO = 2;
-constexpr uint32_t kFloatLanes = 64;  // fp32 lanes of one 256-byte repeat
 constexpr float kNegInf = -__builtin_inff();
 
 __aicore__ inline uint32_t Ceil16(uint32_t v) { return (v + 15) / 16 * 16; }
 __aicore__ inline uint32_t Pad32(uint32_t bytes) { return (bytes + 31) / 32 * 32; }
 
-template <HardEvent E>
-__aicore__ inline void Sync() {
-    SetFlag<E>(0);
-    WaitFlag<E>(0);
+// The kernel's GM arguments (both sides read their own).
+struct PsaGm {
+    GmAddr q, k, v, out, ws;
+};
+
+// The S (two), P and O slots of AI core `block` in the workspace.
+template <class T>
+__aicore__ inline void BindTileSlots(GlobalTensor<float>& s, GlobalTensor<T>& p, GlobalTensor<float>& o, GM_ADDR ws,
+                                     uint32_t block, const PsaTiling& t) {
+    __gm__ uint8_t* base = (__gm__ uint8_t*)ws + uint64_t(block) * t.ws_bytes_per_core;
+    Bind(2ull * kBlockM * kBlockN, s, base + t.ws_s_off);
+    Bind(uint64_t(kBlockM) * kBlockN, p, base + t.ws_p_off);
+    Bind(uint64_t(kBlockM) * t.D, o, base + t.ws_o_off);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -67,34 +78,21 @@ __aicore__ inline void Sync() {
 template <class T>
 class PsaCube {
   public:
-    __aicore__ inline PsaCube() {}
-
-    __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR ws, const PsaTiling& t) {
-        t_ = t;
-        D_ = t.D;
-        gQ_.SetGlobalBuffer((__gm__ T*)q, uint64_t(t.bs) * t.rows * t.D);
-        gK_.SetGlobalBuffer((__gm__ T*)k, uint64_t(t.bs) * t.len_kv * t.D);
-        gV_.SetGlobalBuffer((__gm__ T*)v, uint64_t(t.bs) * t.len_kv * t.D);
-        __gm__ uint8_t* base = (__gm__ uint8_t*)ws + uint64_t(GetBlockIdx()) * t.ws_bytes_per_core;
-        gS_.SetGlobalBuffer((__gm__ float*)(base + t.ws_s_off), 2ull * kBlockM * kBlockN);
-        gP_.SetGlobalBuffer((__gm__ T*)(base + t.ws_p_off), uint64_t(kBlockM) * kBlockN);
-        gO_.SetGlobalBuffer((__gm__ float*)(base + t.ws_o_off), uint64_t(kBlockM) * t.D);
-        pipe_.InitBuffer(q1_, kBlockM * D_ * sizeof(T));
-        pipe_.InitBuffer(p1_, kBlockM * kBlockN * sizeof(T));
-        pipe_.InitBuffer(k1_, kBlockN * D_ * sizeof(T));
-        pipe_.InitBuffer(v1_, kBlockN * D_ * sizeof(T));
-        pipe_.InitBuffer(qa_, kBlockM * D_ * sizeof(T));
-        pipe_.InitBuffer(pa_, kBlockM * kBlockN * sizeof(T));
-        pipe_.InitBuffer(kb_, kBlockN * D_ * sizeof(T));
-        pipe_.InitBuffer(vb_, kBlockN * D_ * sizeof(T));
-        pipe_.InitBuffer(sc_, kBlockM * kBlockN * sizeof(float));
-        pipe_.InitBuffer(oc_, kBlockM * D_ * sizeof(float));
+    __aicore__ inline PsaCube(const PsaGm& a, const PsaTiling& t) : t_(t) {
+        Bind(uint64_t(t_.bs) * t_.rows * t_.D, gQ_, a.q);
+        Bind(uint64_t(t_.bs) * t_.len_kv * t_.D, gK_, a.k, gV_, a.v);
+        BindTileSlots(gS_, gP_, gO_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_);
+        InitBufs(pipe_, kBlockM * t_.D * sizeof(T), q1_, qa_);  // L1 and L0A (one arena each): Q, then P
+        InitBufs(pipe_, kBlockM * kBlockN * sizeof(T), p1_, pa_);
+        InitBufs(pipe_, kBlockN * t_.D * sizeof(T), k1_, v1_, kb_, vb_);  // L1, then L0B
+        InitBufs(pipe_, kBlockM * kBlockN * sizeof(float), sc_);
+        InitBufs(pipe_, kBlockM * t_.D * sizeof(float), oc_);
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0, j0 = 0, j1 = 0;
-        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
-        for (uint32_t u = first; u < first + count; ++u) {
+        uint32_t j0 = 0, j1 = 0;
+        const Units r = CoreUnitsOf(t_, static_cast<uint32_t>(GetBlockIdx()));
+        for (uint32_t u = r.first; u < r.first + r.count; ++u) {
             UnitWork(t_, u, &b_, &m0_, &mLen_, &j0, &j1);
             mPad_ = Ceil16(mLen_);
             LoadQ();
@@ -110,13 +108,11 @@ class PsaCube {
     __aicore__ inline void LoadQ() {
         LocalTensor<T> q1 = q1_.Get<T>(), qa = qa_.Get<T>();
         Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData has read q1
-        if (mPad_ != mLen_) chunk_cube::ZeroL1(q1, mPad_ * D_);
-        DataCopy(q1, gQ_[(uint64_t(b_) * t_.rows + m0_) * D_],
-                 Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
-                             static_cast<uint16_t>(mPad_), 1, 0));
+        if (mPad_ != mLen_) ZeroL1(q1, mPad_ * t_.D);
+        LoadNz(q1, gQ_[(uint64_t(b_) * t_.rows + m0_) * t_.D], mLen_, t_.D, mPad_);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();  // the previous unit's Mmads have read qa
-        chunk_cube::LoadA(qa, q1, mPad_, D_);
+        LoadA(qa, q1, mPad_, t_.D);
     }
 
     // S_j = Q K_j^T into S slot j % 2; flag S.
@@ -127,20 +123,18 @@ class PsaCube {
         LocalTensor<T> k1 = k1_.Get<T>(), kb = kb_.Get<T>(), qa = qa_.Get<T>();
         LocalTensor<float> sc = sc_.Get<float>();
         Sync<HardEvent::MTE1_MTE2>();
-        if (nPad != nLen) chunk_cube::ZeroL1(k1, nPad * D_);
+        if (nPad != nLen) ZeroL1(k1, nPad * t_.D);
         // Rows = keys, C0 along d: the NZ fractals are already L0B's Zn fractals of K^T (k = d, n = keys).
-        DataCopy(k1, gK_[(uint64_t(b_) * t_.len_kv + n0) * D_],
-                 Nd2NzParams(1, static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
-                             static_cast<uint16_t>(nPad), 1, 0));
+        LoadNz(k1, gK_[(uint64_t(b_) * t_.len_kv + n0) * t_.D], nLen, t_.D, nPad);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();
-        LoadData(kb, k1, LoadData2dParams(0, static_cast<uint8_t>((D_ / 16) * (nPad / 16)), 1, 0, 0, false, 0));
+        LoadData(kb, k1, LoadData2dParams(0, static_cast<uint8_t>((t_.D / 16) * (nPad / 16)), 1, 0, 0, false, 0));
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();  // the previous Fixpipe has read sc
         // m = the padded row count (zero rows): never 1, which would switch the Cube to GEMV mode
         // and read L0A as ND (GEMV.md). Padding rows and columns stay in L0C.
         Mmad(sc, qa, kb,
-             MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, false, true));
+             MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(nLen), static_cast<uint16_t>(t_.D), 0, false, true));
         Sync<HardEvent::M_FIX>();
         Fixpipe(gS_[uint64_t(j % 2) * kBlockM * kBlockN], sc,
                 FixpipeParamsV220(static_cast<uint16_t>(nLen), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_),
@@ -150,7 +144,6 @@ class PsaCube {
 
     // O_j = P_j V_j into the O slot; flag O.
     __aicore__ inline void ComputePV(uint32_t j) {
-        constexpr uint32_t fr = 512 / sizeof(T);
         uint32_t n0 = 0, nLen = 0;
         KvTile(t_, j, &n0, &nLen);
         const uint32_t kRows = Ceil16(nLen);
@@ -160,37 +153,31 @@ class PsaCube {
         Sync<HardEvent::MTE1_MTE2>();
         // V_j as B (k = keys, n = d): the key padding rows up to 16 must be zero (P's are, but
         // 0 * NaN is NaN).
-        if (kRows != nLen) chunk_cube::ZeroL1(v1, kRows * D_);
-        DataCopy(v1, gV_[(uint64_t(b_) * t_.len_kv + n0) * D_],
-                 Nd2NzParams(1, static_cast<uint16_t>(nLen), static_cast<uint16_t>(D_), 0, static_cast<uint16_t>(D_),
-                             static_cast<uint16_t>(kRows), 1, 0));
+        if (kRows != nLen) ZeroL1(v1, kRows * t_.D);
+        LoadNz(v1, gV_[(uint64_t(b_) * t_.len_kv + n0) * t_.D], nLen, t_.D, kRows);
         // P_j as A (m rows, k = keys): ND -> NZ zero-fills each row's C0 tail, i.e. keys nLen..kRows;
         // the rows past mLen are zeroed here.
-        if (mPad_ != mLen_) chunk_cube::ZeroL1(p1, mPad_ * kRows);
-        DataCopy(p1, gP_,
-                 Nd2NzParams(1, static_cast<uint16_t>(mLen_), static_cast<uint16_t>(nLen), 0, static_cast<uint16_t>(kBlockN),
-                             static_cast<uint16_t>(mPad_), 1, 0));
+        if (mPad_ != mLen_) ZeroL1(p1, mPad_ * kRows);
+        LoadNz(p1, gP_, mLen_, nLen, mPad_, kBlockN);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();
-        chunk_cube::LoadA(pa, p1, mPad_, kRows);
+        LoadA(pa, p1, mPad_, kRows);
         // L1 NZ of V holds 16 (keys) x 16 (d) fractals, column-major; L0B wants fractal (key block,
         // d block) row-major, each d-major: one transposing LoadData per key block.
-        for (uint32_t kb = 0; kb < kRows / 16; ++kb)
-            LoadData(vb[kb * (D_ / 16) * fr], v1[kb * fr],
-                     LoadData2dParams(0, static_cast<uint8_t>(D_ / 16), static_cast<uint16_t>(kRows / 16), 0, 0, true, 0));
+        LoadB(vb, v1, kRows, 0, t_.D);
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();
         Mmad(oc, pa, vb,
-             MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(D_), static_cast<uint16_t>(nLen), 0, false, true));
+             MmadParams(static_cast<uint16_t>(mPad_), static_cast<uint16_t>(t_.D), static_cast<uint16_t>(nLen), 0, false, true));
         Sync<HardEvent::M_FIX>();
-        Fixpipe(
-            gO_, oc,
-            FixpipeParamsV220(static_cast<uint16_t>(D_), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_), D_, false));
+        Fixpipe(gO_, oc,
+                FixpipeParamsV220(static_cast<uint16_t>(t_.D), static_cast<uint16_t>(mLen_), static_cast<uint16_t>(mPad_), t_.D,
+                                  false));
         CrossCoreSetFlag<2, PIPE_FIX>(kFlagO);
     }
 
-    PsaTiling t_{};
-    uint32_t D_ = 0, b_ = 0, m0_ = 0, mLen_ = 0, mPad_ = 0;
+    const PsaTiling t_;
+    uint32_t b_ = 0, m0_ = 0, mLen_ = 0, mPad_ = 0;
     TPipe pipe_;
     TBuf<TPosition::A1> q1_, p1_;
     TBuf<TPosition::B1> k1_, v1_;
@@ -207,39 +194,24 @@ class PsaCube {
 template <class T>
 class PsaVector {
   public:
-    __aicore__ inline PsaVector() {}
-
-    __aicore__ inline void Init(GM_ADDR out, GM_ADDR ws, const PsaTiling& t) {
-        t_ = t;
-        D_ = t.D;
-        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
-        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
-        gOut_.SetGlobalBuffer((__gm__ T*)out, uint64_t(t.bs) * t.rows * t.D);
-        __gm__ uint8_t* base = (__gm__ uint8_t*)ws + uint64_t(block_) * t.ws_bytes_per_core;
-        gS_.SetGlobalBuffer((__gm__ float*)(base + t.ws_s_off), 2ull * kBlockM * kBlockN);
-        gP_.SetGlobalBuffer((__gm__ T*)(base + t.ws_p_off), uint64_t(kBlockM) * kBlockN);
-        gO_.SetGlobalBuffer((__gm__ float*)(base + t.ws_o_off), uint64_t(kBlockM) * t.D);
-        slotFloats_ = t.partial_slot_bytes / sizeof(float);
-        gPart_.SetGlobalBuffer((__gm__ float*)((__gm__ uint8_t*)ws + PartialBase(t)), uint64_t(t.partial_slots) * slotFloats_);
+    __aicore__ inline PsaVector(const PsaGm& a, const PsaTiling& t) : t_(t) {
+        Bind(uint64_t(t_.bs) * t_.rows * t_.D, gOut_, a.out);
+        BindTileSlots(gS_, gP_, gO_, a.ws, at_.block, t_);
+        slotFloats_ = t_.partial_slot_bytes / sizeof(float);
+        Bind(uint64_t(t_.partial_slots) * slotFloats_, gPart_, a.ws + PartialBase(t_));
         constexpr uint32_t R = kRowsPerAiv;
-        pipe_.InitBuffer(sQ_, 1, R * kBlockN * sizeof(float));
-        pipe_.InitBuffer(pQ_, 1, R * kBlockN * sizeof(T));
-        pipe_.InitBuffer(ojQ_, 1, R * D_ * sizeof(float));
-        pipe_.InitBuffer(acc_, R * D_ * sizeof(float));
-        pipe_.InitBuffer(outQ_, 1, R * D_ * sizeof(T));
-        pipe_.InitBuffer(half_, R * kFloatLanes * sizeof(float));
-        pipe_.InitBuffer(m_[0], R * sizeof(float));
-        pipe_.InitBuffer(m_[1], R * sizeof(float));
-        pipe_.InitBuffer(l_, R * sizeof(float));
-        pipe_.InitBuffer(red_, R * sizeof(float));
-        pipe_.InitBuffer(alpha_, R * sizeof(float));
-        pipe_.InitBuffer(brcb_, R * 8 * sizeof(float));
-        pipe_.InitBuffer(ninf_, 8 * sizeof(float));
-        pipe_.InitBuffer(oRun_, R * D_ * sizeof(float));
-        pipe_.InitBuffer(mRun_[0], R * sizeof(float));
-        pipe_.InitBuffer(mRun_[1], R * sizeof(float));
-        pipe_.InitBuffer(lRun_, R * sizeof(float));
-        pipe_.InitBuffer(brcb2_, R * 8 * sizeof(float));
+        InitQues(pipe_, 1, R * kBlockN * sizeof(float), sQ_);
+        InitQues(pipe_, 1, R * kBlockN * sizeof(T), pQ_);
+        InitQues(pipe_, 1, R * t_.D * sizeof(float), ojQ_);
+        InitBufs(pipe_, R * t_.D * sizeof(float), acc_);
+        InitQues(pipe_, 1, R * t_.D * sizeof(T), outQ_);
+        InitBufs(pipe_, R * kFloatLanes * sizeof(float), half_);
+        InitBufs(pipe_, R * sizeof(float), m_[0], m_[1], l_, red_, alpha_);
+        InitBufs(pipe_, R * 8 * sizeof(float), brcb_);
+        InitBufs(pipe_, 8 * sizeof(float), ninf_);
+        InitBufs(pipe_, R * t_.D * sizeof(float), oRun_);
+        InitBufs(pipe_, R * sizeof(float), mRun_[0], mRun_[1], lRun_);
+        InitBufs(pipe_, R * 8 * sizeof(float), brcb2_);
         Duplicate(ninf_.Get<float>(), kNegInf, 8);
         OrderV();
     }
@@ -247,12 +219,11 @@ class PsaVector {
     __aicore__ inline void Process() {
         const bool local = t_.unit_splits == 1;
         const uint32_t per = t_.kv_tiles_per_split;
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, block_, &first, &count);
-        for (uint32_t u = first; u < first + count; ++u) {
+        const Units r = CoreUnitsOf(t_, at_.block);
+        for (uint32_t u = r.first; u < r.first + r.count; ++u) {
             uint32_t b = 0, m0 = 0, mLen = 0, j0 = 0, j1 = 0;
             UnitWork(t_, u, &b, &m0, &mLen, &j0, &j1);
-            AivRows(mLen, sub_, &r0_, &R_);
+            AivRows(mLen, at_.sub, &r0_, &R_);
             if (R_ > 0 && local) ResetRun();
             for (uint32_t j = j0; j < j1; ++j) {
                 if (R_ > 0 && j % per == 0) ResetSplit();
@@ -296,8 +267,6 @@ class PsaVector {
         LocalTensor<float> mOld = m_[cur_].Get<float>(), mNew = m_[1 - cur_].Get<float>();
         LocalTensor<float> l = l_.Get<float>(), alpha = alpha_.Get<float>();
         const BinaryRepeatParams halves(1, 1, 1, 8, rowBlk, rowBlk);
-        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
-        const uint8_t brcbRep = static_cast<uint8_t>((R_ + 7) / 8);
 
         Muls(s, s, t_.scale, R * static_cast<int32_t>(N));
         OrderV();
@@ -324,10 +293,9 @@ class PsaVector {
         Sub(alpha, mOld, mNew, R);
         OrderV();
         Exp(alpha, alpha, R);  // read by Mul(l, l, alpha) below, after later barriers
-        Brcb(bc, mNew, brcbRep, BrcbRepeatParams(1, 8));
+        BroadcastRows(bc, mNew, R_);
         OrderV();
-        Sub(s, s, bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);  // the other half: other blocks
-        Sub(s[kFloatLanes], s[kFloatLanes], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        ApplyRows(RowOp::kSub, s, s, bc, R_, N);  // one instruction per half: other blocks
         OrderV();
         Exp(s, s, R * static_cast<int32_t>(N));
         OrderV();
@@ -341,41 +309,31 @@ class PsaVector {
         OrderV();
         cur_ = 1 - cur_;
 
-        LocalTensor<T> p = pQ_.template AllocTensor<T>();
-        Cast(p, s, RoundMode::CAST_RINT, R_ * N);
-        pQ_.EnQue(p);
+        CastOut(pQ_, gP_[uint64_t(r0_) * N], s, R_ * N);
         sQ_.FreeTensor(s);
-        p = pQ_.template DeQue<T>();
-        DataCopy(gP_[uint64_t(r0_) * N], p, R_ * N);
-        pQ_.FreeTensor(p);
     }
 
     // O *= alpha (per row).
     __aicore__ inline void RescaleAcc() {
         LocalTensor<float> acc = acc_.Get<float>(), bc = brcb_.Get<float>();
-        Brcb(bc, alpha_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+        BroadcastRows(bc, alpha_.Get<float>(), R_);
         OrderV();
-        const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
-        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
-        for (uint32_t c = 0; c < D_; c += kFloatLanes) Mul(acc[c], acc[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        MulRows(acc, acc, bc, R_, t_.D);
         OrderV();
     }
 
     // O += O_j.
     __aicore__ inline void Accumulate() {
-        LocalTensor<float> oj = ojQ_.template AllocTensor<float>();
-        DataCopy(oj, gO_[uint64_t(r0_) * D_], R_ * D_);
-        ojQ_.EnQue(oj);
-        oj = ojQ_.template DeQue<float>();
+        LocalTensor<float> oj = CopyIn(ojQ_, gO_[uint64_t(r0_) * t_.D], R_ * t_.D);
         LocalTensor<float> acc = acc_.Get<float>();
-        Add(acc, acc, oj, static_cast<int32_t>(R_ * D_));
+        Add(acc, acc, oj, static_cast<int32_t>(R_ * t_.D));
         OrderV();
         ojQ_.FreeTensor(oj);
     }
 
     // A split starts from m = -inf, l = 0, O = 0.
     __aicore__ inline void ResetSplit() {
-        Duplicate(acc_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
+        Duplicate(acc_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * t_.D));
         Duplicate(m_[cur_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
         Duplicate(l_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
         OrderV();
@@ -383,7 +341,7 @@ class PsaVector {
 
     // The merged result starts from M = -inf, L = 0, O = 0.
     __aicore__ inline void ResetRun() {
-        Duplicate(oRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * D_));
+        Duplicate(oRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_ * t_.D));
         Duplicate(mRun_[run_].Get<float>(), kNegInf, static_cast<int32_t>(R_));
         Duplicate(lRun_.Get<float>(), 0.0f, static_cast<int32_t>(R_));
         OrderV();
@@ -394,7 +352,6 @@ class PsaVector {
     // group on the values it loads from GM, so both give the same bits.
     __aicore__ inline void Merge(const LocalTensor<float>& m, const LocalTensor<float>& l, const LocalTensor<float>& o) {
         const int32_t R = static_cast<int32_t>(R_);
-        const uint8_t brcbRep = static_cast<uint8_t>((R_ + 7) / 8);
         LocalTensor<float> mOld = mRun_[run_].Get<float>(), mNew = mRun_[1 - run_].Get<float>();
         LocalTensor<float> lRun = lRun_.Get<float>(), oRun = oRun_.Get<float>();
         LocalTensor<float> a = alpha_.Get<float>(), w = red_.Get<float>(), bcA = brcb_.Get<float>(), bcW = brcb2_.Get<float>();
@@ -414,19 +371,15 @@ class PsaVector {
         OrderV();
         Add(lRun, lRun, l, R);
         OrderV();
-        Brcb(bcA, a, brcbRep, BrcbRepeatParams(1, 8));
+        BroadcastRows(bcA, a, R_);
         OrderV();
-        Brcb(bcW, w, brcbRep, BrcbRepeatParams(1, 8));
+        BroadcastRows(bcW, w, R_);
         OrderV();
-        const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
-        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
-        for (uint32_t c = 0; c < D_; c += kFloatLanes) {
-            Mul(oRun[c], oRun[c], bcA, kFloatLanes, static_cast<uint8_t>(R_), perRow);
-            OrderV();
-            Mul(o[c], o[c], bcW, kFloatLanes, static_cast<uint8_t>(R_), perRow);
-            OrderV();
-        }
-        Add(oRun, oRun, o, R * static_cast<int32_t>(D_));
+        MulRows(oRun, oRun, bcA, R_, t_.D);
+        OrderV();
+        MulRows(o, o, bcW, R_, t_.D);
+        OrderV();
+        Add(oRun, oRun, o, R * static_cast<int32_t>(t_.D));
         OrderV();
         run_ = 1 - run_;
     }
@@ -439,7 +392,7 @@ class PsaVector {
         Sync<HardEvent::V_MTE3>();
         DataCopyPad(gPart_[base + r0_], m_[cur_].Get<float>(), rowsOf4);
         DataCopyPad(gPart_[base + kBlockM + r0_], l_.Get<float>(), rowsOf4);
-        DataCopy(gPart_[base + 2 * kBlockM + uint64_t(r0_) * D_], acc_.Get<float>(), R_ * D_);
+        DataCopy(gPart_[base + 2 * kBlockM + uint64_t(r0_) * t_.D], acc_.Get<float>(), R_ * t_.D);
         Sync<HardEvent::MTE3_V>();  // the next split's reset overwrites what was just copied out
     }
 
@@ -447,7 +400,7 @@ class PsaVector {
     // split 0 first, and write the groups' outputs.
     __aicore__ inline void Combine() {
         uint32_t first = 0, count = 0;
-        AivCombineGroups(t_, block_ * 2 + sub_, &first, &count);
+        AivCombineGroups(t_, at_.block * 2 + at_.sub, &first, &count);
         for (uint32_t g = first; g < first + count; ++g) {
             uint32_t b = 0, row0 = 0, cnt = 0;
             CombineRows(t_, g, &b, &row0, &cnt);
@@ -462,7 +415,7 @@ class PsaVector {
                 DataCopyPad(ml[kRowsPerAiv], gPart_[base + kBlockM + r], rowsOf4, DataCopyPadExtParams<float>());
                 sQ_.EnQue(ml);
                 LocalTensor<float> o = ojQ_.template AllocTensor<float>();
-                DataCopy(o, gPart_[base + 2 * kBlockM + uint64_t(r) * D_], cnt * D_);
+                DataCopy(o, gPart_[base + 2 * kBlockM + uint64_t(r) * t_.D], cnt * t_.D);
                 ojQ_.EnQue(o);
                 ml = sQ_.template DeQue<float>();
                 o = ojQ_.template DeQue<float>();
@@ -477,22 +430,16 @@ class PsaVector {
     // out = O / L for R_ rows starting at stacked row `row` of batch b, rounded to T, written once.
     __aicore__ inline void WriteOut(uint32_t b, uint32_t row) {
         LocalTensor<float> o = oRun_.Get<float>(), bc = brcb_.Get<float>();
-        Brcb(bc, lRun_.Get<float>(), static_cast<uint8_t>((R_ + 7) / 8), BrcbRepeatParams(1, 8));
+        BroadcastRows(bc, lRun_.Get<float>(), R_);
         OrderV();
-        const uint8_t rowBlk = static_cast<uint8_t>(D_ * sizeof(float) / 32);
-        const BinaryRepeatParams perRow(1, 1, 0, rowBlk, rowBlk, 1);
-        for (uint32_t c = 0; c < D_; c += kFloatLanes) Div(o[c], o[c], bc, kFloatLanes, static_cast<uint8_t>(R_), perRow);
+        ApplyRows(RowOp::kDiv, o, o, bc, R_, t_.D);
         OrderV();
-        LocalTensor<T> y = outQ_.template AllocTensor<T>();
-        Cast(y, o, RoundMode::CAST_RINT, R_ * D_);
-        outQ_.EnQue(y);
-        y = outQ_.template DeQue<T>();
-        DataCopy(gOut_[(uint64_t(b) * t_.rows + row) * D_], y, R_ * D_);
-        outQ_.FreeTensor(y);
+        CastOut(outQ_, gOut_[(uint64_t(b) * t_.rows + row) * t_.D], o, R_ * t_.D);
     }
 
-    PsaTiling t_{};
-    uint32_t D_ = 0, block_ = 0, sub_ = 0, r0_ = 0, R_ = 0, cur_ = 0, run_ = 0, slotFloats_ = 0;
+    const PsaTiling t_;
+    const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
+    uint32_t r0_ = 0, R_ = 0, cur_ = 0, run_ = 0, slotFloats_ = 0;
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> sQ_, ojQ_;
     TQue<QuePosition::VECOUT, 1> pQ_, outQ_;
@@ -504,16 +451,7 @@ class PsaVector {
 
 template <class T>
 __aicore__ inline void RunPrefixSharedAttention(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR out, GM_ADDR ws, const PsaTiling& t) {
-    if ASCEND_IS_AIC {
-        PsaCube<T> op;
-        op.Init(q, k, v, ws, t);
-        op.Process();
-    }
-    if ASCEND_IS_AIV {
-        PsaVector<T> op;
-        op.Init(out, ws, t);
-        op.Process();
-    }
+    RunMixed<PsaCube<T>, PsaVector<T>>(PsaGm{q, k, v, out, ws}, t);
 }
 
 }  // namespace psa

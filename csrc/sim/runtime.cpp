@@ -105,6 +105,7 @@ struct CoreCtx {
     std::vector<FlaSimTraceRecord> trace;
     int64_t curRec = -1;
     uint32_t nextQueueId = 0;  // trace keys of the core's queues
+    TPipe* pipe = nullptr;     // GetTPipePtr(): the newest live TPipe of the core
 };
 
 struct LaunchState {
@@ -405,40 +406,25 @@ void PipeBarrierImpl(pipe_t pipe) {
 // ---------------------------------------------------------------------------------------------
 // Queues and TPipe.
 void QueueProducerConsumer(TPosition pos, pipe_t& producer, pipe_t& consumer) {
+    struct Pipes {
+        pipe_t producer, consumer;
+    };
+    Pipes p{PIPE_V, PIPE_V};  // VECCALC and the rest: the vector unit alone
     switch (pos) {
-        case TPosition::VECIN:
-            producer = PIPE_MTE2;
-            consumer = PIPE_V;
-            return;
-        case TPosition::VECOUT:
-            producer = PIPE_V;
-            consumer = PIPE_MTE3;
-            return;
+        case TPosition::VECIN: p = {PIPE_MTE2, PIPE_V}; break;
+        case TPosition::VECOUT: p = {PIPE_V, PIPE_MTE3}; break;
         case TPosition::A1:
         case TPosition::B1:
         case TPosition::C1:
-        case TPosition::TSCM:
-            producer = PIPE_MTE2;
-            consumer = PIPE_MTE1;
-            return;
+        case TPosition::TSCM: p = {PIPE_MTE2, PIPE_MTE1}; break;
         case TPosition::A2:
-        case TPosition::B2:
-            producer = PIPE_MTE1;
-            consumer = PIPE_M;
-            return;
-        case TPosition::CO1:
-            producer = PIPE_M;
-            consumer = PIPE_FIX;
-            return;
-        case TPosition::CO2:
-            producer = PIPE_FIX;
-            consumer = PIPE_MTE3;
-            return;
-        default:
-            producer = PIPE_V;
-            consumer = PIPE_V;
-            return;
+        case TPosition::B2: p = {PIPE_MTE1, PIPE_M}; break;
+        case TPosition::CO1: p = {PIPE_M, PIPE_FIX}; break;
+        case TPosition::CO2: p = {PIPE_FIX, PIPE_MTE3}; break;
+        default: break;
     }
+    producer = p.producer;
+    consumer = p.consumer;
 }
 
 Slot* QueueBase::Alloc() {
@@ -518,8 +504,15 @@ int32_t QueueBase::Vacant() const {
     return (qdepth > 0 ? qdepth : static_cast<int32_t>(slots.size())) - static_cast<int32_t>(fifo.size());
 }
 
-TPipe::TPipe() : core_(&Core("TPipe")) {}
-TPipe::~TPipe() = default;
+TPipe::TPipe() : core_(&Core("TPipe")) { core_->pipe = this; }
+TPipe::~TPipe() {
+    if (core_->pipe == this) core_->pipe = nullptr;
+}
+TPipe* GetTPipePtr() {
+    CoreCtx& c = Core("GetTPipePtr");
+    if (!c.pipe) Fail("GetTPipePtr with no TPipe", "the core has constructed no TPipe (or it was destroyed)");
+    return c.pipe;
+}
 
 Slot* TPipe::Carve(TPosition pos, uint32_t len, const std::string& name) {
     CoreCtx& c = Core("InitBuffer");

@@ -114,26 +114,44 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     sim::TraceBytes(uint64_t(count) * sizeof(T), FLA_SIM_MEM_ONCHIP);
 }
 
+namespace sim {
+// The layout of a DataCopyParams copy: `count` blocks of `len` bytes (blockLen 32-byte blocks), block
+// i at byte Src(i) of the source and Dst(i) of the destination (blockLen + srcStride / dstStride
+// blocks apart); the spans run to the end of the last block.
+struct BlockLayout {
+    uint64_t count, len, srcPitch, dstPitch;
+    explicit BlockLayout(const DataCopyParams& p)
+        : count(p.blockCount),
+          len(uint64_t(p.blockLen) * kBlock),
+          srcPitch((uint64_t(p.blockLen) + p.srcStride) * kBlock),
+          dstPitch((uint64_t(p.blockLen) + p.dstStride) * kBlock) {}
+    bool Empty() const { return count == 0 || len == 0; }
+    uint64_t Src(uint64_t i) const { return i * srcPitch; }
+    uint64_t Dst(uint64_t i) const { return i * dstPitch; }
+    uint64_t SrcSpan() const { return (count - 1) * srcPitch + len; }
+    uint64_t DstSpan() const { return (count - 1) * dstPitch + len; }
+    uint64_t Bytes() const { return count * len; }
+};
+}  // namespace sim
+
 // GM -> UB/L1 in 32-byte blocks.
 template <class T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
     sim::BeginOp(PIPE_MTE2, "DataCopy(GM->local, DataCopyParams)");
     sim::RequireUbOrL1(dst.SimSlot(), true, "DataCopy");
     dst.SimAlign(sim::kBlock, "dst");
-    const uint64_t blk = sim::kBlock, len = uint64_t(p.blockLen) * blk;
-    if (p.blockCount == 0 || p.blockLen == 0) return;
-    const uint64_t srcSpan = (uint64_t(p.blockCount) - 1) * (p.blockLen + p.srcStride) * blk + len;
-    const uint64_t dstSpan = (uint64_t(p.blockCount) - 1) * (p.blockLen + p.dstStride) * blk + len;
-    if (srcSpan % sizeof(T) || dstSpan % sizeof(T)) sim::Fail("DataCopyParams", "block layout does not fit the element type");
-    uint8_t* d = reinterpret_cast<uint8_t*>(dst.SimData(dstSpan / sizeof(T), "dst"));
-    src.SimCheck(0, srcSpan / sizeof(T), "DataCopy(GM->local, DataCopyParams) src");
+    const sim::BlockLayout b(p);
+    if (b.Empty()) return;
+    if (b.SrcSpan() % sizeof(T) || b.DstSpan() % sizeof(T))
+        sim::Fail("DataCopyParams", "block layout does not fit the element type");
+    uint8_t* d = reinterpret_cast<uint8_t*>(dst.SimData(b.DstSpan() / sizeof(T), "dst"));
+    src.SimCheck(0, b.SrcSpan() / sizeof(T), "DataCopy(GM->local, DataCopyParams) src");
     const uint8_t* s = reinterpret_cast<const uint8_t*>(src.SimPtr());
-    for (uint64_t i = 0; i < p.blockCount; ++i) {
-        const uint64_t so = i * (p.blockLen + p.srcStride) * blk, dof = i * (p.blockLen + p.dstStride) * blk;
-        dst.SimTouchBytes(dof, len, true);
-        std::memcpy(d + dof, s + so, len);
+    for (uint64_t i = 0; i < b.count; ++i) {
+        dst.SimTouchBytes(b.Dst(i), b.len, true);
+        std::memcpy(d + b.Dst(i), s + b.Src(i), b.len);
     }
-    sim::CountGmToLocal(uint64_t(p.blockCount) * len);
+    sim::CountGmToLocal(b.Bytes());
 }
 
 // UB -> GM in 32-byte blocks.
@@ -142,19 +160,16 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     sim::BeginOp(PIPE_MTE3, "DataCopy(local->GM, DataCopyParams)");
     sim::RequireUbOrL1(src.SimSlot(), false, "DataCopy");
     src.SimAlign(sim::kBlock, "src");
-    const uint64_t blk = sim::kBlock, len = uint64_t(p.blockLen) * blk;
-    if (p.blockCount == 0 || p.blockLen == 0) return;
-    const uint64_t srcSpan = (uint64_t(p.blockCount) - 1) * (p.blockLen + p.srcStride) * blk + len;
-    const uint64_t dstSpan = (uint64_t(p.blockCount) - 1) * (p.blockLen + p.dstStride) * blk + len;
-    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.SimData(srcSpan / sizeof(T), "src"));
-    dst.SimCheck(0, dstSpan / sizeof(T), "DataCopy(local->GM, DataCopyParams) dst");
+    const sim::BlockLayout b(p);
+    if (b.Empty()) return;
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.SimData(b.SrcSpan() / sizeof(T), "src"));
+    dst.SimCheck(0, b.DstSpan() / sizeof(T), "DataCopy(local->GM, DataCopyParams) dst");
     uint8_t* d = reinterpret_cast<uint8_t*>(dst.SimPtr());
-    for (uint64_t i = 0; i < p.blockCount; ++i) {
-        const uint64_t so = i * (p.blockLen + p.srcStride) * blk, dof = i * (p.blockLen + p.dstStride) * blk;
-        src.SimTouchBytes(so, len, false);
-        std::memcpy(d + dof, s + so, len);
+    for (uint64_t i = 0; i < b.count; ++i) {
+        src.SimTouchBytes(b.Src(i), b.len, false);
+        std::memcpy(d + b.Dst(i), s + b.Src(i), b.len);
     }
-    sim::CountLocalToGm(uint64_t(p.blockCount) * len);
+    sim::CountLocalToGm(b.Bytes());
 }
 
 // UB -> UB in 32-byte blocks (vector pipe).
@@ -163,19 +178,16 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     sim::BeginOp(PIPE_V, "DataCopy(UB->UB, DataCopyParams)");
     src.SimAlign(sim::kBlock, "src");
     dst.SimAlign(sim::kBlock, "dst");
-    const uint64_t blk = sim::kBlock, len = uint64_t(p.blockLen) * blk;
-    if (p.blockCount == 0 || p.blockLen == 0) return;
-    const uint64_t srcSpan = (uint64_t(p.blockCount) - 1) * (p.blockLen + p.srcStride) * blk + len;
-    const uint64_t dstSpan = (uint64_t(p.blockCount) - 1) * (p.blockLen + p.dstStride) * blk + len;
-    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.SimData(srcSpan / sizeof(T), "src"));
-    uint8_t* d = reinterpret_cast<uint8_t*>(dst.SimData(dstSpan / sizeof(T), "dst"));
-    for (uint64_t i = 0; i < p.blockCount; ++i) {
-        const uint64_t so = i * (p.blockLen + p.srcStride) * blk, dof = i * (p.blockLen + p.dstStride) * blk;
-        src.SimTouchBytes(so, len, false);
-        dst.SimTouchBytes(dof, len, true);
-        std::memmove(d + dof, s + so, len);
+    const sim::BlockLayout b(p);
+    if (b.Empty()) return;
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.SimData(b.SrcSpan() / sizeof(T), "src"));
+    uint8_t* d = reinterpret_cast<uint8_t*>(dst.SimData(b.DstSpan() / sizeof(T), "dst"));
+    for (uint64_t i = 0; i < b.count; ++i) {
+        src.SimTouchBytes(b.Src(i), b.len, false);
+        dst.SimTouchBytes(b.Dst(i), b.len, true);
+        std::memmove(d + b.Dst(i), s + b.Src(i), b.len);
     }
-    sim::TraceBytes(uint64_t(p.blockCount) * len, FLA_SIM_MEM_ONCHIP);
+    sim::TraceBytes(b.Bytes(), FLA_SIM_MEM_ONCHIP);
 }
 
 // GM -> UB with byte lengths; each UB row is padded to 32 bytes (pad = paddingValue when isPad,

@@ -100,30 +100,24 @@ inline float DecodeBf16(uint16_t b) {
 }  // namespace sim
 }  // namespace AscendC
 
-// The device's 16-bit float types. Conversions from float round to nearest even; arithmetic on
-// scalars goes through float (kernel scalar code, not vector instructions).
-struct half {
+// The device's 16-bit float types (half: 5 exponent, 10 mantissa bits; bfloat16_t: 8 and 7), one
+// template for both. Conversions from float round to nearest even; arithmetic on scalars goes through
+// float (kernel scalar code, not vector instructions).
+template <int kExpBits, int kMantBits, float (*kDecode)(uint16_t)>
+struct Float16Type {
     uint16_t bits = 0;
-    half() = default;
-    half(float f) : bits(static_cast<uint16_t>(AscendC::sim::EncodeFloat(f, 5, 10, AscendC::RoundMode::CAST_RINT))) {}
-    operator float() const { return AscendC::sim::DecodeHalf(bits); }
-    static half FromBits(uint16_t b) {
-        half h;
+    Float16Type() = default;
+    Float16Type(float f)
+        : bits(static_cast<uint16_t>(AscendC::sim::EncodeFloat(f, kExpBits, kMantBits, AscendC::RoundMode::CAST_RINT))) {}
+    operator float() const { return kDecode(bits); }
+    static Float16Type FromBits(uint16_t b) {
+        Float16Type h;
         h.bits = b;
         return h;
     }
 };
-struct bfloat16_t {
-    uint16_t bits = 0;
-    bfloat16_t() = default;
-    bfloat16_t(float f) : bits(static_cast<uint16_t>(AscendC::sim::EncodeFloat(f, 8, 7, AscendC::RoundMode::CAST_RINT))) {}
-    operator float() const { return AscendC::sim::DecodeBf16(bits); }
-    static bfloat16_t FromBits(uint16_t b) {
-        bfloat16_t h;
-        h.bits = b;
-        return h;
-    }
-};
+using half = Float16Type<5, 10, AscendC::sim::DecodeHalf>;
+using bfloat16_t = Float16Type<8, 7, AscendC::sim::DecodeBf16>;
 static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "16-bit float types must be 2 bytes");
 
 namespace AscendC {

@@ -321,8 +321,13 @@ class TPipe {
     int nque_ = 0, nbuf_ = 0;
 };
 
+// The calling core's TPipe: the last one constructed there and still alive (as on the device, where
+// the TPipe constructor records itself); faults when the core has none.
+TPipe* GetTPipePtr();
+
 }  // namespace sim
 
+using sim::GetTPipePtr;
 using sim::GlobalTensor;
 using sim::LocalTensor;
 using sim::TBuf;

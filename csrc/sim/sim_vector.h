@@ -123,6 +123,22 @@ template <class T>
 inline void CheckIsSetMask(bool isSetMask) {
     if (!isSetMask) Fail("unsupported in simulation", "isSetMask=false (sticky mask registers) is not simulated yet");
 }
+template <class T>
+inline LaneMask MaskOf(uint64_t mask) {
+    return MaskOfCount<T>(mask);
+}
+template <class T>
+inline LaneMask MaskOf(const uint64_t mask[]) {
+    return MaskOfBits<T>(mask);
+}
+// The start of a repeat-form vector instruction, either mask form: the op on PIPE_V, its isSetMask
+// checked, and the lanes of one repeat (a lane count or a bit mask) returned.
+template <class T, class M>
+inline LaneMask BeginRepeat(const char* op, bool isSetMask, const M& mask) {
+    BeginOp(PIPE_V, op);
+    CheckIsSetMask<T>(isSetMask);
+    return MaskOf<T>(mask);
+}
 
 struct Stride {
     uint32_t blk, rep;
@@ -225,18 +241,14 @@ inline void UnRepeat(const char* op, const LocalTensor<T>& dst, const LocalTenso
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask,          \
                      const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {                                        \
         REQUIRE(T, #NAME);                                                                                                      \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                            \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                                      \
-        sim::BinRepeat(#NAME, dst, src0, src1, sim::MaskOfCount<T>(mask), repeatTime, repeatParams,                             \
+        sim::BinRepeat(#NAME, dst, src0, src1, sim::BeginRepeat<T>(#NAME, isSetMask, mask), repeatTime, repeatParams,           \
                        [](auto a, auto b) { return EXPR; });                                                                    \
     }                                                                                                                           \
     template <typename T, bool isSetMask = true>                                                                                \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask[],        \
                      const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {                                        \
         REQUIRE(T, #NAME);                                                                                                      \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                            \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                                      \
-        sim::BinRepeat(#NAME, dst, src0, src1, sim::MaskOfBits<T>(mask), repeatTime, repeatParams,                              \
+        sim::BinRepeat(#NAME, dst, src0, src1, sim::BeginRepeat<T>(#NAME, isSetMask, mask), repeatTime, repeatParams,           \
                        [](auto a, auto b) { return EXPR; });                                                                    \
     }
 
@@ -249,27 +261,25 @@ FLA_SIM_BINARY(Min, FLA_SIM_REQUIRE_ARITH, sim::NanMin(a, b))
 #undef FLA_SIM_BINARY
 
 // ---- unary: Exp Ln Abs Sqrt Rsqrt Reciprocal Relu ---------------------------------------------
-#define FLA_SIM_UNARY(NAME, REQUIRE, EXPR)                                                                                \
-    template <typename T>                                                                                                 \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {                        \
-        REQUIRE(T, #NAME);                                                                                                \
-        sim::UnCount(#NAME, dst, src, count, [](auto a) { return EXPR; });                                                \
-    }                                                                                                                     \
-    template <typename T, bool isSetMask = true>                                                                          \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,       \
-                     const UnaryRepeatParams& repeatParams) {                                                             \
-        REQUIRE(T, #NAME);                                                                                                \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                      \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                                \
-        sim::UnRepeat(#NAME, dst, src, sim::MaskOfCount<T>(mask), repeatTime, repeatParams, [](auto a) { return EXPR; }); \
-    }                                                                                                                     \
-    template <typename T, bool isSetMask = true>                                                                          \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask[], const uint8_t repeatTime,     \
-                     const UnaryRepeatParams& repeatParams) {                                                             \
-        REQUIRE(T, #NAME);                                                                                                \
-        sim::BeginOp(PIPE_V, #NAME);                                                                                      \
-        sim::CheckIsSetMask<T>(isSetMask);                                                                                \
-        sim::UnRepeat(#NAME, dst, src, sim::MaskOfBits<T>(mask), repeatTime, repeatParams, [](auto a) { return EXPR; });  \
+#define FLA_SIM_UNARY(NAME, REQUIRE, EXPR)                                                                            \
+    template <typename T>                                                                                             \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {                    \
+        REQUIRE(T, #NAME);                                                                                            \
+        sim::UnCount(#NAME, dst, src, count, [](auto a) { return EXPR; });                                            \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,   \
+                     const UnaryRepeatParams& repeatParams) {                                                         \
+        REQUIRE(T, #NAME);                                                                                            \
+        sim::UnRepeat(#NAME, dst, src, sim::BeginRepeat<T>(#NAME, isSetMask, mask), repeatTime, repeatParams,         \
+                      [](auto a) { return EXPR; });                                                                   \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask[], const uint8_t repeatTime, \
+                     const UnaryRepeatParams& repeatParams) {                                                         \
+        REQUIRE(T, #NAME);                                                                                            \
+        sim::UnRepeat(#NAME, dst, src, sim::BeginRepeat<T>(#NAME, isSetMask, mask), repeatTime, repeatParams,         \
+                      [](auto a) { return EXPR; });                                                                   \
     }
 
 FLA_SIM_UNARY(Exp, FLA_SIM_REQUIRE_FLOAT, std::exp(a))
@@ -675,9 +685,7 @@ template <typename T, typename U, bool isSetMask = true>
 inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
                     const uint64_t mask[], uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "Compare");
-    sim::BeginOp(PIPE_V, "Compare");
-    sim::CheckIsSetMask<T>(isSetMask);
-    sim::CmpRepeat<T>("Compare", dst, src0, &src1, T{}, cmpMode, sim::MaskOfBits<T>(mask), repeatTime,
+    sim::CmpRepeat<T>("Compare", dst, src0, &src1, T{}, cmpMode, sim::BeginRepeat<T>("Compare", isSetMask, mask), repeatTime,
                       sim::Stride{repeatParams.src0BlkStride, repeatParams.src0RepStride},
                       sim::Stride{repeatParams.src1BlkStride, repeatParams.src1RepStride});
 }
@@ -685,9 +693,7 @@ template <typename T, typename U, bool isSetMask = true>
 inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
                     const uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "Compare");
-    sim::BeginOp(PIPE_V, "Compare");
-    sim::CheckIsSetMask<T>(isSetMask);
-    sim::CmpRepeat<T>("Compare", dst, src0, &src1, T{}, cmpMode, sim::MaskOfCount<T>(mask), repeatTime,
+    sim::CmpRepeat<T>("Compare", dst, src0, &src1, T{}, cmpMode, sim::BeginRepeat<T>("Compare", isSetMask, mask), repeatTime,
                       sim::Stride{repeatParams.src0BlkStride, repeatParams.src0RepStride},
                       sim::Stride{repeatParams.src1BlkStride, repeatParams.src1RepStride});
 }
@@ -701,18 +707,16 @@ template <typename T, typename U, bool isSetMask = true>
 inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
                           const uint64_t mask[], uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
-    sim::BeginOp(PIPE_V, "CompareScalar");
-    sim::CheckIsSetMask<T>(isSetMask);
-    sim::CmpRepeat<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode, sim::MaskOfBits<T>(mask), repeatTime,
+    sim::CmpRepeat<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode,
+                      sim::BeginRepeat<T>("CompareScalar", isSetMask, mask), repeatTime,
                       sim::Stride{repeatParams.srcBlkStride, repeatParams.srcRepStride}, sim::Stride{0, 0});
 }
 template <typename T, typename U, bool isSetMask = true>
 inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
                           const uint64_t mask, uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_CMP(T, U, "CompareScalar");
-    sim::BeginOp(PIPE_V, "CompareScalar");
-    sim::CheckIsSetMask<T>(isSetMask);
-    sim::CmpRepeat<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode, sim::MaskOfCount<T>(mask), repeatTime,
+    sim::CmpRepeat<T>("CompareScalar", dst, src0, nullptr, src1Scalar, cmpMode,
+                      sim::BeginRepeat<T>("CompareScalar", isSetMask, mask), repeatTime,
                       sim::Stride{repeatParams.srcBlkStride, repeatParams.srcRepStride}, sim::Stride{0, 0});
 }
 // Newer CANN spells CompareScalar "Compares".

@@ -18,6 +18,7 @@
 #define FLA_NPU_SOLVE_TRIL_KERNEL_H
 
 #include "../common/chunk_cube.h"
+#include "../common/vector_io.h"
 #include "kernel_operator.h"
 #include "solve_tril_tiling.h"
 #include "tril_inverse.h"
@@ -27,6 +28,20 @@ namespace solve_tril {
 
 using namespace AscendC;
 using namespace chunk_cube;
+using namespace vector_io;
+
+// The kernel's GM arguments, the same for both sides: L and Akk (BT x BT per unit) and the workspace.
+struct SolveTrilGm {
+    GmAddr l, akk, ws;
+};
+
+// L (fp32) and Akk (O) of every unit.
+template <class O>
+__aicore__ inline void BindMatrices(GlobalTensor<float>& l, GlobalTensor<O>& akk, const SolveTrilGm& a,
+                                    const SolveTrilTiling& t) {
+    const uint64_t elems = uint64_t(t.num_units) * t.BT * t.BT;
+    Bind(elems, l, a.l, akk, a.akk);
+}
 
 // ------------------------------------------------------------------------------------------------
 // AIC: the merges of each unit, after the AIVs' hand-off.
@@ -34,30 +49,26 @@ using namespace chunk_cube;
 template <class O>
 class SolveTrilCube {
   public:
-    __aicore__ inline SolveTrilCube() {}
-
-    __aicore__ inline void Init(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
-        t_ = t;
-        const uint64_t elems = uint64_t(t.num_units) * t.BT * t.BT;
-        gL_.SetGlobalBuffer((__gm__ float*)l, elems);
-        gOut_.SetGlobalBuffer((__gm__ O*)akk, elems);
-        BindSlots(gWs_, ws, static_cast<uint32_t>(GetBlockIdx()), t.ws_bytes_per_core, t.ws_slot_elems);
-        merge_.Init(pipe_, t.BT);
+    __aicore__ inline SolveTrilCube(const SolveTrilGm& a, const SolveTrilTiling& t) : t_(t) {
+        if (t_.nb == 1) return;  // BT = 16: no merge, nothing for the Cube (Process returns at once)
+        BindMatrices(gL_, gOut_, a, t_);
+        BindSlots(gWs_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_.ws_bytes_per_core, t_.ws_slot_elems);
+        merge_.Init(pipe_, t_.BT);
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
-        for (uint32_t i = 0; i < count; ++i) {
-            const uint64_t u = first + i, mat = u * t_.BT * t_.BT, base = uint64_t(i % 2) * t_.ws_slot_elems;
-            SlotConsumer::Acquire();
-            merge_.Run(gL_[mat], gOut_[mat], gWs_[base], gWs_[base + t_.ws_nx_off], gWs_[base + t_.ws_rt_off], t_.BT);
-            SlotConsumer::Release(i + 2 < count);
-        }
+        if (t_.nb > 1) ForEachSlotUnit(*this, t_, static_cast<uint32_t>(GetBlockIdx()));
+    }
+
+    __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
+        const uint64_t mat = uint64_t(u) * t_.BT * t_.BT, base = uint64_t(slot) * t_.ws_slot_elems;
+        SlotConsumer::Acquire();
+        merge_.Run(gL_[mat], gOut_[mat], gWs_[base], gWs_[base + t_.ws_nx_off], gWs_[base + t_.ws_rt_off], t_.BT);
+        SlotConsumer::Release(slotReused);
     }
 
   private:
-    SolveTrilTiling t_{};
+    const SolveTrilTiling t_;
     TPipe pipe_;
     BlockRowMerge<O> merge_;
     GlobalTensor<float> gL_, gWs_;
@@ -83,25 +94,17 @@ struct ToOutType<float> {
 template <class O>
 class SolveTrilVector {
   public:
-    __aicore__ inline SolveTrilVector() {}
-
-    __aicore__ inline void Init(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
-        t_ = t;
-        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
-        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
-        const uint64_t elems = uint64_t(t.num_units) * t.BT * t.BT;
-        gL_.SetGlobalBuffer((__gm__ float*)l, elems);
-        gOut_.SetGlobalBuffer((__gm__ O*)akk, elems);
-        BindSlots(gWs_, ws, block_, t.ws_bytes_per_core, t.ws_slot_elems);
-        pipe_.InitBuffer(inL_, 1, kBlockElems * sizeof(float));
-        pipe_.InitBuffer(outX_, 1, kBlockElems * sizeof(O));
-        pipe_.InitBuffer(outN_, 1, kBlockElems * sizeof(float));
-        pipe_.InitBuffer(outT_, 1, kBlockElems * sizeof(float));
-        pipe_.InitBuffer(x_, kBlockElems * sizeof(float));
+    __aicore__ inline SolveTrilVector(const SolveTrilGm& a, const SolveTrilTiling& t) : t_(t) {
+        BindMatrices(gL_, gOut_, a, t_);
+        BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
+        InitQues(pipe_, 1, kBlockElems * sizeof(float), inL_);
+        InitQues(pipe_, 1, kBlockElems * sizeof(O), outX_);
+        InitQues(pipe_, 1, kBlockElems * sizeof(float), outN_, outT_);
+        InitBufs(pipe_, kBlockElems * sizeof(float), x_);
         inv_.Init(pipe_);
-        const uint32_t side = t.BT - kBlock;
+        const uint32_t side = t_.BT - kBlock;
         if (side > 0) {  // constant zero rows, copied right of the diagonal blocks
-            pipe_.InitBuffer(zO_, kBlock * side * sizeof(O));
+            InitBufs(pipe_, kBlock * side * sizeof(O), zO_);
             // Zero bits are zero in every output type: fill them as 16-bit words.
             Duplicate(zO_.Get<uint16_t>(), uint16_t(0), static_cast<int32_t>(kBlock * side * sizeof(O) / 2));
             Sync<HardEvent::V_MTE3>();
@@ -109,18 +112,16 @@ class SolveTrilVector {
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, block_, &first, &count);
-        const uint32_t nb = t_.nb;
-        for (uint32_t i = 0; i < count; ++i) {
-            const uint32_t u = first + i;
+        const Units r = CoreUnitsOf(t_, at_.block);
+        const uint32_t nb = t_.nb, sub = at_.sub;
+        for (uint32_t i = 0; i < r.count; ++i) {
             if (nb == 1) {  // no merge: the two AIVs take alternate units
-                if (i % 2 == sub_) Diagonal(u, 0, 0, false);
+                if (i % 2 == sub) Diagonal(r.first + i, 0, 0, false);
                 continue;
             }
             SlotProducer::Acquire(i);
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
-            for (uint32_t b = sub_ * nb / 2; b < (sub_ + 1) * nb / 2; ++b) Diagonal(u, b, base, true);
+            for (uint32_t b = sub * nb / 2; b < (sub + 1) * nb / 2; ++b) Diagonal(r.first + i, b, base, true);
             SlotProducer::Ready();
         }
     }
@@ -156,10 +157,7 @@ class SolveTrilVector {
         if (merge && b > 0) {
             LocalTensor<float> nx = outN_.AllocTensor<float>();
             Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
-            outN_.EnQue(nx);
-            nx = outN_.DeQue<float>();
-            DataCopy(gWs_[base + t_.ws_nx_off + b * kBlockElems], nx, kBlockElems);
-            outN_.FreeTensor(nx);
+            CopyOut(outN_, gWs_[base + t_.ws_nx_off + b * kBlockElems], nx, kBlockElems);
         }
         if (merge && b + 1 < t_.nb) {
             LocalTensor<float> y = outT_.AllocTensor<float>();
@@ -171,8 +169,8 @@ class SolveTrilVector {
         }
     }
 
-    SolveTrilTiling t_{};
-    uint32_t block_ = 0, sub_ = 0;
+    const SolveTrilTiling t_;
+    const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
     TPipe pipe_;
     BlockInverse16 inv_;
     TQue<QuePosition::VECIN, 1> inL_;
@@ -184,18 +182,7 @@ class SolveTrilVector {
 
 template <class O>
 __aicore__ inline void RunSolveTril(GM_ADDR l, GM_ADDR akk, GM_ADDR ws, const SolveTrilTiling& t) {
-    if ASCEND_IS_AIC {
-        if (t.nb > 1) {
-            SolveTrilCube<O> op;
-            op.Init(l, akk, ws, t);
-            op.Process();
-        }
-    }
-    if ASCEND_IS_AIV {
-        SolveTrilVector<O> op;
-        op.Init(l, akk, ws, t);
-        op.Process();
-    }
+    RunMixed<SolveTrilCube<O>, SolveTrilVector<O>>(SolveTrilGm{l, akk, ws}, t);
 }
 
 }  // namespace solve_tril

@@ -18,6 +18,7 @@
 #define FLA_NPU_WY_FAST_KERNEL_H
 
 #include "../common/chunk_cube.h"
+#include "../common/vector_io.h"
 #include "kernel_operator.h"
 #include "wy_fast_tiling.h"
 
@@ -26,6 +27,12 @@ namespace wy_fast {
 
 using namespace AscendC;
 using namespace chunk_cube;
+using namespace vector_io;
+
+// The kernel's GM arguments (both sides read their own).
+struct WyFastGm {
+    GmAddr k, v, beta, akk, eRow, eTail, w, u, kg, ws;
+};
 
 // ------------------------------------------------------------------------------------------------
 // AIC: w and u, one Akk in L0A for both.
@@ -33,42 +40,29 @@ using namespace chunk_cube;
 template <class T>
 class WyFastCube {
   public:
-    __aicore__ inline WyFastCube() {}
-
-    __aicore__ inline void Init(GM_ADDR akk, GM_ADDR w, GM_ADDR u, GM_ADDR ws, const WyFastTiling& t) {
-        t_ = t;
-        const uint64_t units = t.num_units;
-        gA_.SetGlobalBuffer((__gm__ T*)akk, units * t.BT * t.BT);
-        gW_.SetGlobalBuffer((__gm__ float*)w, units * t.BT * t.K);
-        gU_.SetGlobalBuffer((__gm__ float*)u, units * t.BT * t.V);
-        BindSlots(gWs_, ws, static_cast<uint32_t>(GetBlockIdx()), t.ws_bytes_per_core, t.ws_slot_elems);
-        const uint32_t BT = t.BT;
-        pipe_.InitBuffer(a1_, BT * BT * sizeof(T));
-        pipe_.InitBuffer(x1_, BT * t.K * sizeof(T));
-        pipe_.InitBuffer(x2_, BT * t.V * sizeof(T));
-        pipe_.InitBuffer(aa_, BT * BT * sizeof(T));
-        pipe_.InitBuffer(xb_, BT * t.n_tile * sizeof(T));
-        pipe_.InitBuffer(oc_, BT * t.n_tile * sizeof(float));
+    __aicore__ inline WyFastCube(const WyFastGm& a, const WyFastTiling& t) : t_(t) {
+        const uint64_t rows = uint64_t(t_.num_units) * t_.BT;
+        Bind(rows * t_.BT, gA_, a.akk);
+        Bind(rows * t_.K, gW_, a.w);
+        Bind(rows * t_.V, gU_, a.u);
+        BindSlots(gWs_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_.ws_bytes_per_core, t_.ws_slot_elems);
+        const uint32_t BT = t_.BT;
+        InitBufs(pipe_, BT * BT * sizeof(T), a1_, aa_);  // L1 and L0A (one arena each): Akk
+        InitBufs(pipe_, BT * t_.K * sizeof(T), x1_);
+        InitBufs(pipe_, BT * t_.V * sizeof(T), x2_);
+        InitBufs(pipe_, BT * t_.n_tile * sizeof(T), xb_);
+        InitBufs(pipe_, BT * t_.n_tile * sizeof(float), oc_);
     }
 
-    __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, static_cast<uint32_t>(GetBlockIdx()), &first, &count);
-        for (uint32_t i = 0; i < count; ++i) Unit(first + i, i % 2, i + 2 < count);
-    }
+    __aicore__ inline void Process() { ForEachSlotUnit(*this, t_, static_cast<uint32_t>(GetBlockIdx())); }
 
-  private:
     __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V;
         const uint64_t base = uint64_t(slot) * t_.ws_slot_elems;
         LocalTensor<T> a1 = a1_.Get<T>(), x1 = x1_.Get<T>(), x2 = x2_.Get<T>(), aa = aa_.Get<T>(), xb = xb_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
 
-        SlotConsumer::Acquire();
-        Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData have read L1
-        LoadNz(x1, gWs_[base], BT, K);
-        LoadNz(x2, gWs_[base + uint64_t(BT) * K], BT, V);
-        SlotConsumer::Release(slotReused);
+        TakeSlot(gWs_[base], slotReused, x1, BT, K, x2, BT, V);
         LoadNz(a1, gA_[uint64_t(u) * BT * BT], BT, BT);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();  // the previous unit's Mmads have read L0A
@@ -79,7 +73,8 @@ class WyFastCube {
         TileProducts(oc, gU_[uint64_t(u) * BT * V], V, BT, V, t_.n_tile, uu);
     }
 
-    WyFastTiling t_{};
+  private:
+    const WyFastTiling t_;
     TPipe pipe_;
     TBuf<TPosition::A1> a1_;
     TBuf<TPosition::B1> x1_, x2_;
@@ -96,51 +91,36 @@ class WyFastCube {
 template <class T>
 class WyFastVector {
   public:
-    __aicore__ inline WyFastVector() {}
-
-    __aicore__ inline void Init(GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR eRow, GM_ADDR eTail, GM_ADDR kg, GM_ADDR ws,
-                                const WyFastTiling& t) {
-        t_ = t;
-        block_ = static_cast<uint32_t>(GetBlockIdx() / GetSubBlockNum());
-        sub_ = static_cast<uint32_t>(GetSubBlockIdx());
-        const uint64_t rows = uint64_t(t.num_units) * t.BT;
-        gK_.SetGlobalBuffer((__gm__ T*)k, rows * t.K);
-        gV_.SetGlobalBuffer((__gm__ T*)v, rows * t.V);
-        gB_.SetGlobalBuffer((__gm__ float*)beta, rows);
-        gEr_.SetGlobalBuffer((__gm__ float*)eRow, rows * t.Kg);
-        gEt_.SetGlobalBuffer((__gm__ float*)eTail, rows * t.Kg);
-        gKg_.SetGlobalBuffer((__gm__ float*)kg, rows * t.K);
-        BindSlots(gWs_, ws, block_, t.ws_bytes_per_core, t.ws_slot_elems);
-        const uint32_t R = t.rows_per_aiv;
-        pipe_.InitBuffer(inT_, 1, t.vec_elems * sizeof(T));
-        pipe_.InitBuffer(inF_, 1, t.vec_elems * sizeof(float));
-        pipe_.InitBuffer(inB_, 1, R * sizeof(float));
-        pipe_.InitBuffer(outT_, 1, t.vec_elems * sizeof(T));
-        pipe_.InitBuffer(outF_, 1, t.vec_elems * sizeof(float));
-        pipe_.InitBuffer(x_, t.vec_elems * sizeof(float));
-        pipe_.InitBuffer(tmp_, t.vec_elems * sizeof(float));
-        pipe_.InitBuffer(fac_, R * sizeof(float));
-        pipe_.InitBuffer(bcB_, R * 8 * sizeof(float));
-        pipe_.InitBuffer(bcE_, R * 8 * sizeof(float));
+    __aicore__ inline WyFastVector(const WyFastGm& a, const WyFastTiling& t) : t_(t) {
+        const uint64_t rows = uint64_t(t_.num_units) * t_.BT;
+        Bind(rows * t_.K, gK_, a.k, gKg_, a.kg);
+        Bind(rows * t_.V, gV_, a.v);
+        Bind(rows, gB_, a.beta);
+        Bind(rows * t_.Kg, gEr_, a.eRow, gEt_, a.eTail);
+        BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
+        const uint32_t R = t_.rows_per_aiv, n = t_.vec_elems;
+        InitQues(pipe_, 1, n * sizeof(T), inT_);
+        InitQues(pipe_, 1, n * sizeof(float), inF_);
+        InitQues(pipe_, 1, R * sizeof(float), inB_);
+        InitQues(pipe_, 1, n * sizeof(T), outT_);
+        InitQues(pipe_, 1, n * sizeof(float), outF_);
+        InitBufs(pipe_, n * sizeof(float), x_, tmp_);
+        InitBufs(pipe_, R * sizeof(float), fac_);
+        InitBufs(pipe_, R * 8 * sizeof(float), bcB_, bcE_);
     }
 
     __aicore__ inline void Process() {
-        uint32_t first = 0, count = 0;
-        CoreUnits(t_, block_, &first, &count);
+        const Units r = CoreUnitsOf(t_, at_.block);
         const uint32_t R = t_.rows_per_aiv;
-        for (uint32_t i = 0; i < count; ++i) {
-            const uint32_t u = first + i;
-            const uint64_t row0 = uint64_t(u) * t_.BT + sub_ * R;  // first row of this AIV
+        for (uint32_t i = 0; i < r.count; ++i) {
+            const uint64_t row0 = uint64_t(r.first + i) * t_.BT + at_.sub * R;  // first row of this AIV
             SlotProducer::Acquire(i);
-            LocalTensor<float> b = inB_.template AllocTensor<float>();
-            DataCopy(b, gB_[row0], R);
-            inB_.EnQue(b);
-            b = inB_.template DeQue<float>();
+            LocalTensor<float> b = CopyIn(inB_, gB_[row0], R);
             BroadcastRows(bcB_.Get<float>(), b, R);
             OrderV();
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
-            FormK(row0, base + uint64_t(sub_) * R * t_.K, b);
-            FormV(row0, base + uint64_t(t_.BT) * t_.K + uint64_t(sub_) * R * t_.V);
+            FormK(row0, base + uint64_t(at_.sub) * R * t_.K, b);
+            FormV(row0, base + uint64_t(t_.BT) * t_.K + uint64_t(at_.sub) * R * t_.V);
             inB_.FreeTensor(b);
             SlotProducer::Ready();
         }
@@ -149,11 +129,7 @@ class WyFastVector {
   private:
     // R rows of e (fp32, Kg columns) from GM, dequeued.
     __aicore__ inline LocalTensor<float> LoadE(const GlobalTensor<float>& g, uint64_t row0) {
-        const uint32_t n = t_.rows_per_aiv * t_.Kg;
-        LocalTensor<float> e = inF_.template AllocTensor<float>();
-        DataCopy(e, g[row0 * t_.Kg], n);
-        inF_.EnQue(e);
-        return inF_.template DeQue<float>();
+        return CopyIn(inF_, g[row0 * t_.Kg], t_.rows_per_aiv * t_.Kg);
     }
 
     // dst = src * e for R rows of K columns: element-wise (KDA) or one factor per row (GDN).
@@ -171,27 +147,12 @@ class WyFastVector {
         }
     }
 
-    // fp32 rows -> T rows of the workspace slot at element dst.
-    __aicore__ inline void ToSlot(const LocalTensor<float>& f, uint64_t dst, uint32_t n) {
-        LocalTensor<T> y = outT_.template AllocTensor<T>();
-        Cast(y, f, RoundMode::CAST_RINT, n);
-        outT_.EnQue(y);
-        y = outT_.template DeQue<T>();
-        DataCopy(gWs_[dst], y, n);
-        outT_.FreeTensor(y);
-    }
-
     // X1 = T(k e_row beta) into the slot, kg = k e_tail to GM.
     __aicore__ inline void FormK(uint64_t row0, uint64_t dst, const LocalTensor<float>& b) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, n = R * K;
-        LocalTensor<T> x = inT_.template AllocTensor<T>();
-        DataCopy(x, gK_[row0 * K], n);
-        inT_.EnQue(x);
-        x = inT_.template DeQue<T>();
         LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
-        Cast(kf, x, RoundMode::CAST_NONE, n);
+        CastIn(inT_, gK_[row0 * K], kf, n);
         OrderV();
-        inT_.FreeTensor(x);
 
         LocalTensor<float> e = LoadE(gEr_, row0);
         if (t_.Kg == K) {
@@ -206,36 +167,28 @@ class WyFastVector {
             MulGate(s, kf, f);
         }
         inF_.FreeTensor(e);
-        ToSlot(s, dst, n);
+        CastOut(outT_, gWs_[dst], s, n);
 
         e = LoadE(gEt_, row0);
         LocalTensor<float> z = outF_.template AllocTensor<float>();
         MulGate(z, kf, e);
         inF_.FreeTensor(e);
-        outF_.EnQue(z);
-        z = outF_.template DeQue<float>();
-        DataCopy(gKg_[row0 * K], z, n);
-        outF_.FreeTensor(z);
+        CopyOut(outF_, gKg_[row0 * K], z, n);
     }
 
     // X2 = T(v beta) into the slot.
     __aicore__ inline void FormV(uint64_t row0, uint64_t dst) {
         const uint32_t R = t_.rows_per_aiv, V = t_.V, n = R * V;
-        LocalTensor<T> x = inT_.template AllocTensor<T>();
-        DataCopy(x, gV_[row0 * V], n);
-        inT_.EnQue(x);
-        x = inT_.template DeQue<T>();
         LocalTensor<float> vf = x_.Get<float>();
-        Cast(vf, x, RoundMode::CAST_NONE, n);
+        CastIn(inT_, gV_[row0 * V], vf, n);
         OrderV();
-        inT_.FreeTensor(x);
         MulRows(vf, vf, bcB_.Get<float>(), R, V);
         OrderV();
-        ToSlot(vf, dst, n);
+        CastOut(outT_, gWs_[dst], vf, n);
     }
 
-    WyFastTiling t_{};
-    uint32_t block_ = 0, sub_ = 0;
+    const WyFastTiling t_;
+    const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
     TPipe pipe_;
     TQue<QuePosition::VECIN, 1> inT_, inF_, inB_;
     TQue<QuePosition::VECOUT, 1> outT_, outF_;
@@ -247,16 +200,7 @@ class WyFastVector {
 template <class T>
 __aicore__ inline void RunWyFast(GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR akk, GM_ADDR eRow, GM_ADDR eTail, GM_ADDR w,
                                  GM_ADDR u, GM_ADDR kg, GM_ADDR ws, const WyFastTiling& t) {
-    if ASCEND_IS_AIC {
-        WyFastCube<T> op;
-        op.Init(akk, w, u, ws, t);
-        op.Process();
-    }
-    if ASCEND_IS_AIV {
-        WyFastVector<T> op;
-        op.Init(k, v, beta, eRow, eTail, kg, ws, t);
-        op.Process();
-    }
+    RunMixed<WyFastCube<T>, WyFastVector<T>>(WyFastGm{k, v, beta, akk, eRow, eTail, w, u, kg, ws}, t);
 }
 
 }  // namespace wy_fast

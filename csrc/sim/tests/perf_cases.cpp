@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cube_buffers.h"
 #include "kernel_operator.h"
 #include "sim_api.h"
 
@@ -48,14 +49,9 @@ constexpr uint32_t kCube = 128;
 // The Cube work of perf_cube and perf_cross.
 static void CubeWork(GM_ADDR c, int32_t iters) {
     TPipe pipe;
-    TBuf<TPosition::A2> bA;
-    TBuf<TPosition::B2> bB;
-    TBuf<TPosition::CO1> bC;
-    pipe.InitBuffer(bA, kCube * kCube * sizeof(half));
-    pipe.InitBuffer(bB, kCube * kCube * sizeof(half));
-    pipe.InitBuffer(bC, kCube * kCube * sizeof(float));
-    LocalTensor<half> a = bA.Get<half>(), b = bB.Get<half>();
-    LocalTensor<float> lc = bC.Get<float>();
+    CubeBuffers cb(pipe, kCube * kCube * sizeof(half), kCube * kCube * sizeof(half), kCube * kCube * sizeof(float), false);
+    LocalTensor<half> a = cb.a2.Get<half>(), b = cb.b2.Get<half>();
+    LocalTensor<float> lc = cb.c.Get<float>();
     const uint16_t fractals = uint16_t(kCube * kCube * sizeof(half) / 512);
     InitConstValue(a, InitConstValueParams<half>(1, fractals, 0, half(0.5f)));
     InitConstValue(b, InitConstValueParams<half>(1, fractals, 0, half(0.25f)));

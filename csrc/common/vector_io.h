@@ -1,0 +1,52 @@
+// The vector cores' copies through their queues, written once for every kernel: a GM piece into a
+// VECIN queue (handed back dequeued), the same widened to fp32, and results out to GM through a
+// VECOUT queue (as they are, or rounded once to a narrower type). The queue's EnQue / DeQue order
+// MTE2 -> V and V -> MTE3; FreeTensor / AllocTensor the reverse.
+#ifndef FLA_NPU_COMMON_VECTOR_IO_H
+#define FLA_NPU_COMMON_VECTOR_IO_H
+
+#include "kernel_operator.h"
+
+namespace fla_npu {
+namespace vector_io {
+
+using namespace AscendC;
+
+// n elements of g into a buffer of queue q, dequeued (ready for the vector unit; the caller frees it).
+template <class X, class Q>
+__aicore__ inline LocalTensor<X> CopyIn(Q& q, const GlobalTensor<X>& g, uint32_t n) {
+    LocalTensor<X> x = q.template AllocTensor<X>();
+    DataCopy(x, g, n);
+    q.EnQue(x);
+    return q.template DeQue<X>();
+}
+
+// dst (fp32) = n elements of g (a narrower type, widened exactly), through a buffer of queue q.
+template <class T, class Q>
+__aicore__ inline void CastIn(Q& q, const GlobalTensor<T>& g, const LocalTensor<float>& dst, uint32_t n) {
+    LocalTensor<T> x = CopyIn(q, g, n);
+    Cast(dst, x, RoundMode::CAST_NONE, n);
+    q.FreeTensor(x);
+}
+
+// y, a buffer of queue q the vector unit wrote, to n elements of g; then freed.
+template <class X, class Q>
+__aicore__ inline void CopyOut(Q& q, const GlobalTensor<X>& g, LocalTensor<X>& y, uint32_t n) {
+    q.EnQue(y);
+    y = q.template DeQue<X>();
+    DataCopy(g, y, n);
+    q.FreeTensor(y);
+}
+
+// n fp32 elements of src rounded once to X (CAST_RINT), through a buffer of queue q, to g.
+template <class X, class Q>
+__aicore__ inline void CastOut(Q& q, const GlobalTensor<X>& g, const LocalTensor<float>& src, uint32_t n) {
+    LocalTensor<X> y = q.template AllocTensor<X>();
+    Cast(y, src, RoundMode::CAST_RINT, n);
+    CopyOut(q, g, y, n);
+}
+
+}  // namespace vector_io
+}  // namespace fla_npu
+
+#endif
