@@ -222,7 +222,8 @@ def _literal(path: Path) -> dict:
 
 def declares_workspace(header: Path) -> bool:
     """Whether ``header`` declares ``UserWorkspaceBytes(...)``: the kernel's GM workspace, in bytes."""
-    return re.search(r"\bUserWorkspaceBytes\s*\(", re.sub(r"//[^\n]*", "", header.read_text())) is not None
+    # a definition ``UserWorkspaceBytes(const Tiling& t)`` or a shared one taken in: ``using ...::UserWorkspaceBytes;``
+    return re.search(r"\bUserWorkspaceBytes\s*[(;]", re.sub(r"//[^\n]*", "", header.read_text())) is not None
 
 
 def tiling_fields(header: Path, struct: str) -> tuple:
