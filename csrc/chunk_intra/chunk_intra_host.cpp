@@ -9,11 +9,9 @@ namespace chunk_intra {
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* beta, const FlaNpuTensor* g,
                     const FlaNpuTensor* aqk, const FlaNpuTensor* l, EntryCall* call) {
-    // The tensors given and the descriptors' dtypes here; strides, shapes and the tiling:
+    // The descriptor's dtypes here; strides, shapes and the tiling:
     // TilingFromShapes, the operator package's hook.
-    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors) ||
-        !CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32}))
-        return FLA_NPU_ERR_INVALID_ARGUMENT;
+    if (!CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (k->dtype != q->dtype) return InvalidArgument(kEntry, "`q` and `k` must have one dtype");
     if (beta->dtype != FLA_NPU_FLOAT32 || g->dtype != FLA_NPU_FLOAT32)
         return InvalidArgument(kEntry, "`beta` and `g` must be float32");

@@ -9,11 +9,9 @@ namespace chunk_output {
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* e_row, const FlaNpuTensor* s, const FlaNpuTensor* aqk,
                     const FlaNpuTensor* v_new, const FlaNpuTensor* out, EntryCall* call) {
-    // The tensors given and the descriptors' dtypes here; strides, shapes and the tiling:
+    // The descriptor's dtypes here; strides, shapes and the tiling:
     // TilingFromShapes, the operator package's hook.
-    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors) ||
-        !CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32}))
-        return FLA_NPU_ERR_INVALID_ARGUMENT;
+    if (!CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (aqk->dtype != q->dtype || v_new->dtype != q->dtype)
         return InvalidArgument(kEntry, "`q`, `aqk` and `v_new` must have one dtype");
     if (e_row->dtype != FLA_NPU_FLOAT32 || s->dtype != FLA_NPU_FLOAT32 || out->dtype != FLA_NPU_FLOAT32)

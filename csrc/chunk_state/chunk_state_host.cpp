@@ -15,7 +15,6 @@ int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTe
                     const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* h, const FlaNpuTensor* v_new,
                     const FlaNpuTensor* final, int32_t state_v_first, EntryCall* call) {
     // w, u, kg, e_last, chunk_offsets, h0 (optional), h, v_new, final
-    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors, /*optional=*/5)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
     // The descriptors' dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook.

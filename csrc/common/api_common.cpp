@@ -87,9 +87,9 @@ bool CheckDtype(const char* op, const char* name, const FlaNpuTensor* t, std::in
     return false;
 }
 
-bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n, int optional) {
+bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n, const bool* required) {
     for (int i = 0; i < n; ++i)
-        if (!(i == optional && t[i] == nullptr) && !CheckPresent(op, names[i], t[i])) return false;
+        if (required[i] && !CheckPresent(op, names[i], t[i])) return false;
     return true;
 }
 

@@ -37,8 +37,9 @@ int InvalidArgument(const char* op, const std::string& message);
 bool CheckPresent(const char* op, const char* name, const FlaNpuTensor* t);
 bool CheckContiguous(const char* op, const char* name, const FlaNpuTensor* t);
 int64_t Numel(const FlaNpuTensor* t);
-// CheckPresent on each of the `n` tensors `t` (named `names`), but tensor `optional` may be null.
-bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n, int optional = -1);
+// CheckPresent on each of the `n` tensors `t` (named `names`) that is `required` (the others may be
+// null): the first check of every generated entry point, from its descriptor's "in?" inputs.
+bool CheckAllPresent(const char* op, const char* const* names, const FlaNpuTensor* const* t, int n, const bool* required);
 // The end of a C entry point's checks, after its dtype checks: CheckContiguous on each given tensor,
 // then `hook`, the op's TilingFromShapes (the shape checks and tiling the operator package runs), on
 // their shapes (a null tensor: absent) and the flavour's launch facts. FLA_NPU_OK, or the first

@@ -16,7 +16,6 @@ int Invalid(const std::string& msg) { return InvalidArgument(kEntry, msg); }
 int ValidateAndTile(const FlaNpuTensor* g, const FlaNpuTensor* a_log, const FlaNpuTensor* dt_bias, const FlaNpuTensor* cu_seqlens,
                     const FlaNpuTensor* chunk_indices, int32_t chunk_size, int32_t gate_form, float lower_bound, float scale,
                     const FlaNpuTensor* out, EntryCall* call) {
-    if (!CheckPresent(kEntry, "g", g) || !CheckPresent(kEntry, "out", out)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     // Shapes and attributes: the checks the operator package's tiling shares (GateCumsumArgs),
     // with this entry point's descriptor checks (dtypes, strides) in between.
     GateCumsumArgs checked;

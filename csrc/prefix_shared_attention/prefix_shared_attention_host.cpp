@@ -16,8 +16,6 @@ int Invalid(const std::string& msg) { return InvalidArgument(kEntry, msg); }
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, float scale, const FlaNpuTensor* out,
                     EntryCall* call) {
-    for (int i = 0; i < kTensors; ++i)  // q, k, v, out
-        if (!CheckPresent(kEntry, kTensorNames[i], call->t[i])) return FLA_NPU_ERR_INVALID_ARGUMENT;
     // Shapes: the checks the operator package's tiling shares (PsaArgs), with this entry
     // point's descriptor checks (dtypes, strides) in between.
     PsaArgs checked;

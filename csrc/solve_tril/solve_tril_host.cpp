@@ -10,7 +10,6 @@ namespace fla_npu {
 namespace solve_tril {
 
 int ValidateAndTile(const FlaNpuTensor* l, const FlaNpuTensor* akk, EntryCall* call) {
-    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors)) return FLA_NPU_ERR_INVALID_ARGUMENT;
     // The descriptors' dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook.
     if (l->dtype != FLA_NPU_FLOAT32)

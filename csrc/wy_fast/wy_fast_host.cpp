@@ -10,11 +10,9 @@ namespace wy_fast {
 int ValidateAndTile(const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* beta, const FlaNpuTensor* akk,
                     const FlaNpuTensor* e_row, const FlaNpuTensor* e_tail, const FlaNpuTensor* w, const FlaNpuTensor* u,
                     const FlaNpuTensor* kg, EntryCall* call) {
-    // The tensors given and the descriptors' dtypes here; strides, shapes and the tiling:
+    // The descriptor's dtypes here; strides, shapes and the tiling:
     // TilingFromShapes, the operator package's hook.
-    if (!CheckAllPresent(kEntry, kTensorNames, call->t, kTensors) ||
-        !CheckDtype(kEntry, "k", k, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32}))
-        return FLA_NPU_ERR_INVALID_ARGUMENT;
+    if (!CheckDtype(kEntry, "k", k, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (v->dtype != k->dtype || akk->dtype != k->dtype) return InvalidArgument(kEntry, "`k`, `v` and `akk` must have one dtype");
     for (const FlaNpuTensor* x : {beta, e_row, e_tail, w, u, kg})
         if (x->dtype != FLA_NPU_FLOAT32)
