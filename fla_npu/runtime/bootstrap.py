@@ -18,8 +18,7 @@ import os
 import re
 import threading
 
-from . import cann as C
-from . import flavour as F
+from . import cann as C, flavour as F
 from ._native import NativeLibraryError
 
 

@@ -56,7 +56,8 @@ class Kernel:
         self.dtype_args = spec["dtype_args"]
         self.limits = spec["limits"]
         self.python = OP_CALLS.get(self.name)
-        self.signature = inspect.signature(self.python.call, eval_str=True) if self.python and self.python.call else self._signature()
+        custom = self.python and self.python.call  # an op-specific Python call (op_calls.py) states its own signature
+        self.signature = inspect.signature(self.python.call, eval_str=True) if custom else self._signature()
 
     def __repr__(self) -> str:
         return f"<kernel {self.name} ({self.entry})>"
