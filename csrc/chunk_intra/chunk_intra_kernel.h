@@ -117,7 +117,7 @@ class ChunkIntraCube {
         if (t_.out_f32) {
             Fixpipe(gf[at], oc, p);
         } else {
-            p.quantPre = IsSame<T, half>::value ? QuantMode_t::F322F16 : QuantMode_t::F322BF16;
+            p.quantPre = FixpipeQuant<T>::kMode;
             Fixpipe<T, float, CFG_ROW_MAJOR>(gt[at], oc, p);
         }
     }

@@ -188,12 +188,28 @@ struct CubeProduct {
     uint32_t k;
 };
 
+// The Fixpipe quantisation mode that writes an fp32 L0C result as O: none for float, F322F16 /
+// F322BF16 (round to nearest even) for half / bfloat16_t.
+template <class O>
+struct FixpipeQuant {
+    static constexpr QuantMode_t kMode = QuantMode_t::NoQuant;
+};
+template <>
+struct FixpipeQuant<half> {
+    static constexpr QuantMode_t kMode = QuantMode_t::F322F16;
+};
+template <>
+struct FixpipeQuant<bfloat16_t> {
+    static constexpr QuantMode_t kMode = QuantMode_t::F322BF16;
+};
+
 // out[:, n0 : n0 + n] = sum of the products' columns, per tile of `tile` columns (multiple of 16):
 // the B tiles into L0B, the first product with Mmad(init), the others accumulating into the same
-// L0C tile, one Fixpipe (fp32, row pitch `pitch`). Orders itself against the previous Mmads
-// (M_MTE1: L0B reuse) and the previous Fixpipe (FIX_M: L0C reuse); the caller orders L0A / L1.
-template <class T, uint32_t P>
-__aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTensor<float>& out, uint32_t pitch, uint32_t m,
+// L0C tile, one Fixpipe (row pitch `pitch`; fp32, or rounded once to O). Orders itself against the
+// previous Mmads (M_MTE1: L0B reuse) and the previous Fixpipe (FIX_M: L0C reuse); the caller orders
+// L0A / L1.
+template <class T, uint32_t P, class O>
+__aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTensor<O>& out, uint32_t pitch, uint32_t m,
                                     uint32_t N, uint32_t tile, const CubeProduct<T> (&prods)[P]) {
     for (uint32_t n0 = 0; n0 < N; n0 += tile) {
         const uint32_t n = N - n0 < tile ? N - n0 : tile;
@@ -208,8 +224,9 @@ __aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTe
                             i == 0));
         }
         Sync<HardEvent::M_FIX>();
-        Fixpipe(out[n0], oc,
-                FixpipeParamsV220(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false));
+        FixpipeParamsV220 p(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false);
+        p.quantPre = FixpipeQuant<O>::kMode;
+        Fixpipe(out[n0], oc, p);
     }
 }
 

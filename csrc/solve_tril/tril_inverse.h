@@ -125,19 +125,6 @@ __aicore__ inline void ProductNT(const LocalTensor<float>& c, const LocalTensor<
     Sync<HardEvent::M_FIX>();
 }
 
-template <class O>
-struct FixpipeQuant {
-    static constexpr QuantMode_t kMode = QuantMode_t::NoQuant;
-};
-template <>
-struct FixpipeQuant<half> {
-    static constexpr QuantMode_t kMode = QuantMode_t::F322F16;
-};
-template <>
-struct FixpipeQuant<bfloat16_t> {
-    static constexpr QuantMode_t kMode = QuantMode_t::F322BF16;
-};
-
 // The m x n product in L0C to GM row-major (row pitch `pitch`), converted to O once.
 template <class O>
 __aicore__ inline void StoreRows(const GlobalTensor<O>& out, const LocalTensor<float>& c, uint32_t m, uint32_t n,

@@ -11,9 +11,11 @@ OP = {
   akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
   e_row  [NC, HV, BT, Kg]  float32, 2^G; Kg = K (KDA) or 1 (GDN, one factor per row)
   e_tail [NC, HV, BT, Kg]  float32, 2^(G_last - G)
-  w      [NC, HV, BT, K]   float32:  w  = akk @ T(beta * k * e_row)   (fp32 accumulation)
+  w      [NC, HV, BT, K]   O:        w  = akk @ T(beta * k * e_row)   (fp32 accumulation)
   u      [NC, HV, BT, V]   float32:  u  = akk @ T(beta * v)
-  kg     [NC, HV, BT, K]   float32:  kg = k * e_tail
+  kg     [NC, HV, BT, K]   O:        kg = k * e_tail
+O: float32, or k's dtype (w and kg computed in float32 and rounded once: what the state kernel's
+Cube reads, written so by this kernel instead of a cast pass after it).
 T(x): x formed in float32 and rounded once to k's dtype. All contiguous; BT 16, 32 or 64; K and V
 multiples of 16 in [16, 256]; NC or HV may be 0 (nothing runs). Every row of every chunk is
 computed, padding rows of tail chunks included (from whatever the inputs hold there). Float32
@@ -26,9 +28,10 @@ aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, eRow, eTail, w, u, kg) and 
 operator package's workspace; nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("akk", "in", "T"),
-             ("e_row", "in", "float32"), ("e_tail", "in", "float32"), ("w", "out", "float32", "k"),
-             ("u", "out", "float32", "v"), ("kg", "out", "float32", "k")],
-    "dtypes": {"T": ["float16", "bfloat16"]},
+             ("e_row", "in", "float32"), ("e_tail", "in", "float32"), ("w", "out", "O", "k"),
+             ("u", "out", "float32", "v"), ("kg", "out", "O", "k")],
+    "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
+    "dtype_args": {"O": ("out_dtype", "float32")},
     "tiling": ("wy_fast_tiling.h", "fla_npu::wy_fast::WyFastTiling"),
     "body": ("wy_fast_kernel.h", "fla_npu::wy_fast::RunWyFast"),
     "kernels": {"float16": "fla_wy_fast_f16", "bfloat16": "fla_wy_fast_bf16"},

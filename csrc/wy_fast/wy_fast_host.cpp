@@ -14,9 +14,10 @@ int ValidateAndTile(const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTe
     // TilingFromShapes, the operator package's hook.
     if (!CheckDtype(kEntry, "k", k, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (v->dtype != k->dtype || akk->dtype != k->dtype) return InvalidArgument(kEntry, "`k`, `v` and `akk` must have one dtype");
-    for (const FlaNpuTensor* x : {beta, e_row, e_tail, w, u, kg})
-        if (x->dtype != FLA_NPU_FLOAT32)
-            return InvalidArgument(kEntry, "`beta`, `e_row`, `e_tail`, `w`, `u` and `kg` must be float32");
+    for (const FlaNpuTensor* x : {beta, e_row, e_tail, u})
+        if (x->dtype != FLA_NPU_FLOAT32) return InvalidArgument(kEntry, "`beta`, `e_row`, `e_tail` and `u` must be float32");
+    if (kg->dtype != w->dtype || (w->dtype != FLA_NPU_FLOAT32 && w->dtype != k->dtype))
+        return InvalidArgument(kEntry, "`w` and `kg` must have one dtype, float32 or the dtype of `k`");
     return TileCall(kEntry, kTensorNames, kTensors, call);
 }
 

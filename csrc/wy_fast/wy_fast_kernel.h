@@ -6,9 +6,11 @@
 // the i-th of its AI core, workspace slot i % 2 (the hand-off protocol of common/chunk_cube.h):
 //   AIV  [i >= 2: wait Free]  its half of the rows: X1 = T(fp32(k) e_row beta) (KDA: element-wise
 //        e_row; GDN: one fp32 factor beta e_row per row) and X2 = T(fp32(v) beta) to the slot, one
-//        rounding each; kg = fp32(k) e_tail (fp32) to GM;  set Ready (PIPE_MTE3)
+//        rounding each; kg = fp32(k) e_tail to GM (in O);  set Ready (PIPE_MTE3)
 //   AIC  wait Ready; X1, X2 from the slot into L1 (ND -> NZ); [slot reused later: set Free];
-//        Akk into L1 and L0A; per N-tile Mmad(init) Akk @ X1 -> Fixpipe w, then Akk @ X2 -> u.
+//        Akk into L1 and L0A; per N-tile Mmad(init) Akk @ X1 -> Fixpipe w (in O), then Akk @ X2 -> u.
+// O, the type of w and kg: float, or the Cube type T (rounded once) for a caller that feeds them to
+// the Cube next (the state kernel reads them in T).
 // beta is broadcast over a row with Brcb (its factor alone in a 32-byte block, read with stride 0).
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
@@ -37,7 +39,7 @@ struct WyFastGm {
 // ------------------------------------------------------------------------------------------------
 // AIC: w and u, one Akk in L0A for both.
 // ------------------------------------------------------------------------------------------------
-template <class T>
+template <class T, class O>
 class WyFastCube {
   public:
     __aicore__ inline WyFastCube(const WyFastGm& a, const WyFastTiling& t) : t_(t) {
@@ -82,13 +84,14 @@ class WyFastCube {
     TBuf<TPosition::B2> xb_;
     TBuf<TPosition::CO1> oc_;
     GlobalTensor<T> gA_, gWs_;
-    GlobalTensor<float> gW_, gU_;
+    GlobalTensor<O> gW_;
+    GlobalTensor<float> gU_;
 };
 
 // ------------------------------------------------------------------------------------------------
 // AIV: the scaled Cube operands and kg, half of the rows per sub-block.
 // ------------------------------------------------------------------------------------------------
-template <class T>
+template <class T, class O>
 class WyFastVector {
   public:
     __aicore__ inline WyFastVector(const WyFastGm& a, const WyFastTiling& t) : t_(t) {
@@ -170,10 +173,16 @@ class WyFastVector {
         CastOut(outT_, gWs_[dst], s, n);
 
         e = LoadE(gEt_, row0);
-        LocalTensor<float> z = outF_.template AllocTensor<float>();
-        MulGate(z, kf, e);
-        inF_.FreeTensor(e);
-        CopyOut(outF_, gKg_[row0 * K], z, n);
+        if constexpr (IsSame<O, float>::value) {
+            LocalTensor<float> z = outF_.template AllocTensor<float>();
+            MulGate(z, kf, e);
+            inF_.FreeTensor(e);
+            CopyOut(outF_, gKg_[row0 * K], z, n);
+        } else {  // kf is not read again: kg formed in place, rounded once on the way out
+            MulGate(kf, kf, e);
+            inF_.FreeTensor(e);
+            CastOut(outT_, gKg_[row0 * K], kf, n);
+        }
     }
 
     // X2 = T(v beta) into the slot.
@@ -194,13 +203,15 @@ class WyFastVector {
     TQue<QuePosition::VECOUT, 1> outT_, outF_;
     TBuf<TPosition::VECCALC> x_, tmp_, fac_, bcB_, bcE_;
     GlobalTensor<T> gK_, gV_, gWs_;
-    GlobalTensor<float> gB_, gEr_, gEt_, gKg_;
+    GlobalTensor<O> gKg_;
+    GlobalTensor<float> gB_, gEr_, gEt_;
 };
 
-template <class T>
+template <class T, class O>
 __aicore__ inline void RunWyFast(GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR akk, GM_ADDR eRow, GM_ADDR eTail, GM_ADDR w,
                                  GM_ADDR u, GM_ADDR kg, GM_ADDR ws, const WyFastTiling& t) {
-    RunMixed<WyFastCube<T>, WyFastVector<T>>(WyFastGm{k, v, beta, akk, eRow, eTail, w, u, kg, ws}, t);
+    static_assert(IsSame<O, float>::value || IsSame<O, T>::value, "w and kg: float or the Cube input type");
+    RunMixed<WyFastCube<T, O>, WyFastVector<T, O>>(WyFastGm{k, v, beta, akk, eRow, eTail, w, u, kg, ws}, t);
 }
 
 }  // namespace wy_fast

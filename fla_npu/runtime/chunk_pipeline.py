@@ -10,7 +10,7 @@ Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the r
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
   2  ``Aqk``, ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
-  3  ``w``, ``u``, ``kg`` (fp32) = wy_fast(k, v, beta, Akk, e_row, e_tail)
+  3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, e_row, e_tail)
   4  ``h`` (fp32), ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (fp32) = chunk_output(q, e_row, h, Aqk, v_new)
 
@@ -84,7 +84,7 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     if "stage 3: WY factors" in skip:
         w, u, kg = ref.wy_fwd(p.k, p.v, p.b, d, Akk.to(p.ct))
     else:
-        w, u, kg = ops.wy_fast(k, p.v.to(T), b, Akk.to(T), e_row, d.e_tail.to(f32))
+        w, u, kg = ops.wy_fast(k, p.v.to(T), b, Akk.to(T), e_row, d.e_tail.to(f32), T)  # w, kg in T: the state kernel's Cube type
 
     if "stage 4: state recurrence" in skip:
         h0_k = None if h0 is None else (h0.transpose(-1, -2) if state_v_first else h0)

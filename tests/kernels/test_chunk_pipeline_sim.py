@@ -104,7 +104,8 @@ def _wy_inputs(dtype=torch.bfloat16):
 def test_custom_ops_pass_opcheck():
     from fla_npu.runtime import torch_ops  # noqa: F401
 
-    torch.library.opcheck(torch.ops.fla_npu.wy_fast.default, _wy_inputs())
+    for out_dtype in (torch.float32, torch.bfloat16):  # w and kg: float32 or the Cube type
+        torch.library.opcheck(torch.ops.fla_npu.wy_fast.default, (*_wy_inputs(), out_dtype))
     NC, HV, BT, K, V = 2, 2, 32, 32, 48
     torch.manual_seed(1)
     q = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
@@ -140,7 +141,7 @@ def test_custom_op_traced_by_torch_compile():
     from fla_npu.runtime import torch_ops  # noqa: F401
 
     def f(k, v, beta, Akk, e_row, e_tail):
-        w, u, kg = torch.ops.fla_npu.wy_fast(k, v, beta, Akk, e_row, e_tail)
+        w, u, kg = torch.ops.fla_npu.wy_fast(k, v, beta, Akk, e_row, e_tail, torch.float32)
         return w + 1, u * 2, kg
 
     args = _wy_inputs()

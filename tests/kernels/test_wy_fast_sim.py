@@ -111,6 +111,22 @@ def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (plan.num_chunks, HV, BT, K, V, K if per_key else 1)
 
 
+@pytest.mark.parametrize("per_key,dtype", [(True, BF16), (False, FP16)], ids=["kda-bf16", "gdn-fp16"])
+def test_w_and_kg_in_the_cube_type_are_the_float32_results_rounded_once(per_key, dtype):
+    """out_dtype = the Cube type (what the state kernel reads): w and kg written by the kernel in it,
+    each the float32 result rounded once (bit-identical to rounding the float32 outputs), u float32;
+    w and kg's write bytes halve."""
+    k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(2, 100, 2, 64, 128, 32, per_key, dtype, seed=5)
+    w32, u32, kg32 = kernels.wy_fast(k, v, beta, Akk, e_row, e_tail)
+    wrote32 = kernels.wy_fast.last_launch().totals.local_to_gm_bytes
+    w, u, kg = kernels.wy_fast(k, v, beta, Akk, e_row, e_tail, out_dtype=dtype)
+    launch = kernels.wy_fast.last_launch()
+    assert launch.ok, launch.error
+    assert (w.dtype, u.dtype, kg.dtype) == (dtype, FP32, dtype)
+    assert torch.equal(w, w32.to(dtype)) and torch.equal(kg, kg32.to(dtype)) and torch.equal(u, u32)
+    assert wrote32 - launch.totals.local_to_gm_bytes == (w.numel() + kg.numel()) * (4 - w.element_size())
+
+
 def test_core_count_invariance_and_counters(monkeypatch):
     """1, 3 and 16 AI cores give bit-identical outputs; GM bytes and Cube share from the counters."""
     k, v, beta, Akk, e_row, e_tail, _ = _stage_inputs(2, 150, 3, 128, 128, 64, True, BF16, seed=3)
@@ -159,6 +175,8 @@ def test_refusals():
         kernels.wy_fast(k, v, beta, Akk.half(), e_row, e_tail)
     with pytest.raises(_native.KernelError, match="must be float32"):
         kernels.wy_fast(k, v, beta.bfloat16(), Akk, e_row, e_tail)
+    with pytest.raises(_native.KernelError, match="`w` and `kg` must have one dtype, float32 or the dtype of `k`"):
+        kernels.wy_fast(k, v, beta, Akk, e_row, e_tail, out_dtype=torch.float16)  # neither float32 nor k's dtype
     with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
         kernels.wy_fast(k, v, beta[..., :32], Akk, e_row, e_tail)
     with pytest.raises(_native.KernelError, match="`e_tail`"):
