@@ -9,6 +9,7 @@ One spawn per group size runs all its cases (process start-up dominates the time
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import socket
 import warnings
@@ -167,7 +168,9 @@ def _count_sends() -> _Sends:
 
 def _worker(rank: int, world: int, port: int, cases: list) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    # A bounded timeout: a rank that dies leaves the others waiting minutes, not gloo's default 30.
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(minutes=5))
     try:
         failures = []
         for case in cases:
@@ -175,6 +178,10 @@ def _worker(rank: int, world: int, port: int, cases: list) -> None:
                 _run_case(case, rank, world, dist.group.WORLD)
             except AssertionError as e:
                 failures.append(str(e))
+        # Every rank is done with its sends and receives before any tears the group down: a rank that
+        # closed its connections while a peer's last receive was still in flight aborted that peer
+        # (gloo: "terminate called without an active exception").
+        dist.barrier()
         assert not failures, "\n".join(failures)
     finally:
         dist.destroy_process_group()
