@@ -36,12 +36,28 @@ def spy(monkeypatch):
     return count_backend_calls(list(_backend.registered), monkeypatch.setattr)
 
 
+class Scenario:
+    """``scenarios.py <name>`` running in a fresh interpreter (env vars set before torch/triton import);
+    :meth:`result` waits for it and returns the JSON its last line printed."""
+
+    def __init__(self, name: str, **env):
+        environ = {k: v for k, v in os.environ.items()
+                   if k not in ("FLA_ASCENDC", "FLA_NPU_AUTOLOAD", "FLA_DISABLE_BACKEND_DISPATCH", "TRITON_INTERPRET")}
+        environ.update(env)
+        self.proc = subprocess.Popen([sys.executable, str(SCRIPT), name], env=environ, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def result(self) -> dict:
+        out, err = self.proc.communicate(timeout=300)
+        assert self.proc.returncode == 0, out + err
+        return json.loads(out.strip().splitlines()[-1])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
 def run_scenario(name: str, **env) -> dict:
-    """Run ``scenarios.py <name>`` in a fresh interpreter (env vars set before torch/triton import)."""
-    environ = {k: v for k, v in os.environ.items()
-               if k not in ("FLA_ASCENDC", "FLA_NPU_AUTOLOAD", "FLA_DISABLE_BACKEND_DISPATCH", "TRITON_INTERPRET")}
-    environ.update(env)
-    proc = subprocess.run([sys.executable, str(SCRIPT), name], env=environ, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """Run ``scenarios.py <name>`` in a fresh interpreter and return its result."""
+    return Scenario(name, **env).result()

@@ -1,4 +1,4 @@
-"""Subprocess scenarios for the adapter tests (run by ``conftest.run_scenario``; prints one JSON line).
+"""Subprocess scenarios for the adapter tests (run by ``conftest.Scenario``; prints one JSON line).
 
 Each runs in a fresh interpreter so that environment variables read at import time
 (``TRITON_INTERPRET``, ``FLA_DISABLE_BACKEND_DISPATCH``, ``FLA_NPU_AUTOLOAD``) are in force before

@@ -16,7 +16,7 @@ from fla.ops.gated_delta_rule.naive import naive_recurrent_gated_delta_rule
 from fla.ops.kda import chunk_kda
 from fla.ops.kda.naive import naive_recurrent_kda
 
-from conftest import run_scenario
+from conftest import Scenario
 from fla_npu.testing import rel_rms
 from fla_npu_adapter import _backend
 
@@ -134,21 +134,40 @@ def test_disable_overrides_environment(adapter_switch, monkeypatch):
 
 # --- subprocess scenarios: environment read at import time ---------------------------------------
 
-def test_env_switch_routes_and_torch_autoload_registers():
-    result = run_scenario("routed_by_env", FLA_ASCENDC="1")
+# Each a fresh interpreter importing torch, FLA and Triton (most of its time), with the environment
+# given here; the module's scenarios start side by side when the first test asks for one.
+SCENARIOS = {
+    "routed_by_env": dict(FLA_ASCENDC="1"),
+    "autoload": dict(FLA_NPU_AUTOLOAD="0"),
+    "entry_points_absent": dict(TRITON_INTERPRET="1"),
+    "real_fallback": dict(TRITON_INTERPRET="1"),
+    "dispatch_disabled": dict(FLA_DISABLE_BACKEND_DISPATCH="1", FLA_ASCENDC="1"),
+}
+
+
+@pytest.fixture(scope="module")
+def scenarios():
+    started = {name: Scenario(name, **env) for name, env in SCENARIOS.items()}
+    yield started
+    for s in started.values():
+        s.stop()
+
+
+def test_env_switch_routes_and_torch_autoload_registers(scenarios):
+    result = scenarios["routed_by_env"].result()
     assert result["finite"]
     assert "[FLA Backend] fla.ops.kda.chunk.chunk_kda -> fla_npu" in result["logs"]
 
 
-def test_autoload_off_registers_nothing_until_imported():
-    result = run_scenario("autoload", FLA_NPU_AUTOLOAD="0")
+def test_autoload_off_registers_nothing_until_imported(scenarios):
+    result = scenarios["autoload"].result()
     assert result["adapter_imported_by_torch"] is False
     assert result["registries"] == {"kda.chunk_kda": False, "kda": False, "gated_delta_rule": False}
     assert result["after_import"] == {"kda.chunk_kda": True, "kda": True, "gated_delta_rule": True}
 
 
-def test_entry_points_absent_nothing_claimed():
-    result = run_scenario("entry_points_absent", TRITON_INTERPRET="1")
+def test_entry_points_absent_nothing_claimed(scenarios):
+    result = scenarios["entry_points_absent"].result()
     assert result["registries"] == {"kda.chunk_kda": False, "kda": False, "gated_delta_rule": False}
     assert result["status"] == []
     assert result["finite"] and result["err"] < 1e-4  # FLA's Triton kernel (interpreted) answered
@@ -156,10 +175,10 @@ def test_entry_points_absent_nothing_claimed():
                               "is empty) -> FLA's default path"]
 
 
-def test_real_fallback_returns_fla_result():
+def test_real_fallback_returns_fla_result(scenarios):
     """FLA's Triton fused_recurrent_kda under TRITON_INTERPRET=1: served by fla_npu when accepted; when a
     wrong-device flavour makes the verifier reject, FLA's own result comes back bit for bit."""
-    result = run_scenario("real_fallback", TRITON_INTERPRET="1")
+    result = scenarios["real_fallback"].result()
     assert result["served_calls"] == 1
     assert result["fallback_spy_calls"] == 0
     assert result["fla_vs_naive"] < 1e-5 and result["npu_vs_naive"] < 1e-5
@@ -170,8 +189,8 @@ def test_real_fallback_returns_fla_result():
     assert sum(reason in line for line in result["logs"]) == 2  # ours and FLA's, once each
 
 
-def test_fla_disable_backend_dispatch_leaves_fla_untouched():
-    result = run_scenario("dispatch_disabled", FLA_DISABLE_BACKEND_DISPATCH="1", FLA_ASCENDC="1")
+def test_fla_disable_backend_dispatch_leaves_fla_untouched(scenarios):
+    result = scenarios["dispatch_disabled"].result()
     assert result["dispatch_disabled"] is True
     assert result["function_registries"] == 0 and result["chunk_kda_wrapped"] is False
     assert not result["fla_npu_in_kda"] and not result["fla_npu_in_gdr"]
