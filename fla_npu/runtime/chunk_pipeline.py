@@ -92,9 +92,8 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
         if state_v_first:
             final = final.transpose(-1, -2)
     else:
-        offsets = chunk_offsets(plan, q.device)
-        h0_f = None if h0 is None else h0.to(f32).contiguous()
-        h, v_new, final = ops.chunk_state(w.to(T), u, kg.to(T), d.e_last.to(f32), offsets, h0_f, state_v_first, f32, T, T)
+        # the call casts w / kg to T (a no-op after the WY kernel), u, e_last and h0 to float32
+        h, v_new, final = ops.chunk_state(w, u, kg, d.e_last, chunk_offsets(plan, q.device), h0, state_v_first, f32, T, T)
 
     if "stage 5: output" in skip:
         o = ref.output_fwd(p.q, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))

@@ -74,8 +74,7 @@ def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activati
         raise ValueError(f"{fn}: the batch size must be 1 when `cu_seqlens` is given, got {g.shape[0]}.")
     cpu = check_cu_seqlens(fn, cu_seqlens, g.shape[1], g.device)
     if chunk_indices is not None:
-        nc = g.shape[0] * -(-g.shape[1] // chunk_size) if cpu is None else int(
-            ((cpu[1:] - cpu[:-1] + chunk_size - 1) // chunk_size).sum())
+        nc = g.shape[0] * -(-g.shape[1] // chunk_size) if cpu is None else chunk_list(cpu, chunk_size).shape[0]
         if chunk_indices.shape[0] != nc:
             raise ValueError(f"{fn}: `chunk_indices` has {chunk_indices.shape[0]} rows, the sequences have {nc} chunks.")
     if g.numel() == 0:  # B, T or H is 0: nothing to launch
