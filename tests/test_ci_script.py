@@ -1,7 +1,7 @@
 """ci/test.sh says what it is doing (steps with elapsed time, the install log named, the log shown
 when an install fails), and the README gives the times of its commands and what FLA needs on a CPU.
-ci/test.sh runs here against stub ``python3``/``pip``/``pytest``/``ruff``/``clang-format`` executables that record
-their calls (a call starting with ``FAIL_ON`` fails)."""
+ci/test.sh runs here against stub ``python3`` and venv ``python``/``pip``/``pytest``/``ruff``/``clang-format``
+executables that record their calls (a call starting with ``FAIL_ON`` fails)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB_PYTHON = """#!/bin/sh
-# python3 -m venv DIR: a venv whose pip and pytest record their arguments
+# python3 -m venv DIR: a venv whose tools record their arguments
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
     mkdir -p "$3/bin"
-    for tool in pip pytest ruff clang-format; do
+    for tool in python pip pytest ruff clang-format; do
         printf '#!/bin/sh\\necho "%s $*" >> "%s"\\n' "$tool" "$CALLS" > "$3/bin/$tool"
         printf 'case "%s $*" in "${FAIL_ON:-//}"*) exit 1;; esac\\n' "$tool" >> "$3/bin/$tool"
         chmod +x "$3/bin/$tool"
@@ -45,15 +45,18 @@ def test_ci_script_announces_each_step_and_names_the_log(tmp_path):
     res, calls = _run(tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     steps = re.findall(r"^\[ci/test\.sh +\d+s\] (.*)$", res.stdout, re.M)
-    assert [s.split()[0] for s in steps] == ["creating", "installing", "building", "installing", "checking", "checking",
-                                             "running"], steps
+    assert [s.split()[0] for s in steps] == ["creating", "installing", "installing", "building", "installing", "checking",
+                                             "checking", "running"], steps
     assert f"install log: {tmp_path / 'venv'}.install.log" in steps[0]
     assert "pytest -q tests -k x" in steps[-1]
     assert calls[-3] == "ruff check --quiet ."           # the linter, before the suite
     fmt = calls[-2].split()                              # the C/C++ format check of every source under csrc/
     assert fmt[:3] == ["clang-format", "--dry-run", "--Werror"] and "csrc/wy_fast/wy_fast_kernel.h" in fmt
     assert calls[-1] == "pytest -q tests -k x"           # the suite itself, with the arguments passed on
-    assert calls[1].startswith("pip install -v .[test] ./adapter")
+    # The suite's fla-npu is the sim wheel built from the sdist (the packaging tests check those files).
+    wheelhouse = f"{tmp_path / 'venv'}.wheelhouse"
+    assert calls[2] == f"python build_wheel --soc sim --from-sdist --out {wheelhouse}"
+    assert calls[3] == f"pip install {wheelhouse}/fla_npu-*.whl[test] ./adapter"
 
 
 def test_ci_script_shows_the_log_when_an_install_fails(tmp_path):

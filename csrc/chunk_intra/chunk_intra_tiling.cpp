@@ -46,10 +46,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->l0a_bytes_used = aRows * p.K * eb;
     t->l0b_bytes_used = p.K * p.BT * eb;
     t->l0c_bytes_used = aRows * p.BT * 4;
-    if (t->l1_bytes_used > p.l1_bytes || t->l0a_bytes_used > soc::kL0abBytes || t->l0b_bytes_used > soc::kL0abBytes ||
-        t->l0c_bytes_used > p.l0c_bytes)
-        return Refuse(err, "L1 / L0 too small");
-    return 0;
+    return CheckCubeBuffers(*t, p.l0c_bytes, err);
 }
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
@@ -70,8 +67,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
 }
 
 const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraTiling* tiling) {
-    ChunkIntraProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
+    return chunk_tiling::TilingOfShapes<ChunkIntraProblem>(a, dev, tiling);
 }
 
 }  // namespace chunk_intra

@@ -88,7 +88,6 @@ const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkInt
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool fp16 = false;    // T is float16 (else bfloat16)
     bool out_f32 = true;  // Aqk and L in float32 (else T)
-    uint32_t l1_bytes = soc::kA2.l1Bytes;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

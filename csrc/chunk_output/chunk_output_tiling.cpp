@@ -35,8 +35,7 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     t->l0a_bytes_used = (p.BT * p.K + p.BT * p.BT) * p.elem_bytes;
     t->l0b_bytes_used = (p.K + p.BT) * t->v_tile * p.elem_bytes;
     t->l0c_bytes_used = p.BT * t->v_tile * 4;
-    if (t->l0a_bytes_used > soc::kL0abBytes || t->l0b_bytes_used > soc::kL0abBytes || t->l0c_bytes_used > p.l0c_bytes)
-        return Refuse(err, "L0 too small");
+    if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
     t->ws_slot_elems = p.BT * p.K + p.K * p.V;
     t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;
     return 0;
@@ -58,8 +57,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOu
 }
 
 const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputTiling* tiling) {
-    ChunkOutputProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
+    return chunk_tiling::TilingOfShapes<ChunkOutputProblem>(a, dev, tiling);
 }
 
 }  // namespace chunk_output

@@ -82,6 +82,14 @@ inline const char* SizedHeads(const int64_t* lead, int64_t V, int64_t Kg, uint32
     return nullptr;
 }
 
+// The tiling hook (TilingFromShapes) of a chunk op whose arguments are its tensors alone: the op's
+// ProblemFromShapes, then its ComputeTiling (both found in the op's namespace through `Problem`).
+template <typename Problem, typename Tiling>
+const char* TilingOfShapes(const ShapeArg* a, const DeviceFacts& dev, Tiling* tiling) {
+    Problem p;
+    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
+}
+
 }  // namespace chunk_tiling
 }  // namespace fla_npu
 

@@ -32,6 +32,17 @@ inline int Refuse(const char** err, const char* message) {
     return -1;
 }
 
+// A tiling's refusal when the Cube buffers it uses (its l1_bytes_used, l0a_bytes_used, l0b_bytes_used,
+// l0c_bytes_used) exceed the device's: L1 soc::kL1Bytes, L0A and L0B soc::kL0abBytes each, L0C
+// `l0c_bytes` (the device's). 0, or Refuse's code.
+template <typename Tiling>
+int CheckCubeBuffers(const Tiling& t, uint32_t l0c_bytes, const char** err) {
+    if (t.l1_bytes_used > soc::kL1Bytes) return Refuse(err, "L1 too small");
+    if (t.l0a_bytes_used > soc::kL0abBytes || t.l0b_bytes_used > soc::kL0abBytes) return Refuse(err, "L0A / L0B too small");
+    if (t.l0c_bytes_used > l0c_bytes) return Refuse(err, "L0C too small");
+    return 0;
+}
+
 }  // namespace fla_npu
 
 #endif

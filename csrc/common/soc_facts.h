@@ -47,6 +47,9 @@ inline constexpr SocFacts kA5{"a5", 3510, 248 * kKiB, 512 * kKiB, 64 * kKiB, 64 
 inline constexpr uint32_t kL0abBytes = kA2.l0aBytes;
 static_assert(kA2.l0bBytes == kL0abBytes && kA5.l0aBytes == kL0abBytes && kA5.l0bBytes == kL0abBytes,
               "tilings assume one L0A/L0B size");
+// The usable L1 of the smallest supported SoC (a2 and a3's): the L1 every tiling may carve.
+inline constexpr uint32_t kL1Bytes = kA2.l1Bytes;
+static_assert(kA3.l1Bytes >= kL1Bytes && kA5.l1Bytes >= kL1Bytes, "kL1Bytes is the smallest usable L1");
 
 namespace detail {
 constexpr bool Same(const char* a, const char* b) {

@@ -84,9 +84,7 @@ int ComputeTiling(const PsaProblem& p, PsaTiling* t, const char** err) {
     t->l0a_bytes_used = (kBlockM * p.D + kBlockM * kBlockN) * p.elem_bytes;
     t->l0b_bytes_used = 2 * kBlockN * p.D * p.elem_bytes;
     t->l0c_bytes_used = (kBlockM * kBlockN + kBlockM * p.D) * 4;
-    if (t->l0a_bytes_used > 64u * 1024 || t->l0b_bytes_used > 64u * 1024 || t->l0c_bytes_used > p.l0c_bytes)
-        return Refuse(err, "L0 too small");
-    return 0;
+    return CheckCubeBuffers(*t, p.l0c_bytes, err);
 }
 
 // ---- PsaArgs: the messages are the C entry point's (include/fla_npu/kernels.h) -----------------

@@ -44,9 +44,7 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
         t->l0a_bytes_used = Max(side * side, kBlockElems) * 4;
         t->l0b_bytes_used = kBlock * side * 4;
         t->l0c_bytes_used = kBlock * side * 4;
-        if (t->l1_bytes_used > p.l1_bytes || t->l0a_bytes_used > soc::kL0abBytes || t->l0b_bytes_used > soc::kL0abBytes ||
-            t->l0c_bytes_used > p.l0c_bytes)
-            return Refuse(err, "L1 / L0 too small");
+        if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
         t->ws_nx_off = p.BT * p.BT;
         t->ws_rt_off = t->ws_nx_off + t->nb * kBlockElems;
         t->ws_slot_elems = t->ws_rt_off + side * kBlock;

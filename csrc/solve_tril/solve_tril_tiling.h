@@ -76,7 +76,6 @@ const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, SolveTri
 struct SolveTrilProblem : chunk_tiling::ChunkProblem {
     uint32_t in_bytes = 4;  // of L: float32 only
     uint32_t out_kind = kOutFloat32;
-    uint32_t l1_bytes = soc::kA2.l1Bytes;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

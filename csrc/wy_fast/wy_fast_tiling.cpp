@@ -36,9 +36,8 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
     t->l0a_bytes_used = p.BT * p.BT * p.elem_bytes;
     t->l0b_bytes_used = p.BT * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = p.BT * t->n_tile * 4;
-    if (t->n_tile < 16 || t->l0a_bytes_used > soc::kL0abBytes || t->l0b_bytes_used > soc::kL0abBytes ||
-        t->l0c_bytes_used > p.l0c_bytes)
-        return Refuse(err, "L0 too small");
+    if (t->n_tile < 16) return Refuse(err, "L0 too small");
+    if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
     t->ws_slot_elems = p.BT * (p.K + p.V);
     t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;
     return 0;
@@ -64,8 +63,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastP
 }
 
 const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastTiling* tiling) {
-    WyFastProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
+    return chunk_tiling::TilingOfShapes<WyFastProblem>(a, dev, tiling);
 }
 
 }  // namespace wy_fast

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,19 @@ import torch
 import fla_npu
 from fla_npu.runtime import routing
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches, check_chunk_op  # noqa: E402
+from helpers import Switches, check_chunk_op
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+
+# The shapes both stage kernels over [K, V] heads (WY, output) are tested on, in the chunk layout of
+# B sequences of T tokens (or varlen over cu): (B, T, HV, K, V, BT, per_key, dtype, cu)
+HEADS_STAGE_CASES = [
+    pytest.param(2, 100, 2, 64, 64, 64, True, BF16, None, id="kda-bt64-k64-tail-bf16"),
+    pytest.param(1, 150, 2, 128, 128, 64, True, FP16, None, id="kda-bt64-k128-fp16"),
+    pytest.param(2, 70, 3, 64, 128, 32, True, BF16, None, id="kda-bt32-k64-v128-bf16"),
+    pytest.param(1, 160, 2, 128, 64, 32, False, FP16, (0, 1, 1, 70, 150, 160), id="gdn-bt32-varlen-fp16"),
+    pytest.param(1, 40, 1, 256, 256, 16, False, BF16, None, id="gdn-bt16-k256-v256-bf16"),
+]
 
 # Public chunk-op calls that put one stage's kernel to use (the WY and the output kernels' tests):
 # op, switches, chunk_size, cu_seqlens, dtype, K, V

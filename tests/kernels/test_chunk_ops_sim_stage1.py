@@ -6,17 +6,13 @@ have run (its launch is observed), in forward and again in the backward recomput
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 from fla_npu.runtime import kernels
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches  # noqa: E402
-from sim_helpers import check_stage_op_case, record_launches  # noqa: E402
+from helpers import Switches
+from sim_helpers import check_stage_op_case, record_launches
 
 FP32, BF16 = torch.float32, torch.bfloat16
 

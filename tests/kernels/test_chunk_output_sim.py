@@ -12,8 +12,6 @@ Then the public chunk ops with FLA_NPU_CPU_IMPL=sim (stage 5 on this kernel) aga
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -25,16 +23,7 @@ from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from sim_helpers import (  # noqa: E402
-    STAGE_OP_CASES,
-    check_chunk_layout_limits,
-    check_float32_keeps_reference,
-    check_stage_op_case,
-    record_launches,
-    run_tiling_unit_test,
-    verify_sim_first_rows,
-)
+import sim_helpers
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -74,13 +63,8 @@ def _gm_bytes(q, e_row, S, Aqk, v_new):
     return minimum, minimum + 2 * NC * HV * (BT * K + K * V) * eb
 
 
-CASES = [  # (B, T, HV, K, V, BT, per_key, dtype, cu)
-    pytest.param(2, 100, 2, 64, 64, 64, True, BF16, None, id="kda-bt64-k64-tail-bf16"),
-    pytest.param(1, 150, 2, 128, 128, 64, True, FP16, None, id="kda-bt64-k128-fp16"),
-    pytest.param(2, 70, 3, 64, 128, 32, True, BF16, None, id="kda-bt32-k64-v128-bf16"),
-    pytest.param(1, 160, 2, 128, 64, 32, False, FP16, (0, 1, 1, 70, 150, 160), id="gdn-bt32-varlen-fp16"),
+CASES = sim_helpers.HEADS_STAGE_CASES + [
     pytest.param(2, 90, 2, 128, 128, 64, False, BF16, None, id="gdn-bt64-k128-tail-bf16"),
-    pytest.param(1, 40, 1, 256, 256, 16, False, BF16, None, id="gdn-bt16-k256-vtiles-bf16"),
 ]
 
 
@@ -152,12 +136,12 @@ def test_refusals():
         kernels.chunk_output(q, e_row, S[..., :32], Aqk, v_new)
     with pytest.raises(_native.KernelError, match="multiples of 16"):
         kernels.chunk_output(q[..., :40], e_row[..., :40], S[:, :, :40], Aqk, v_new)
-    check_chunk_layout_limits(kernels.chunk_output)
+    sim_helpers.check_chunk_layout_limits(kernels.chunk_output)
 
 
 def test_tiling_unit_tests(native_build):
     """The C++ unit tests of the host tiling (csrc/chunk_output/tests/), from the session's native build."""
-    run_tiling_unit_test(native_build, "chunk_output")
+    sim_helpers.run_tiling_unit_test(native_build, "chunk_output")
 
 
 # ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 5 on this kernel -----------------------
@@ -165,22 +149,22 @@ def test_tiling_unit_tests(native_build):
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the stage-5 launches."""
-    return record_launches(monkeypatch, kernels, "chunk_output", before=lambda args, kwargs: args[0].dtype)
+    return sim_helpers.record_launches(monkeypatch, kernels, "chunk_output", before=lambda args, kwargs: args[0].dtype)
 
 
-@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", STAGE_OP_CASES)
+@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", sim_helpers.STAGE_OP_CASES)
 def test_chunk_op_with_simulated_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
+    sim_helpers.check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # Stage 5 runs in the forward only (the backward recomputes what it needs, never o).
     assert launches == [dtype]
 
 
 def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
     """The kernel takes no fp32 Cube inputs: stage 5 stays on the reference, logged once as a warning."""
-    check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 5: output")
+    sim_helpers.check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 5: output")
 
 
 def test_verify_sim_row_runs_the_output_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stage 5: its first bf16 KDA and GDN rows pass."""
-    verify_sim_first_rows()
+    sim_helpers.verify_sim_first_rows()
     assert len(launches) >= 2 and set(launches) == {BF16}

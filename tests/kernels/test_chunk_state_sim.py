@@ -15,8 +15,6 @@ the launch); GM bytes and Cube multiply-adds from the counters; the error over 6
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,8 +26,7 @@ from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, kernels
 from fla_npu.testing import TOLERANCES, check_close, rel_rms
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sim_helpers import check_chunk_layout_limits, run_tiling_unit_test  # noqa: E402
+from sim_helpers import check_chunk_layout_limits, run_tiling_unit_test
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 

@@ -14,9 +14,6 @@ counters.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -26,8 +23,7 @@ from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close, rel_rms
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sim_helpers import run_tiling_unit_test  # noqa: E402
+from sim_helpers import run_tiling_unit_test
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 

@@ -14,9 +14,6 @@ and Cube multiply-adds from the counters. Then the public chunk ops with FLA_NPU
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -27,17 +24,8 @@ from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-from helpers import Switches  # noqa: E402
-from sim_helpers import (  # noqa: E402
-    STAGE_OP_CASES,
-    check_chunk_layout_limits,
-    check_float32_keeps_reference,
-    check_stage_op_case,
-    record_launches,
-    run_tiling_unit_test,
-    verify_sim_first_rows,
-)
+import sim_helpers
+from helpers import Switches
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -83,14 +71,9 @@ def _gm_bytes(k, v, beta, Akk, e_row, e_tail):
     return minimum, minimum + 2 * NC * HV * BT * (K + V) * k.element_size()
 
 
-CASES = [  # (B, T, HV, K, V, BT, per_key, dtype, cu)
-    pytest.param(2, 100, 2, 64, 64, 64, True, BF16, None, id="kda-bt64-k64-tail-bf16"),
-    pytest.param(1, 150, 2, 128, 128, 64, True, FP16, None, id="kda-bt64-k128-fp16"),
-    pytest.param(2, 70, 3, 64, 128, 32, True, BF16, None, id="kda-bt32-k64-v128-bf16"),
+CASES = sim_helpers.HEADS_STAGE_CASES + [
     pytest.param(1, 40, 1, 256, 128, 16, True, FP16, None, id="kda-bt16-k256-v128-fp16"),
-    pytest.param(1, 160, 2, 128, 64, 32, False, FP16, (0, 1, 1, 70, 150, 160), id="gdn-bt32-varlen-fp16"),
     pytest.param(2, 90, 2, 128, 256, 64, False, BF16, None, id="gdn-bt64-k128-v256-tail-bf16"),
-    pytest.param(1, 40, 1, 256, 256, 16, False, BF16, None, id="gdn-bt16-k256-bf16"),
 ]
 
 
@@ -183,12 +166,12 @@ def test_refusals():
         kernels.wy_fast(k, v, beta, Akk, e_row, e_tail[..., :1])
     with pytest.raises(_native.KernelError, match="multiples of 16"):
         kernels.wy_fast(k[..., :40], v, beta, Akk, e_row[..., :40], e_tail[..., :40])
-    check_chunk_layout_limits(kernels.wy_fast)
+    sim_helpers.check_chunk_layout_limits(kernels.wy_fast)
 
 
 def test_tiling_unit_tests(native_build):
     """The C++ unit tests of the host tiling (csrc/wy_fast/tests/), from the session's native build."""
-    run_tiling_unit_test(native_build, "wy_fast")
+    sim_helpers.run_tiling_unit_test(native_build, "wy_fast")
 
 
 # ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 3 on this kernel -----------------------
@@ -196,12 +179,12 @@ def test_tiling_unit_tests(native_build):
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the stage-3 launches."""
-    wy = kernels.wy_fast  # the kernel itself: record_launches puts a spy in its place in the module
-    return record_launches(monkeypatch, kernels, "wy_fast", after=lambda args, kwargs: (
+    wy = kernels.wy_fast  # the kernel itself: sim_helpers.record_launches puts a spy in its place in the module
+    return sim_helpers.record_launches(monkeypatch, kernels, "wy_fast", after=lambda args, kwargs: (
         args[0].dtype, wy.last_launch() is not None and wy.last_launch().ok))
 
 
-OP_CASES = STAGE_OP_CASES + [
+OP_CASES = sim_helpers.STAGE_OP_CASES + [
     # disable_recompute with A_log: the backward recomputes stages 3-4 with the reference (dA_log).
     pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                                  disable_recompute=True), 64, None, BF16, 64, 64, id="kda-production-keep-bf16"),
@@ -210,7 +193,7 @@ OP_CASES = STAGE_OP_CASES + [
 
 @pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
 def test_chunk_op_with_simulated_wy_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
+    sim_helpers.check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # Stage 3 runs in the forward only: the backward recomputes w, u, kg with the reference from the
     # kept Akk (with disable_recompute too).
     assert launches == [(dtype, True)]
@@ -234,11 +217,11 @@ def test_backward_recomputes_wy_with_the_reference(launches, monkeypatch, keep):
 
 def test_chunk_op_float32_keeps_reference_wy(launches, caplog, monkeypatch):
     """The kernel takes no fp32 Cube inputs: stage 3 stays on the reference, logged once as a warning."""
-    check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 3: WY factors")
+    sim_helpers.check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 3: WY factors")
 
 
 def test_verify_sim_row_runs_the_wy_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stage 3 (and 5): its first bf16 KDA and GDN rows pass."""
-    verify_sim_first_rows()
+    sim_helpers.verify_sim_first_rows()
     assert len(launches) >= 2 and {d for d, _ in launches} == {BF16}
     assert kernels.get("chunk_output").dtypes == kernels.get("wy_fast").dtypes  # stages 3 and 5: routed for the same dtypes

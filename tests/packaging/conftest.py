@@ -43,25 +43,39 @@ def wheel_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def sdist_tree(tmp_path_factory):
-    """``./build_wheel --sdist`` of this checkout: ``(sdist, the paths it holds, its unpacked tree)``."""
-    out = tmp_path_factory.mktemp("sdist")
-    res = run_build_wheel("--sdist", "--out", out)
-    sdist = Path(next(ln for ln in res.stdout.splitlines() if ln.startswith("sdist: ")).split()[1])
-    with tarfile.open(sdist) as t:
-        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
-        t.extractall(out / "src", filter="data")
-    return sdist, names, next((out / "src").iterdir())
+def sim_release(tmp_path_factory):
+    """The sdist and the sim wheel built from it alone, as a release builds them (``./build_wheel --soc
+    sim --from-sdist``): ``(sdist, wheel, build_wheel's output)``. ci/test.sh builds them before the
+    suite (its venv runs that wheel) and names their directory in FLA_NPU_TEST_WHEELHOUSE, with the
+    output in build_wheel.log there; without it they are built here."""
+    given = os.environ.get("FLA_NPU_TEST_WHEELHOUSE")
+    if given:
+        out = Path(given)
+        stdout = (out / "build_wheel.log").read_text()
+    else:
+        out = tmp_path_factory.mktemp("release")
+        t0 = time.perf_counter()
+        stdout = run_build_wheel("--soc", "sim", "--from-sdist", "--out", out).stdout
+        TIMINGS["build_wheel --soc sim --from-sdist"] = time.perf_counter() - t0
+    sdist = Path(next(ln for ln in stdout.splitlines() if ln.startswith("sdist: ")).split()[1])
+    return sdist, wheel_from_output(stdout), stdout
 
 
 @pytest.fixture(scope="session")
-def sim_wheel(wheel_dir, sdist_tree):
-    """The sim wheel as a release builds it: ``./build_wheel --soc sim`` in the unpacked sdist, which
-    has nothing but the sdist (one native build serves the sdist's check and the sim wheel's tests)."""
-    t0 = time.perf_counter()
-    res = run_build_wheel("--soc", "sim", "--out", wheel_dir / "sim", root=sdist_tree[2])
-    TIMINGS["build_wheel --soc sim (from the sdist)"] = time.perf_counter() - t0
-    return wheel_from_output(res.stdout), res.stdout
+def sdist_tree(sim_release, tmp_path_factory):
+    """The sdist of this checkout: ``(sdist, the paths it holds, its unpacked tree)``."""
+    sdist = sim_release[0]
+    out = tmp_path_factory.mktemp("sdist")
+    with tarfile.open(sdist) as t:
+        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+        t.extractall(out, filter="data")
+    return sdist, names, next(out.iterdir())
+
+
+@pytest.fixture(scope="session")
+def sim_wheel(sim_release):
+    """The sim wheel built from the sdist: ``(wheel, build_wheel's output)``."""
+    return sim_release[1], sim_release[2]
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ static void CheckBuffers(const SolveTrilTiling& t, const SolveTrilProblem& p) {
     CHECK(t.ws_nx_off == t.BT * t.BT && t.ws_rt_off == t.ws_nx_off + t.nb * kBlockElems);
     CHECK(t.ws_slot_elems == t.ws_rt_off + (t.BT - kBlock) * kBlock && t.ws_bytes_per_core == 2 * t.ws_slot_elems * 4);
     CHECK(t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
-    CHECK(t.l1_bytes_used <= p.l1_bytes);
+    CHECK(t.l1_bytes_used <= fla_npu::soc::kL1Bytes);
 }
 
 static void TestShapes() {
