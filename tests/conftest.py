@@ -2,7 +2,9 @@
 
 ``native_build``: the native tests of csrc/ (the simulation's test kernels for a2 and a5, the tiling unit
 tests, the operator-package tests for a2 and a5), configured once and built once per test session
-(:func:`native_build_dir`); the pytest drivers run the executables from there.
+(:class:`_NativeBuild`); the pytest drivers run the executables from there. The build starts in the
+background when the session is collected and the modules that need it run last, so it overlaps the
+rest of the suite (its compiler runs at a lower priority than the tests).
 
 Every float tensor that fla_npu allocates with ``torch.empty``/``torch.empty_like``/``Tensor.new_empty``
 starts out filled with NaN during the tests (the same trap FLA's own conftest sets), so an output
@@ -16,6 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,31 +40,87 @@ NATIVE_BUILD_ENV = "FLA_NPU_NATIVE_BUILD_DIR"
 _originals = {}
 
 
-def native_build_dir(build: Path) -> Path:
+def _native_build_commands(build: Path) -> list:
     """Configure csrc/ into ``build`` with NATIVE_CONFIGURE (a second run on the same directory only
-    re-applies the options) and build the native tests (target fla_npu_native_tests, the library itself
-    left out); fails the caller with CMake's or the compiler's output. The executables are registered
-    with ctest as well: ``ctest --test-dir <build>``."""
-    r = subprocess.run(["cmake", "-S", str(ROOT / "csrc"), "-B", str(build), *NATIVE_CONFIGURE],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    r = subprocess.run(["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2), "--target",
-                        "fla_npu_native_tests"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    return build
+    re-applies the options), then build the native tests (target fla_npu_native_tests, the library itself
+    left out: the tests use the installed one)."""
+    return [["cmake", "-S", str(ROOT / "csrc"), "-B", str(build), *NATIVE_CONFIGURE],
+            ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", "fla_npu_native_tests"]]
+
+
+class _NativeBuild:
+    """The session's build of the native tests, running in the background from collection on (at a
+    lower CPU priority than the tests); ``result()`` waits for it and fails the caller with CMake's or
+    the compiler's output."""
+
+    def __init__(self, build: Path):
+        self.build = build
+        self.failure = None
+        self.procs = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for cmd in _native_build_commands(self.build):
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    preexec_fn=lambda: os.nice(10))
+            self.procs.append(proc)
+            out = proc.communicate()[0]
+            if proc.returncode != 0:
+                self.failure = f"{' '.join(cmd)} failed:\n{out[-8000:]}"
+                return
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+        self.thread.join()
+
+    def result(self) -> Path:
+        self.thread.join()
+        assert self.failure is None, self.failure
+        return self.build
+
+
+_native: dict = {}
+
+
+def _native_build_possible() -> bool:
+    return shutil.which("cmake") is not None and (shutil.which("c++") is not None or shutil.which("g++") is not None)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Start the native build if a collected test needs it, and run the modules of those tests last
+    (whole modules, in their order, so module fixtures are set up once)."""
+    native_modules = {item.module for item in items if "native_build" in getattr(item, "fixturenames", ())}
+    if not native_modules:
+        return
+    items[:] = [i for i in items if i.module not in native_modules] + [i for i in items if i.module in native_modules]
+    if _native_build_possible() and not config.option.collectonly:
+        given = os.environ.get(NATIVE_BUILD_ENV)
+        build = Path(given) if given else Path(tempfile.mkdtemp(prefix="fla-npu-native-")) / "build"
+        _native["build"] = _NativeBuild(build)
+        _native["owned"] = None if given else build.parent
+
+
+def pytest_unconfigure(config):
+    if "build" in _native:
+        _native["build"].stop()
+    if _native.get("owned"):
+        shutil.rmtree(_native["owned"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def native_build(tmp_path_factory) -> Path:
+def native_build() -> Path:
     """The session's one build of the native tests (see the module docstring); skipped without cmake
     or a C++ compiler. ``FLA_NPU_NATIVE_BUILD_DIR`` names a build directory to reuse across sessions
     (only what changed is rebuilt)."""
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake not installed")
-    if shutil.which("c++") is None and shutil.which("g++") is None:
-        pytest.skip("no C++ compiler")
-    given = os.environ.get(NATIVE_BUILD_ENV)
-    return native_build_dir(Path(given) if given else tmp_path_factory.mktemp("native-build"))
+    if not _native_build_possible():
+        pytest.skip("cmake or a C++ compiler is not installed")
+    if "build" not in _native:  # collected without the hook's knowledge (e.g. requested dynamically)
+        _native["build"] = _NativeBuild(Path(tempfile.mkdtemp(prefix="fla-npu-native-")) / "build")
+        _native["owned"] = _native["build"].build.parent
+    return _native["build"].result()
 
 
 def _poisoned(factory):
