@@ -12,14 +12,18 @@ kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` 
 - the GM bytes of the whole op (the sum over its launches of bytes read and written) against the
   compulsory minimum: read q, k, v, g, beta once, write o and the final state once. ``inference``
   is the no-grad call; ``training`` keeps what the backward needs (today the same kernel chain: the
-  backward is the PyTorch reference). The tensor copies the Python side makes between launches
-  (chunk layout, head expansion, dtype casts) are not counted here;
+  backward is the PyTorch reference). Of them, the bytes through the kernels' own GM workspaces (the
+  AIV <-> AIC hand-offs, which a2/a3 make through GM; on the device they mostly stay in L2) are
+  printed apart, with the ratio of the rest (the op's tensors and intermediates). The tensor copies
+  the Python side makes between launches (chunk layout, head expansion, dtype casts) are not counted;
+- with ``--per-kernel``, each launch's GM bytes read and written (workspace part in brackets), Cube
+  multiply-adds and vector element operations;
 - the float32 state error: the final state against the float64 token-by-token gold, at ``--state-T``
   (default 8192, one head), with the bf16 tolerance of ``fla_npu/testing.py``.
 
 Not a test: nothing here gates CI. Needs the sim flavour's native library (``pip install .``).
 
-    python benchmarks/bench_chunk_kernels.py [--T 512] [--H 2] [--state-T 8192] [--ops kda,gdn]
+    python benchmarks/bench_chunk_kernels.py [--T 512] [--H 2] [--state-T 8192] [--ops kda,gdn] [--per-kernel]
 """
 
 from __future__ import annotations
@@ -75,8 +79,18 @@ def profile_op(op: str, T: int, H: int, grad: bool) -> dict:
         call(op, x)
     cube, vec = prof.total("cube_macs"), prof.total("vector_ops")
     gm = prof.total("gm_read_bytes") + prof.total("gm_write_bytes")
+    ws = prof.total("ws_read_bytes") + prof.total("ws_write_bytes")
+    need = compulsory_bytes(x)
     return {"kernels": prof.kernels(), "cube_share": cube / max(1, cube + vec), "gm_bytes": gm,
-            "gm_ratio": gm / compulsory_bytes(x)}
+            "gm_ratio": gm / need, "ws_bytes": ws, "tensor_ratio": (gm - ws) / need, "launches": prof.launches}
+
+
+def per_kernel_lines(launches: list) -> list:
+    """One line per launch: GM MiB read and written (workspace part), Cube MACs, vector ops."""
+    mib = 2.0 ** -20
+    return [f"    {l['kernel'][6:]:16s} read {l['gm_read_bytes'] * mib:6.2f} ({l['ws_read_bytes'] * mib:5.2f}) MiB, "
+            f"write {l['gm_write_bytes'] * mib:6.2f} ({l['ws_write_bytes'] * mib:5.2f}) MiB, "
+            f"Cube {l['cube_macs'] / 1e6:7.1f} M MACs, vector {l['vector_ops'] / 1e6:6.1f} M ops" for l in launches]
 
 
 def state_error(op: str, T: int) -> float:
@@ -104,6 +118,7 @@ def main() -> None:
     ap.add_argument("--H", type=int, default=2)
     ap.add_argument("--state-T", type=int, default=8192)
     ap.add_argument("--ops", default="kda,gdn")
+    ap.add_argument("--per-kernel", action="store_true", help="each launch's counters too")
     args = ap.parse_args()
     os.environ["FLA_NPU_CPU_IMPL"] = "sim"
     tol = TOLERANCES[torch.bfloat16]
@@ -113,7 +128,10 @@ def main() -> None:
             r = profile_op(op, args.T, args.H, grad)
             print(f"{op} [1,{args.T},{args.H},{K},{V}] bf16 {mode}: kernels {' '.join(k[6:] for k in r['kernels'])}; "
                   f"Cube share {100 * r['cube_share']:.1f}%; GM {r['gm_bytes'] / 2**20:.2f} MiB = "
-                  f"{r['gm_ratio']:.2f}x compulsory ({time.time() - t0:.0f} s)", flush=True)
+                  f"{r['gm_ratio']:.2f}x compulsory, of which workspace hand-offs {r['ws_bytes'] / 2**20:.2f} MiB "
+                  f"(without them {r['tensor_ratio']:.2f}x; {time.time() - t0:.0f} s)", flush=True)
+            if args.per_kernel:
+                print("\n".join(per_kernel_lines(r["launches"])), flush=True)
         t0 = time.time()
         err = state_error(op, args.state_T)
         print(f"{op} final-state error at T={args.state_T} (H=1): {err:.2e} (bf16 tolerance {tol:.1e}; "

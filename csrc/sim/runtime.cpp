@@ -125,7 +125,12 @@ struct LaunchState {
     double timeoutSec = 30.0;
     bool tracing = false;
     size_t traceMax = 0;
+    const uint8_t *wsBegin = nullptr, *wsEnd = nullptr;  // the launch's GM workspace (SetNextLaunchWorkspace)
 };
+
+// The workspace SetNextLaunchWorkspace gave for this thread's next launch (taken by RunLaunch).
+static thread_local const uint8_t* g_nextWsBegin = nullptr;
+static thread_local uint64_t g_nextWsBytes = 0;
 
 // Trace switch: -1 = the environment decides (FLA_SIM_TRACE), 0 off, 1 on (fla_sim_set_trace).
 static std::atomic<int> g_traceSetting{-1};
@@ -191,8 +196,24 @@ static void Count(uint64_t FlaSimCounters::* field, uint64_t n, uint64_t passes)
         r->passes += passes;
     }
 }
-void CountGmToLocal(uint64_t b) { Count(&FlaSimCounters::gm_to_local_bytes, b, 0); }
-void CountLocalToGm(uint64_t b) { Count(&FlaSimCounters::local_to_gm_bytes, b, 0); }
+// Whether GM byte `gm` lies in the current launch's workspace.
+static bool InWorkspace(const void* gm) {
+    const LaunchState* L = Core("counter").L;
+    const uint8_t* p = static_cast<const uint8_t*>(gm);
+    return p >= L->wsBegin && p < L->wsEnd;
+}
+void CountGmToLocal(uint64_t b, const void* gm) {
+    Count(&FlaSimCounters::gm_to_local_bytes, b, 0);
+    if (InWorkspace(gm)) Core("counter").ctr.ws_to_local_bytes += b;
+}
+void CountLocalToGm(uint64_t b, const void* gm) {
+    Count(&FlaSimCounters::local_to_gm_bytes, b, 0);
+    if (InWorkspace(gm)) Core("counter").ctr.local_to_ws_bytes += b;
+}
+void SetNextLaunchWorkspace(const void* base, uint64_t bytes) {
+    g_nextWsBegin = static_cast<const uint8_t*>(base);
+    g_nextWsBytes = base == nullptr ? 0 : bytes;
+}
 void CountVector(uint64_t n, uint64_t passes) { Count(&FlaSimCounters::vector_elem_ops, n, passes); }
 void CountCube(uint64_t n, uint64_t steps) { Count(&FlaSimCounters::cube_macs, n, steps); }
 void TraceBytes(uint64_t bytes, uint8_t where) {
@@ -768,6 +789,10 @@ void RunLaunch(const char* name, KernelMetaType type, uint32_t numBlocks, const 
     L.type = type;
     L.numBlocks = numBlocks;
     L.prof = &prof;
+    L.wsBegin = g_nextWsBegin;
+    L.wsEnd = g_nextWsBegin + g_nextWsBytes;
+    g_nextWsBegin = nullptr;
+    g_nextWsBytes = 0;
     if (const char* t = std::getenv("FLA_SIM_DEADLOCK_TIMEOUT")) L.timeoutSec = std::atof(t);
     const int traceSetting = g_traceSetting.load();
     const char* traceEnv = std::getenv("FLA_SIM_TRACE");
@@ -943,6 +968,8 @@ int fla_sim_last_total_counters(FlaSimCounters* out) {
         t.local_to_gm_bytes += c.local_to_gm_bytes;
         t.vector_elem_ops += c.vector_elem_ops;
         t.cube_macs += c.cube_macs;
+        t.ws_to_local_bytes += c.ws_to_local_bytes;
+        t.local_to_ws_bytes += c.local_to_ws_bytes;
         t.peak_ub_bytes = std::max(t.peak_ub_bytes, c.peak_ub_bytes);
         t.peak_l1_bytes = std::max(t.peak_l1_bytes, c.peak_l1_bytes);
         t.peak_l0a_bytes = std::max(t.peak_l0a_bytes, c.peak_l0a_bytes);

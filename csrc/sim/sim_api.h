@@ -22,6 +22,8 @@ typedef struct FlaSimCounters {
     uint64_t peak_l0a_bytes;
     uint64_t peak_l0b_bytes;
     uint64_t peak_l0c_bytes;
+    uint64_t ws_to_local_bytes; /* of gm_to_local_bytes, those read from the launch's GM workspace */
+    uint64_t local_to_ws_bytes; /* of local_to_gm_bytes, those written to it */
 } FlaSimCounters;
 
 /* Core identity in the last launch: core_type 0 = AIC, 1 = AIV. */

@@ -211,9 +211,13 @@ void DeclareKernelType(KernelMetaType t);
 // in hazard reports and stops the core if another core faulted.
 void BeginOp(pipe_t pipe, const char* op);
 
-// Counters of the current core (and the size of its current instruction in the trace).
-void CountGmToLocal(uint64_t bytes);
-void CountLocalToGm(uint64_t bytes);
+// Counters of the current core (and the size of its current instruction in the trace). `gm`: the
+// first GM byte of the move (counted as workspace bytes too when in the launch's workspace).
+void CountGmToLocal(uint64_t bytes, const void* gm);
+void CountLocalToGm(uint64_t bytes, const void* gm);
+// The GM workspace of the next launch on this thread ([base, base + bytes); the generated sim entry
+// points give it): its moves are counted apart too (ws_to_local_bytes, local_to_ws_bytes).
+void SetNextLaunchWorkspace(const void* base, uint64_t bytes);
 void CountVector(uint64_t elems, uint64_t passes);     // passes: 256-byte repeats the vector unit makes
 void CountCube(uint64_t macs, uint64_t fractalSteps);  // fractalSteps: 16 x 16 x C0 steps of the Cube
 

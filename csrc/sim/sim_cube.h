@@ -140,7 +140,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
                 std::memset(static_cast<void*>(d + dof), 0, kBlock);
                 std::memcpy(static_cast<void*>(d + dof), s + sof, n * sizeof(T));
             }
-    CountGmToLocal(uint64_t(p.ndNum) * p.nValue * p.dValue * sizeof(T));
+    CountGmToLocal(uint64_t(p.ndNum) * p.nValue * p.dValue * sizeof(T), s);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -490,7 +490,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
     T* d = dst.SimPtr();
     for (uint64_t r = 0; r < p.mSize; ++r)
         for (uint64_t c = 0; c < p.nSize; ++c) d[FixpipeDstOff(config.format, p, r, c)] = FixpipeValue<T>(s, p, r, c);
-    CountLocalToGm(uint64_t(p.mSize) * p.nSize * sizeof(T));
+    CountLocalToGm(uint64_t(p.mSize) * p.nSize * sizeof(T), d);
 }
 
 // L0C -> L1 (A1/B1; pipe FIX, the hazard checker records the L1 writes: a LoadData of that region

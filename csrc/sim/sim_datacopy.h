@@ -82,7 +82,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     src.SimCheck(0, count, "DataCopy(GM->local) src");
     dst.SimTouch(0, count, true);
     std::memcpy(d, src.SimPtr(), uint64_t(count) * sizeof(T));
-    sim::CountGmToLocal(uint64_t(count) * sizeof(T));
+    sim::CountGmToLocal(uint64_t(count) * sizeof(T), src.SimPtr());
 }
 
 // UB -> GM, `count` elements.
@@ -96,7 +96,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     dst.SimCheck(0, count, "DataCopy(local->GM) dst");
     src.SimTouch(0, count, false);
     std::memcpy(dst.SimPtr(), s, uint64_t(count) * sizeof(T));
-    sim::CountLocalToGm(uint64_t(count) * sizeof(T));
+    sim::CountLocalToGm(uint64_t(count) * sizeof(T), dst.SimPtr());
 }
 
 // UB -> UB, `count` elements (vector pipe).
@@ -151,7 +151,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
         dst.SimTouchBytes(b.Dst(i), b.len, true);
         std::memcpy(d + b.Dst(i), s + b.Src(i), b.len);
     }
-    sim::CountGmToLocal(b.Bytes());
+    sim::CountGmToLocal(b.Bytes(), s);
 }
 
 // UB -> GM in 32-byte blocks.
@@ -169,7 +169,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
         src.SimTouchBytes(b.Src(i), b.len, false);
         std::memcpy(d + b.Dst(i), s + b.Src(i), b.len);
     }
-    sim::CountLocalToGm(b.Bytes());
+    sim::CountLocalToGm(b.Bytes(), d);
 }
 
 // UB -> UB in 32-byte blocks (vector pipe).
@@ -223,7 +223,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
         }
         std::memcpy(r + left, s + i * gmPitch, p.blockLen);
     }
-    sim::CountGmToLocal(uint64_t(p.blockCount) * p.blockLen);
+    sim::CountGmToLocal(uint64_t(p.blockCount) * p.blockLen, s);
 }
 
 // UB -> GM with byte lengths; UB rows start on 32-byte boundaries.
@@ -250,7 +250,7 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
         src.SimTouchBytes(i * rowPitch, p.blockLen, false);
         std::memcpy(d + i * gmPitch, s + i * rowPitch, p.blockLen);
     }
-    sim::CountLocalToGm(uint64_t(p.blockCount) * p.blockLen);
+    sim::CountLocalToGm(uint64_t(p.blockCount) * p.blockLen, d);
 }
 
 }  // namespace AscendC

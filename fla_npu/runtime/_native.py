@@ -57,7 +57,8 @@ class FlaNpuTensor(ctypes.Structure):
 class FlaSimCounters(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "gm_to_local_bytes", "local_to_gm_bytes", "vector_elem_ops", "cube_macs", "peak_ub_bytes",
-        "peak_l1_bytes", "peak_l0a_bytes", "peak_l0b_bytes", "peak_l0c_bytes")]
+        "peak_l1_bytes", "peak_l0a_bytes", "peak_l0b_bytes", "peak_l0c_bytes", "ws_to_local_bytes",
+        "local_to_ws_bytes")]
 
 
 class FlaSimCoreInfo(ctypes.Structure):
@@ -334,6 +335,8 @@ class SimCounters:
     peak_l0a_bytes: int
     peak_l0b_bytes: int
     peak_l0c_bytes: int
+    ws_to_local_bytes: int  # of gm_to_local_bytes, those read from the launch's GM workspace
+    local_to_ws_bytes: int  # of local_to_gm_bytes, those written to it
 
     @staticmethod
     def _from(c: FlaSimCounters) -> "SimCounters":

@@ -9,8 +9,10 @@
 
 Each launch is a dict: ``kernel`` (the op's C entry point, e.g. ``"flaNpuWyFast"``), ``block_dim``
 (AI cores launched), ``device`` and, from the host simulation's counters (``None`` on an NPU, whose
-kernels count nothing), ``gm_read_bytes``, ``gm_write_bytes``, ``cube_macs``, ``vector_ops`` and
-``sim_kernel`` (the simulated kernel's name). A call that launches nothing (no work) adds nothing.
+kernels count nothing), ``gm_read_bytes``, ``gm_write_bytes``, ``cube_macs``, ``vector_ops``,
+``ws_read_bytes`` / ``ws_write_bytes`` (the part of the GM bytes that went to or from the launch's own
+workspace: the AIV <-> AIC hand-offs, which on the device mostly stay in L2) and ``sim_kernel`` (the
+simulated kernel's name). A call that launches nothing (no work) adds nothing.
 Profiles nest; each sees the launches of its own block, on every thread.
 """
 
@@ -73,6 +75,8 @@ def record(entry: str, block_dim: int, device, sim_launch) -> None:
         "gm_write_bytes": None if totals is None else totals.local_to_gm_bytes,
         "cube_macs": None if totals is None else totals.cube_macs,
         "vector_ops": None if totals is None else totals.vector_elem_ops,
+        "ws_read_bytes": None if totals is None else totals.ws_to_local_bytes,
+        "ws_write_bytes": None if totals is None else totals.local_to_ws_bytes,
     }
     with _lock:
         for prof in _active:

@@ -39,6 +39,10 @@ def test_profile_records_every_launch_of_the_chain(monkeypatch, op):
     for launch in prof.launches:
         assert launch["block_dim"] > 0 and launch["device"] == "cpu" and launch["sim_kernel"]
         assert launch["gm_read_bytes"] > 0 and launch["gm_write_bytes"] > 0
+        # the workspace's bytes are part of the GM bytes; the mixed kernels hand off through it, the
+        # gate (vector only) has none
+        assert 0 <= launch["ws_read_bytes"] < launch["gm_read_bytes"] and 0 <= launch["ws_write_bytes"] < launch["gm_write_bytes"]
+        assert (launch["ws_read_bytes"] > 0) == (launch["kernel"] != "flaNpuGateChunkCumsum")
     assert prof.total("gm_read_bytes") == sum(x["gm_read_bytes"] for x in prof.launches)
     cube = [x["cube_macs"] for x in prof.launches if x["kernel"] in ("flaNpuWyFast", "flaNpuChunkOutput")]
     assert cube and all(c > 0 for c in cube)

@@ -146,12 +146,14 @@ def test_core_count_invariance(monkeypatch):
 
 
 def _gm_bytes(NC, HV, BT, K, V, N, num_vb, cube_bytes=2):
-    """Compulsory minimum (w, kg, u, e_last read once; h, v_new, final written once; fp32 outputs)
-    and the kernel's own: w and kg once per V block, plus per chunk and V block the workspace round
-    trips (S_hi, S_lo, v_hi, v_lo in the Cube type; w S and kg^T v_new in fp32: written and read)."""
+    """Compulsory minimum (w, kg, u, e_last read once; h, v_new, final written once; fp32 outputs),
+    the kernel's total: w and kg once per V block, plus the workspace round trips, and the bytes of
+    the workspace each way: per chunk and V block S_hi, S_lo, v_hi, v_lo in the Cube type (AIV ->
+    AIC) and w S, kg^T v_new in fp32 (AIC -> AIV), each written once and read once."""
     minimum = NC * HV * (2 * BT * K * cube_bytes + BT * V * 4 + K * 4) + NC * HV * (K * V + BT * V) * 4 + N * HV * K * V * 4
-    extra = (num_vb - 1) * NC * HV * 2 * BT * K * cube_bytes + NC * HV * 2 * (2 * (K + BT) * V * cube_bytes + (K + BT) * V * 4)
-    return minimum, minimum + extra
+    workspace = NC * HV * (2 * (K + BT) * V * cube_bytes + (K + BT) * V * 4)
+    extra = (num_vb - 1) * NC * HV * 2 * BT * K * cube_bytes + 2 * workspace
+    return minimum, minimum + extra, workspace
 
 
 def test_counters_production_head(capsys):
@@ -160,15 +162,16 @@ def test_counters_production_head(capsys):
     _run(w, u, kg, e_last, offsets, None)
     t = kernels.chunk_state.last_tiling()
     tot = kernels.chunk_state.last_launch().totals
-    minimum, expected = _gm_bytes(16, 4, 64, 128, 128, 1, t["num_vb"])
+    minimum, expected, workspace = _gm_bytes(16, 4, 64, 128, 128, 1, t["num_vb"])
     moved = tot.gm_to_local_bytes + tot.local_to_gm_bytes
     assert moved == expected, (moved, expected)
+    assert (tot.ws_to_local_bytes, tot.local_to_ws_bytes) == (workspace, workspace)
     assert tot.cube_macs == 4 * 16 * 4 * 64 * 128 * 128  # two products, each on hi and lo halves
     share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
     with capsys.disabled():
         print(f"\nchunk_state NC=16 HV=4 BT=64 K=V=128: {t['block_dim']} cores, {t['num_vb']} V blocks; GM bytes "
               f"{moved} = {moved / minimum:.3f} x compulsory {minimum} (workspace round trips "
-              f"{expected - minimum}); Cube share of MACs {share:.3f}")
+              f"{2 * workspace}); Cube share of MACs {share:.3f}")
     assert share > 0.9
 
 

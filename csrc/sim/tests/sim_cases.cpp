@@ -141,6 +141,17 @@ static int case_vec_add() {
     CHECK(fla_sim_last_total_counters(&tot) == 0);
     CHECK(tot.gm_to_local_bytes == uint64_t(2 * n * 4) && tot.local_to_gm_bytes == uint64_t(n * 4));
     CHECK(tot.vector_elem_ops == uint64_t(n) && tot.peak_ub_bytes == uint64_t(6 * kTile * 4));
+    CHECK(tot.ws_to_local_bytes == 0 && tot.local_to_ws_bytes == 0);  // no workspace given
+    // The same launch with y and z as its workspace: their bytes are counted apart too, for that
+    // launch only.
+    AscendC::sim::SetNextLaunchWorkspace(y.data(), uint64_t(n) * 4);
+    FLA_SIM_LAUNCH(vec_add, KERNEL_TYPE_AIV_ONLY, blocks, G(x.data()), G(y.data()), G(z.data()), per);
+    CHECK(fla_sim_last_total_counters(&tot) == 0 && tot.ws_to_local_bytes == uint64_t(n * 4) && tot.local_to_ws_bytes == 0);
+    AscendC::sim::SetNextLaunchWorkspace(z.data(), uint64_t(n) * 4);
+    FLA_SIM_LAUNCH(vec_add, KERNEL_TYPE_AIV_ONLY, blocks, G(x.data()), G(y.data()), G(z.data()), per);
+    CHECK(fla_sim_last_total_counters(&tot) == 0 && tot.ws_to_local_bytes == 0 && tot.local_to_ws_bytes == uint64_t(n * 4));
+    FLA_SIM_LAUNCH(vec_add, KERNEL_TYPE_AIV_ONLY, blocks, G(x.data()), G(y.data()), G(z.data()), per);
+    CHECK(fla_sim_last_total_counters(&tot) == 0 && tot.ws_to_local_bytes == 0 && tot.local_to_ws_bytes == 0);
     return 0;
 }
 
