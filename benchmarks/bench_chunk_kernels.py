@@ -88,9 +88,9 @@ def profile_op(op: str, T: int, H: int, grad: bool) -> dict:
 def per_kernel_lines(launches: list) -> list:
     """One line per launch: GM MiB read and written (workspace part), Cube MACs, vector ops."""
     mib = 2.0 ** -20
-    return [f"    {l['kernel'][6:]:16s} read {l['gm_read_bytes'] * mib:6.2f} ({l['ws_read_bytes'] * mib:5.2f}) MiB, "
-            f"write {l['gm_write_bytes'] * mib:6.2f} ({l['ws_write_bytes'] * mib:5.2f}) MiB, "
-            f"Cube {l['cube_macs'] / 1e6:7.1f} M MACs, vector {l['vector_ops'] / 1e6:6.1f} M ops" for l in launches]
+    return [f"    {x['kernel'][6:]:16s} read {x['gm_read_bytes'] * mib:6.2f} ({x['ws_read_bytes'] * mib:5.2f}) MiB, "
+            f"write {x['gm_write_bytes'] * mib:6.2f} ({x['ws_write_bytes'] * mib:5.2f}) MiB, "
+            f"Cube {x['cube_macs'] / 1e6:7.1f} M MACs, vector {x['vector_ops'] / 1e6:6.1f} M ops" for x in launches]
 
 
 def state_error(op: str, T: int) -> float:

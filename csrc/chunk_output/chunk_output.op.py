@@ -5,25 +5,27 @@ OP = {
     "name": "ChunkOutput",
     "doc": """chunk output (stage 5 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
 
-  q      [NC, HV, BT, K]   Cube input type: float16 or bfloat16 (float32 is refused: see below)
+  q      [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below)
   e_row  [NC, HV, BT, Kg]  float32; Kg = K (KDA) or 1 (GDN, one factor per row)
-  s      [NC, HV, K, V]    float32, the chunk-start states (cast to q's dtype for the Cube)
+  s      [NC, HV, K, V]    q's dtype, the chunk-start states (as the state kernel writes them in T)
   aqk    [NC, HV, BT, BT]  q's dtype, lower triangular (read as given)
   v_new  [NC, HV, BT, V]   q's dtype
-  out    [NC, HV, BT, V]   float32:  out = T(q * e_row) @ T(s) + aqk @ v_new  (fp32 accumulation)
+  out    [NC, HV, BT, V]   float32 or q's dtype (rounded once):  out = T(q * e_row) @ s + aqk @ v_new
+                           (fp32 accumulation)
 All contiguous; BT 16, 32 or 64; K and V multiples of 16 in [16, 256]; NC or HV may be 0 (nothing
 runs). Every row of every chunk is computed, padding rows of tail chunks included (from whatever
 the inputs hold there). Float32 inputs are refused with a message: s and v_new reach the Cube
 through a transposing load that exists for 2-byte types only.
 
-Workspace: per launched AI core, two slots of (BT * K + K * V) elements of q's dtype, through which
-the vector cores hand q * e_row and the cast s to the Cube. NPU flavours forward to
+Workspace: per launched AI core, two slots of BT * K elements of q's dtype, through which the
+vector cores hand q * e_row to the Cube. NPU flavours forward to
 aclnnFlaNpuChunkOutput[GetWorkspaceSize](q, eRow, s, aqk, vNew, out) and ask for the operator
 package's workspace; nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
-    "args": [("q", "in", "T"), ("e_row", "in", "float32"), ("s", "in", "float32"), ("aqk", "in", "T"),
-             ("v_new", "in", "T"), ("out", "out", "float32", "v_new")],
-    "dtypes": {"T": ["float16", "bfloat16"]},
+    "args": [("q", "in", "T"), ("e_row", "in", "float32"), ("s", "in", "T"), ("aqk", "in", "T"),
+             ("v_new", "in", "T"), ("out", "out", "O", "v_new")],
+    "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
+    "dtype_args": {"O": ("out_dtype", "float32")},
     "tiling": ("chunk_output_tiling.h", "fla_npu::chunk_output::ChunkOutputTiling"),
     "body": ("chunk_output_kernel.h", "fla_npu::chunk_output::RunChunkOutput"),
     "kernels": {"float16": "fla_chunk_output_f16", "bfloat16": "fla_chunk_output_bf16"},

@@ -5,13 +5,14 @@
 // Shapes, the work split and why this is a mixed kernel: chunk_output_tiling.h. Per unit (chunk,
 // head) u, the i-th of its AI core, workspace slot i % 2:
 //   AIV  [i >= 2: wait Free]  its half of the rows of qe = T(fp32(q) * e_row) (KDA: element-wise;
-//        GDN: one fp32 factor per row, broadcast with Brcb) and of T(S) (fp32 -> T, in pieces) to
-//        the slot;  set Ready (PIPE_MTE3: after the copies out)
-//   AIC  wait Ready (both AIVs); qe and T(S) from the slot into L1 (ND -> NZ); [if a later unit
-//        reuses the slot: set Free (PIPE_MTE2: after those reads)]; Aqk and v_new from GM into L1;
-//        qe and Aqk into L0A; per V-tile: T(S) and v_new columns into L0B (transposing LoadData:
+//        GDN: one fp32 factor per row, broadcast with Brcb) to the slot;  set Ready (PIPE_MTE3:
+//        after the copies out)
+//   AIC  wait Ready (both AIVs); qe from the slot into L1 (ND -> NZ); [if a later unit reuses the
+//        slot: set Free (PIPE_MTE2: after that read)]; S, Aqk and v_new from GM into L1;
+//        qe and Aqk into L0A; per V-tile: S and v_new columns into L0B (transposing LoadData:
 //        L1's NZ fractals of a row-major k x n matrix are the transposes of L0B's Zn fractals),
-//        Mmad(init) qe @ S, Mmad(accumulate) Aqk @ v_new into one L0C tile, Fixpipe -> o (fp32).
+//        Mmad(init) qe @ S, Mmad(accumulate) Aqk @ v_new into one L0C tile, Fixpipe -> o (fp32, or
+//        rounded once to T).
 // The slot hand-off (flags Ready / Free), the loads and the V-tile loop are common/chunk_cube.h's,
 // shared with the WY kernel (csrc/wy_fast/).
 //
@@ -41,12 +42,13 @@ struct ChunkOutputGm {
 // ------------------------------------------------------------------------------------------------
 // AIC: both products into one L0C tile per V-tile.
 // ------------------------------------------------------------------------------------------------
-template <class T>
+template <class T, class O>
 class ChunkOutputCube {
   public:
     __aicore__ inline ChunkOutputCube(const ChunkOutputGm& a, const ChunkOutputTiling& t) : t_(t) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vt = t_.v_tile;
         Bind(uint64_t(t_.num_units) * BT * BT, gA_, a.aqk);
+        Bind(uint64_t(t_.num_units) * K * V, gS_, a.s);
         Bind(uint64_t(t_.num_units) * BT * V, gVn_, a.vNew, gO_, a.out);
         BindSlots(gWs_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_.ws_bytes_per_core, t_.ws_slot_elems);
         InitBufs(pipe_, BT * K * sizeof(T), qe1_, qea_);  // L1 and L0A (one arena each): qe, then Aqk
@@ -66,14 +68,15 @@ class ChunkOutputCube {
         LocalTensor<T> qe1 = qe1_.Get<T>(), a1 = a1_.Get<T>(), s1 = s1_.Get<T>(), v1 = v1_.Get<T>();
         LocalTensor<T> qea = qea_.Get<T>(), aa = aa_.Get<T>();
 
-        TakeSlot(gWs_[base], slotReused, qe1, BT, K, s1, K, V);
+        TakeSlot(gWs_[base], slotReused, qe1, BT, K);
+        LoadNz(s1, gS_[uint64_t(u) * K * V], K, V);
         LoadNz(a1, gA_[uint64_t(u) * BT * BT], BT, BT);
         LoadNz(v1, gVn_[uint64_t(u) * BT * V], BT, V);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();  // the previous unit's Mmads have read L0A / L0B
         LoadA(qea, qe1, BT, K);
         LoadA(aa, a1, BT, BT);
-        // Both products into one L0C tile per V-tile: qe @ T(S) (init), then Aqk @ v_new (accumulate).
+        // Both products into one L0C tile per V-tile: qe @ S (init), then Aqk @ v_new (accumulate).
         const CubeProduct<T> prods[2] = {{qea, s1, sb_.Get<T>(), K}, {aa, v1, vb_.Get<T>(), BT}};
         TileProducts(oc_.Get<float>(), gO_[uint64_t(u) * BT * V], V, BT, V, t_.v_tile, prods);
     }
@@ -86,12 +89,12 @@ class ChunkOutputCube {
     TBuf<TPosition::A2> qea_, aa_;
     TBuf<TPosition::B2> sb_, vb_;
     TBuf<TPosition::CO1> oc_;
-    GlobalTensor<T> gA_, gVn_, gWs_;
-    GlobalTensor<float> gO_;
+    GlobalTensor<T> gA_, gS_, gVn_, gWs_;
+    GlobalTensor<O> gO_;
 };
 
 // ------------------------------------------------------------------------------------------------
-// AIV: the Cube operands that need vector work, half of each per sub-block.
+// AIV: the Cube operand that needs vector work (qe), half of its rows per sub-block.
 // ------------------------------------------------------------------------------------------------
 template <class T>
 class ChunkOutputVector {
@@ -100,7 +103,6 @@ class ChunkOutputVector {
         const uint64_t units = t_.num_units, rows = units * t_.BT;
         Bind(rows * t_.K, gQ_, a.q);
         Bind(rows * t_.Kg, gE_, a.eRow);
-        Bind(units * t_.K * t_.V, gS_, a.s);
         BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
         const uint32_t n = t_.vec_elems;
         InitQues(pipe_, 1, n * sizeof(T), inT_);
@@ -116,7 +118,6 @@ class ChunkOutputVector {
             SlotProducer::Acquire(i);
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
             FormQe(r.first + i, base);
-            CastS(r.first + i, base + uint64_t(t_.BT) * t_.K);
             SlotProducer::Ready();
         }
     }
@@ -151,18 +152,6 @@ class ChunkOutputVector {
         CastOut(outT_, gWs_[dst + uint64_t(r0) * K], w, n);
     }
 
-    // Rows [k0, k0 + K / 2) of T(S), in pieces of s_piece_rows rows.
-    __aicore__ inline void CastS(uint32_t u, uint64_t dst) {
-        const uint32_t V = t_.V, k0 = at_.sub * t_.s_rows_per_aiv;
-        for (uint32_t r = 0; r < t_.s_rows_per_aiv; r += t_.s_piece_rows) {
-            const uint32_t rows = t_.s_rows_per_aiv - r < t_.s_piece_rows ? t_.s_rows_per_aiv - r : t_.s_piece_rows;
-            const uint32_t n = rows * V;
-            LocalTensor<float> f = CopyIn(inF_, gS_[(uint64_t(u) * t_.K + k0 + r) * V], n);
-            CastOut(outT_, gWs_[dst + uint64_t(k0 + r) * V], f, n);
-            inF_.FreeTensor(f);
-        }
-    }
-
     const ChunkOutputTiling t_;
     const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
     TPipe pipe_;
@@ -170,13 +159,15 @@ class ChunkOutputVector {
     TQue<QuePosition::VECOUT, 1> outT_;
     TBuf<TPosition::VECCALC> work_, brcb_;
     GlobalTensor<T> gQ_, gWs_;
-    GlobalTensor<float> gE_, gS_;
+    GlobalTensor<float> gE_;
 };
 
-template <class T>
+// The kernel body: T the Cube type (q, s, aqk, v_new), O the dtype of out (float or T).
+template <class T, class O>
 __aicore__ inline void RunChunkOutput(GM_ADDR q, GM_ADDR eRow, GM_ADDR s, GM_ADDR aqk, GM_ADDR vNew, GM_ADDR out, GM_ADDR ws,
                                       const ChunkOutputTiling& t) {
-    RunMixed<ChunkOutputCube<T>, ChunkOutputVector<T>>(ChunkOutputGm{q, eRow, s, aqk, vNew, out, ws}, t);
+    static_assert(IsSame<O, float>::value || IsSame<O, T>::value, "out: float or the Cube type");
+    RunMixed<ChunkOutputCube<T, O>, ChunkOutputVector<T>>(ChunkOutputGm{q, eRow, s, aqk, vNew, out, ws}, t);
 }
 
 }  // namespace chunk_output

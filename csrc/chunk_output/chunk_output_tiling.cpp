@@ -14,21 +14,16 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     if (chunk_tiling::OpenHeadsTiling(p, kWhy, uint64_t(p.K) * p.V, t, err) != 0) return -1;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
-    // AIV: half of qe's rows, half of S's rows in pieces of at most kVecPieceElems fp32 elements
-    // (V <= 256, so a piece has at least 32 rows; K / 2 is a multiple of 8).
+    // AIV: half of qe's rows.
     t->rows_per_aiv = p.BT / 2;
-    t->s_rows_per_aiv = p.K / 2;
-    const uint32_t piece = kVecPieceElems / p.V;
-    t->s_piece_rows = piece < t->s_rows_per_aiv ? piece : t->s_rows_per_aiv;
-    const uint32_t qElems = t->rows_per_aiv * p.K, sElems = t->s_piece_rows * p.V;
-    t->vec_elems = qElems > sElems ? qElems : sElems;
-    // q in (T), e_row / S piece in (fp32), the fp32 work tile, the T out tile, one Brcb block per row.
+    t->vec_elems = t->rows_per_aiv * p.K;
+    // q in (T), e_row in (fp32), the fp32 work tile, the T out tile, one Brcb block per row.
     t->ub_bytes_used =
         static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 2 +
                               (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
-    // AIC: the V-tile is the widest multiple of 16 whose B operands (T(S) and v_new columns) fit L0B.
+    // AIC: the V-tile is the widest multiple of 16 whose B operands (S and v_new columns) fit L0B.
     uint32_t vt = soc::kL0abBytes / ((p.K + p.BT) * p.elem_bytes) / 16 * 16;
     t->v_tile = vt < p.V ? vt : p.V;
     t->l1_bytes_used = (p.BT * p.K + p.K * p.V + p.BT * p.BT + p.BT * p.V) * p.elem_bytes;
@@ -36,7 +31,7 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     t->l0b_bytes_used = (p.K + p.BT) * t->v_tile * p.elem_bytes;
     t->l0c_bytes_used = p.BT * t->v_tile * 4;
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    t->ws_slot_elems = p.BT * p.K + p.K * p.V;
+    t->ws_slot_elems = p.BT * p.K;
     t->ws_bytes_per_core = 2 * t->ws_slot_elems * p.elem_bytes;
     return 0;
 }

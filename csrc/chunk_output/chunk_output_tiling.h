@@ -5,21 +5,21 @@
 // The op, per chunk c and value head h (chunk layout, every (c, h) independent):
 //   o[c, h] = (q[c, h] * e_row[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h]
 // q [NC, HV, BT, K], e_row [NC, HV, BT, Kg] (Kg = K: KDA; Kg = 1: GDN, broadcast over K), S [NC, HV, K,
-// V] fp32 (chunk-start states), Aqk [NC, HV, BT, BT] (lower triangular, read as given), v_new [NC, HV,
-// BT, V]; o [NC, HV, BT, V] fp32. q, Aqk, v_new are of the Cube input type T (fp16 or bf16); e_row
-// and S are fp32.
+// V] (chunk-start states, as the state kernel writes them rounded once to T), Aqk [NC, HV, BT, BT]
+// (lower triangular, read as given), v_new [NC, HV, BT, V]; o [NC, HV, BT, V] fp32 or T (rounded
+// once). q, S, Aqk, v_new are of the Cube input type T (fp16 or bf16); e_row is fp32.
 //
 // Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2), chosen over a Cube-only kernel with a separate
-// vector pre-pass because the two operands that need vector work (q * e_row, and S cast to T) then
-// go through GM once, in a per-core workspace slot the Cube reads right after, instead of through a
-// full-size intermediate tensor and a second launch. On a2/a3 the AIV and AIC exchange data only
-// through GM (a5's UB -> L1 path is not modelled by the simulation), so that slot costs
-// 2 * (BT * K + K * V) * sizeof(T) extra bytes per unit; everything else is read once, o written once.
+// vector pre-pass because the operand that needs vector work (q * e_row) then goes through GM once,
+// in a per-core workspace slot the Cube reads right after, instead of through a full-size
+// intermediate tensor and a second launch. On a2/a3 the AIV and AIC exchange data only through GM
+// (a5's UB -> L1 path is not modelled by the simulation), so that slot costs 2 * BT * K * sizeof(T)
+// extra bytes per unit; everything else is read once, o written once.
 //   AIV  sub-block s forms rows [s BT/2, (s+1) BT/2) of qe = T(q * e_row) (fp32 multiply, one
-//        rounding) and rows [s K/2, (s+1) K/2) of T(S), into the core's workspace slot;  flag Ready ->
-//   AIC  loads qe, T(S), Aqk, v_new (ND -> NZ into L1), and per V-tile of v_tile columns computes
+//        rounding) into the core's workspace slot;  flag Ready ->
+//   AIC  loads qe, S, Aqk, v_new (ND -> NZ into L1), and per V-tile of v_tile columns computes
 //        both products into ONE L0C tile: Mmad(init) qe @ S, Mmad(accumulate) Aqk @ v_new; one
-//        Fixpipe writes o (fp32). All multiply-adds of the products run on the Cube.
+//        Fixpipe writes o (fp32, or rounded once to T). All multiply-adds of the products run on the Cube.
 // Two workspace slots per core let the AIVs prepare unit i + 1 while the Cube works on unit i.
 //
 // Work split: a *unit* is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
@@ -41,8 +41,6 @@ namespace chunk_output {
 
 using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
-constexpr uint32_t kVecPieceElems = 8192;  // fp32 elements of one S piece on an AIV (32 KB)
-
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkOutputTiling {
     uint32_t NC, HV, BT, K, V, Kg;
@@ -51,11 +49,9 @@ struct ChunkOutputTiling {
     uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
     uint32_t rows_per_aiv;       // BT / 2 rows of qe per AIV
-    uint32_t s_rows_per_aiv;     // K / 2 rows of S per AIV
-    uint32_t s_piece_rows;       // rows of S cast per UB piece
-    uint32_t vec_elems;          // elements of each AIV UB buffer
+    uint32_t vec_elems;          // elements of each AIV UB buffer: rows_per_aiv * K
     uint32_t v_tile;             // V columns per L0B / L0C tile (multiple of 16)
-    uint32_t ws_slot_elems;      // one workspace slot, elements of T: qe [BT, K] then T(S) [K, V]
+    uint32_t ws_slot_elems;      // one workspace slot, elements of T: qe [BT, K]
     uint32_t ws_bytes_per_core;  // two slots
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
@@ -68,7 +64,7 @@ using chunk_tiling::UserWorkspaceBytes;
 // defect.
 const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputTiling* tiling);
 
-// elem_bytes: of q, Aqk, v_new.
+// elem_bytes: of q, S, Aqk, v_new.
 struct ChunkOutputProblem : chunk_tiling::HeadsProblem {};
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

@@ -86,16 +86,16 @@ __aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& g
                          1, 0));
 }
 
-// The AIC side of the hand-off of two row-major operands: waits for the slot, loads X (xRows x xCols
-// at the slot's start) and then Y (yRows x yCols) into L1 as NZ, and frees the slot when a later unit
-// reuses it. The loads wait for the previous unit's LoadData from L1 (MTE1_MTE2).
+// The AIC side of the hand-off of one or two row-major operands: waits for the slot, loads X (xRows x
+// xCols at the slot's start) and then, when yRows > 0, Y (yRows x yCols) into L1 as NZ, and frees the
+// slot when a later unit reuses it. The loads wait for the previous unit's LoadData from L1 (MTE1_MTE2).
 template <class T>
 __aicore__ inline void TakeSlot(const GlobalTensor<T>& slot, bool reused, const LocalTensor<T>& x, uint32_t xRows, uint32_t xCols,
-                                const LocalTensor<T>& y, uint32_t yRows, uint32_t yCols) {
+                                const LocalTensor<T>& y = LocalTensor<T>(), uint32_t yRows = 0, uint32_t yCols = 0) {
     SlotConsumer::Acquire();
     Sync<HardEvent::MTE1_MTE2>();
     LoadNz(x, slot, xRows, xCols);
-    LoadNz(y, slot[uint64_t(xRows) * xCols], yRows, yCols);
+    if (yRows > 0) LoadNz(y, slot[uint64_t(xRows) * xCols], yRows, yCols);
     SlotConsumer::Release(reused);
 }
 

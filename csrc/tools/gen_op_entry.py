@@ -107,6 +107,7 @@ def _sim(op: Op) -> str:
     launch_body = "\n".join(launches)
     # the simulation counts the workspace's bytes apart (the AIV <-> AIC hand-offs)
     mark_ws = "            AscendC::sim::SetNextLaunchWorkspace(ws, ws_size);\n" if op.workspace else ""
+    ws_params = "void* ws, uint64_t ws_size" if op.workspace else "void*, uint64_t"
     picks = "".join(f"    c.dtype[{k}] = call.t[{i}] != nullptr ? call.t[{i}]->dtype : -1;\n"
                     for k, (i, _) in enumerate(selectors))
     return f"""// ---- sim flavour: the kernel on the host simulation ------------------------------------------------
@@ -128,7 +129,7 @@ int MakeExecutor(const Call& call, FlaNpuExecutor** executor) {{
 {picks}    for (int i = 0; i < {n}; ++i) c.a[i] = fla_npu::SimAddr(call.t[i]);
     c.tiling = call.tiling;
     // Synchronous; no stream. Nothing to do (no work unit) launches nothing.
-    *executor = fla_npu::NewExecutor(kOp, {ws_bytes}, [c](void*{" ws" if op.workspace else ""}, uint64_t{" ws_size" if op.workspace else ""}, void*) {{
+    *executor = fla_npu::NewExecutor(kOp, {ws_bytes}, [c]({ws_params}, void*) {{
         if (c.tiling.block_dim == 0) return static_cast<int>(FLA_NPU_OK);
         return fla_npu::GuardedSimLaunch(kOp, [&] {{
 {mark_ws}{launch_body}

@@ -136,7 +136,7 @@ def _launch_output(per_key: bool):
         from ..runtime.kernels import chunk_output
         q, v, A, e = _chunk_tensors(shape, dtype, per_key)
         S = torch.randn(q.shape[0], q.shape[1], shape["K"], shape["V"], generator=_gen(3)) * 0.1
-        chunk_output(q, e, S, A, v)
+        chunk_output(q, e, S.to(q.dtype), A, v, out_dtype=q.dtype)  # as the chained forward calls it
     return run
 
 
@@ -176,7 +176,7 @@ def _launch_state(per_key: bool):
         e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
         per_seq = math.ceil(shape["T"] / BT)
         offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
-        chunk_state(w, u, kg, e_last, offsets, None, False, h_dtype=torch.float32, v_new_dtype=_torch_dtype(dtype))
+        chunk_state(w, u, kg, e_last, offsets, None, False, h_dtype=_torch_dtype(dtype), v_new_dtype=_torch_dtype(dtype))
     return run
 
 

@@ -11,8 +11,11 @@ layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dt
 
   2  ``Aqk``, ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, e_row, e_tail)
-  4  ``h`` (fp32), ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
-  5  ``o`` (fp32) = chunk_output(q, e_row, h, Aqk, v_new)
+  4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
+  5  ``o`` (T) = chunk_output(q, e_row, h, Aqk, v_new)
+
+``h`` and ``o`` are written in T, rounded once: stage 5 multiplies ``h`` in T on the Cube, and the op
+returns ``o`` in its input dtype T.
 
 A stage whose kernel cannot take the call (:func:`stage_reasons`) runs its reference stage instead on
 the host simulation (logged once as a warning by the caller); on an NPU the caller refuses the call.
@@ -61,7 +64,7 @@ def chunk_offsets(plan: ChunkPlan, device) -> torch.Tensor:
 
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
             skip: dict) -> tuple[torch.Tensor, ChunkForward]:
-    """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (fp32) and the stage results. ``T``: the
+    """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage results. ``T``: the
     Cube input dtype (float16 / bfloat16); ``h0`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if
     ``state_v_first``) or ``None``; ``skip``: the stages that run their reference instead
     (:func:`stage_reasons`). ``final`` is returned in the layout ``state_v_first`` asks for."""
@@ -93,10 +96,10 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
             final = final.transpose(-1, -2)
     else:
         # the call casts w / kg to T (a no-op after the WY kernel), u, e_last and h0 to float32
-        h, v_new, final = ops.chunk_state(w, u, kg, d.e_last, chunk_offsets(plan, q.device), h0, state_v_first, f32, T, T)
+        h, v_new, final = ops.chunk_state(w, u, kg, d.e_last, chunk_offsets(plan, q.device), h0, state_v_first, T, T, T)
 
     if "stage 5: output" in skip:
         o = ref.output_fwd(p.q, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))
     else:
-        o = ops.chunk_output(q, e_row, h.to(f32), Aqk.to(T), v_new.to(T))
+        o = ops.chunk_output(q, e_row, h.to(T), Aqk.to(T), v_new.to(T), T)
     return o, ChunkForward(Aqk, Akk, w, u, kg, h, v_new, final)

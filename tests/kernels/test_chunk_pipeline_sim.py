@@ -113,9 +113,10 @@ def test_custom_ops_pass_opcheck():
     NC, HV, BT, K, V = 2, 2, 32, 32, 48
     torch.manual_seed(1)
     q = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
-    args = (q, torch.rand(NC, HV, BT, K) + 0.5, torch.randn(NC, HV, K, V), torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16),
-            torch.randn(NC, HV, BT, V).to(torch.bfloat16))
-    torch.library.opcheck(torch.ops.fla_npu.chunk_output.default, args)
+    args = (q, torch.rand(NC, HV, BT, K) + 0.5, torch.randn(NC, HV, K, V).to(torch.bfloat16),
+            torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16), torch.randn(NC, HV, BT, V).to(torch.bfloat16))
+    for out_dtype in (torch.float32, torch.bfloat16):  # o: float32 or the Cube type
+        torch.library.opcheck(torch.ops.fla_npu.chunk_output.default, (*args, out_dtype))
     g = torch.randn(1, 40, 2, 16)
     torch.library.opcheck(torch.ops.fla_npu.gate_chunk_cumsum.default, (g, 32, "none", None, None, None, 1.0, None))
 

@@ -10,12 +10,16 @@ using opp_test::CallSpec;
 using opp_test::Floats;
 
 // q [NC, HV, BT, K], e_row [NC, HV, BT, Kg] (positive), s [NC, HV, K, V], aqk [NC, HV, BT, BT], v_new
-// and out [NC, HV, BT, V].
-CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
+// and out [NC, HV, BT, V] (out: float32, or q's dtype from `out_dtype`).
+CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg, int32_t out_dtype) {
     const int32_t f32 = FLA_NPU_FLOAT32;
-    return {{Floats(dtype, {NC, HV, BT, K}), Floats(f32, {NC, HV, BT, Kg}, 0.1f, 1.0f), Floats(f32, {NC, HV, K, V}),
-             Floats(dtype, {NC, HV, BT, BT}), Floats(dtype, {NC, HV, BT, V}), Floats(f32, {NC, HV, BT, V})},
+    return {{Floats(dtype, {NC, HV, BT, K}), Floats(f32, {NC, HV, BT, Kg}, 0.1f, 1.0f), Floats(dtype, {NC, HV, K, V}),
+             Floats(dtype, {NC, HV, BT, BT}), Floats(dtype, {NC, HV, BT, V}), Floats(out_dtype, {NC, HV, BT, V})},
             {}};
+}
+
+CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
+    return Call(dtype, NC, HV, BT, K, V, Kg, FLA_NPU_FLOAT32);
 }
 
 // s and out of a shape that does not match the rest.
@@ -29,6 +33,7 @@ const opp_test::Cases kCases = opp_test::ChunkCases(
         {"registration", [] { return opp_glue::Registration(Call(FLA_NPU_BFLOAT16, 3, 2, 64, 128, 96, 1)); }},
         {"refuse_s_shape", [] { return BadShape(FLA_NPU_FLOAT16, 2, {1, 2, 64, 32}, "`s`"); }},
         {"refuse_out_shape", [] { return BadShape(FLA_NPU_BFLOAT16, 5, {1, 2, 64, 48}, "`out`"); }},
+        {"out_in_cube_type", [] { return opp_glue::Same(Call(FLA_NPU_FLOAT16, 3, 2, 32, 64, 48, 64, FLA_NPU_FLOAT16)); }},
     });
 
 }  // namespace
