@@ -27,8 +27,5 @@ aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is calle
              ("aqk", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"]), ("l", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},
-    "tiling": ("chunk_intra_tiling.h", "fla_npu::chunk_intra::ChunkIntraTiling"),
-    "body": ("chunk_intra_kernel.h", "fla_npu::chunk_intra::RunChunkIntra"),
-    "kernels": {"float16": "fla_chunk_intra_f16", "bfloat16": "fla_chunk_intra_bf16"},
     "kernel_type": "mix",
 }

@@ -26,8 +26,5 @@ package's workspace; nothing is called when there is no chunk.""",
              ("v_new", "in", "T"), ("out", "out", "O", "v_new")],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},
-    "tiling": ("chunk_output_tiling.h", "fla_npu::chunk_output::ChunkOutputTiling"),
-    "body": ("chunk_output_kernel.h", "fla_npu::chunk_output::RunChunkOutput"),
-    "kernels": {"float16": "fla_chunk_output_f16", "bfloat16": "fla_chunk_output_bf16"},
     "kernel_type": "mix",
 }

@@ -36,8 +36,5 @@ u, kg, eLast, chunkOffsets, h0, h, vNew, final, stateVFirst); nothing is called 
              ("state_v_first", "int32")],
     "dtypes": {"T": ["float16", "bfloat16"], "H": ["float32", "T"], "V": ["float32", "T"]},
     "dtype_args": {"H": ("h_dtype", "float32"), "V": ("v_new_dtype", "float32"), "T": ("cube_dtype", "bfloat16")},
-    "tiling": ("chunk_state_tiling.h", "fla_npu::chunk_state::ChunkStateTiling"),
-    "body": ("chunk_state_kernel.h", "fla_npu::chunk_state::RunChunkState"),
-    "kernels": {"float16": "fla_chunk_state_f16", "bfloat16": "fla_chunk_state_bf16"},
     "kernel_type": "mix",
 }

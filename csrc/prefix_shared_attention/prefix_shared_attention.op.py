@@ -18,7 +18,6 @@ package's workspace; nothing is called when bs == 0.""",
     "dtypes": {"T": ["float16", "bfloat16"]},
     "tiling": ("prefix_shared_attention_tiling.h", "fla_npu::psa::PsaTiling"),
     "body": ("prefix_shared_attention_kernel.h", "fla_npu::psa::RunPrefixSharedAttention"),
-    "kernels": {"float16": "fla_prefix_shared_attention_f16", "bfloat16": "fla_prefix_shared_attention_bf16"},
     "kernel_type": "mix",
     "batch_mode": "fla_npu::psa::RunsSyncAll",  # the split merge waits on SyncAll
 }

@@ -21,8 +21,6 @@ package's workspace; nothing is called when there is no chunk.""",
     "args": [("l", "in", "float32"), ("akk", "out", "O", "l")],
     "dtypes": {"O": ["float32", "float16", "bfloat16"]},
     "dtype_args": {"O": ("out_dtype", "float32")},
-    "tiling": ("solve_tril_tiling.h", "fla_npu::solve_tril::SolveTrilTiling"),
-    "body": ("solve_tril_kernel.h", "fla_npu::solve_tril::RunSolveTril"),
     "kernels": {"float32": "fla_solve_tril"},
     "kernel_type": "mix",
 }

@@ -30,8 +30,9 @@ kernel"):
                  operator package supports every combination of the choices (one kernel binary
                  each); a variable used by no input is chosen by the caller through the output's
                  dtype.
-``tiling``       ``(header, struct)``: the op's host tiling header (beside the descriptor) and the
-                 struct passed by value to the kernel (qualified C++ name); its fields are read from
+``tiling``       optional, ``(header, struct)``: the op's host tiling header (beside the descriptor)
+                 and the struct passed by value to the kernel (qualified C++ name; default
+                 ``("<stage>_tiling.h", "fla_npu::<stage>::<name>Tiling")``); its fields are read from
                  the header, so they are written once. The header also declares the operator
                  package's tiling hook in the struct's namespace:
                  ``const char* TilingFromShapes(const ShapeArg* t, <attributes>, const DeviceFacts& dev,
@@ -40,10 +41,12 @@ kernel"):
                  first defect (the C entry point's message for the same call). A kernel that takes a
                  GM workspace is one whose tiling header declares ``UserWorkspaceBytes(tiling)`` (its
                  bytes): the header says it, once.
-``body``         ``(header, function)``: the kernel body (beside the descriptor), a template over the
+``body``         optional, ``(header, function)``: the kernel body (beside the descriptor; default
+                 ``("<stage>_kernel.h", "fla_npu::<stage>::Run<name>")``), a template over the
                  type variables in ``dtypes`` order, called with the tensors' GM addresses in ``args``
                  order, then (with a workspace) the user workspace, then the tiling struct
-``kernels``      ``{dtype: kernel entry}``: the names of the direct kernel entries (generated, launched
+``kernels``      optional, ``{dtype: kernel entry}`` (default ``fla_<stage>_<f32|f16|bf16>`` for each dtype
+                 of the first tensor): the names of the direct kernel entries (generated, launched
                  by the sim flavour's entry points) by the dtype of the first tensor (``float32``,
                  ``float16``, ``bfloat16``; one per dtype the combinations give it); a name gets
                  ``_<f32|f16|bf16>`` per further type variable (its dtype in the combination). A call
@@ -87,8 +90,8 @@ ASCENDC_TYPES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16_t"
 SOC_UNITS = {"a2": "ascend910b", "a3": "ascend910_93", "a5": "ascend950"}
 # C types of tiling fields -> their kind in the runtime's table (every field is one 32-bit word)
 _FIELD_TYPES = {"uint32_t": "u32", "float": "f32"}
-_KEYS = {"name", "doc", "args", "tiling", "body", "kernels", "kernel_type"}
-_OPTIONAL_KEYS = {"dtypes", "batch_mode", "socs", "dtype_args", "limits"}
+_KEYS = {"name", "doc", "args", "kernel_type"}
+_OPTIONAL_KEYS = {"tiling", "body", "kernels", "dtypes", "batch_mode", "socs", "dtype_args", "limits"}
 _LIMITS = {"chunk_sizes", "head_dim"}
 
 
@@ -310,6 +313,16 @@ def _tensor_args(path: Path, args: list, dtype_vars: tuple) -> tuple:
     return tuple(tensors)
 
 
+def _first_dtypes(first: Tensor, dtype_vars: tuple) -> list:
+    """The dtypes the first tensor (the one that selects the kernel) can have, in DTYPES order."""
+    choices = dict(dtype_vars)
+
+    def resolve(t: str) -> set:
+        return set().union(*(resolve(c) for c in choices[t])) if t in choices else {t}
+    found = resolve(first.dtype)
+    return [t for t in DTYPES if t in found]
+
+
 def load(path: Path) -> Op:
     """The descriptor at ``path``, checked. Raises :class:`DescriptorError`."""
     path = Path(path)
@@ -321,6 +334,11 @@ def load(path: Path) -> Op:
     tensor_args = _tensor_args(path, d["args"], dtype_vars)
     if d["kernel_type"] not in KERNEL_TYPES:
         raise DescriptorError(f"{path}: kernel_type {d['kernel_type']!r}, not one of {KERNEL_TYPES}")
+    # The defaults of the files and names that follow the op's stage and name.
+    stage, name = path.name.removesuffix(".op.py"), d["name"]
+    d.setdefault("tiling", (f"{stage}_tiling.h", f"fla_npu::{stage}::{name}Tiling"))
+    d.setdefault("body", (f"{stage}_kernel.h", f"fla_npu::{stage}::Run{name}"))
+    d.setdefault("kernels", {t: f"fla_{stage}_{SHORT[t]}" for t in _first_dtypes(tensor_args[0], dtype_vars)})
     if not d["kernels"] or any(t not in DTYPES for t in d["kernels"]):
         raise DescriptorError(f"{path}: kernels must map some of {DTYPES} to entries")
     socs = tuple(d.get("socs", ("a2", "a3", "a5")))
@@ -337,7 +355,7 @@ def load(path: Path) -> Op:
     limits = d.get("limits", {})
     if not set(limits) <= _LIMITS:
         raise DescriptorError(f"{path}: limits {sorted(limits)} must be some of {sorted(_LIMITS)}")
-    op = Op(name=d["name"], doc=d["doc"], op_dir=path.parent, stage=path.name.removesuffix(".op.py"),
+    op = Op(name=name, doc=d["doc"], op_dir=path.parent, stage=stage,
             args=tuple((a[0], a[1]) for a in d["args"]), tensor_args=tensor_args, dtype_vars=dtype_vars,
             tiling_header=header, tiling_struct=struct, tiling_fields=fields, body_header=body_header, body=body,
             kernels=tuple(d["kernels"].items()), kernel_type=d["kernel_type"], workspace=declares_workspace(path.parent / header),

@@ -32,8 +32,5 @@ operator package's workspace; nothing is called when there is no chunk.""",
              ("u", "out", "float32", "v"), ("kg", "out", "O", "k")],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},
-    "tiling": ("wy_fast_tiling.h", "fla_npu::wy_fast::WyFastTiling"),
-    "body": ("wy_fast_kernel.h", "fla_npu::wy_fast::RunWyFast"),
-    "kernels": {"float16": "fla_wy_fast_f16", "bfloat16": "fla_wy_fast_bf16"},
     "kernel_type": "mix",
 }

@@ -162,6 +162,30 @@ def test_format_expresses_the_next_kernels(tmp_path):
            "DTYPE_A=bfloat16_t,DTYPE_H=float" in cmake
 
 
+def test_names_that_follow_the_stage_are_defaults(tmp_path):
+    """Without ``tiling``, ``body`` and ``kernels`` a descriptor gets the conventional files and names of
+    its stage and name: <stage>_tiling.h / fla_npu::<stage>::<name>Tiling, <stage>_kernel.h /
+    fla_npu::<stage>::Run<name>, fla_<stage>_<dtype> per dtype of the first tensor."""
+    text = NEXT_KERNEL.replace('"ChunkThing"', '"Thing"')
+    for key in ('    "tiling": ("thing_tiling.h", "fla_npu::thing::ThingTiling"),\n',
+                '    "body": ("thing_kernel.h", "fla_npu::thing::RunThing"),\n',
+                '    "kernels": {"float16": "fla_thing_f16", "bfloat16": "fla_thing_bf16"},\n'):
+        assert key in text
+        text = text.replace(key, "")
+    op_dir = tmp_path / "thing"
+    op_dir.mkdir()
+    (op_dir / "thing.op.py").write_text(text)
+    (op_dir / "thing_tiling.h").write_text(THING_TILING)
+    op = load(op_dir / "thing.op.py")
+    assert (op.tiling_header, op.tiling_struct) == ("thing_tiling.h", "fla_npu::thing::ThingTiling")
+    assert (op.body_header, op.body) == ("thing_kernel.h", "fla_npu::thing::RunThing")
+    assert op.kernels == (("float16", "fla_thing_f16"), ("bfloat16", "fla_thing_bf16"))
+    assert [f for f, _ in op.tiling_fields] == ["block_dim", "units", "scale"]
+    # The chunk kernels take the defaults (their entry names as before).
+    assert load(CSRC / "chunk_output" / "chunk_output.op.py").kernels == (
+        ("float16", "fla_chunk_output_f16"), ("bfloat16", "fla_chunk_output_bf16"))
+
+
 def test_output_dimension_from_an_offsets_tensor():
     """``"<input>[<i>]-<n>"``: a count from an offsets tensor [N + 1] (the state kernel's final states)."""
     op = load(CSRC / "chunk_state" / "chunk_state.op.py")
