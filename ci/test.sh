@@ -60,5 +60,5 @@ step "checking the C/C++ sources' format: clang-format --dry-run --Werror (.clan
 find csrc \( -name '*.h' -o -name '*.cpp' -o -name '*.c' \) -print | sort | xargs "$venv/bin/clang-format" --dry-run --Werror
 # The native tests (csrc/: simulation cases, tiling and operator-package tests) are configured and built
 # once in the session (tests/conftest.py, fixture native_build); slow tests are skipped (-m slow runs them).
-step "running the test suite: pytest -q tests${*:+ $*} (5 to 9 min on 2 cores)"
+step "running the test suite: pytest -q tests${*:+ $*} (3 to 6 min on 2 cores)"
 "$venv/bin/pytest" -q tests "$@"
