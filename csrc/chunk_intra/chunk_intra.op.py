@@ -14,9 +14,10 @@ OP = {
   l    [NC, HV, BT, BT]  aqk's dtype:   l[i, j] = beta_i sum_d k_id k_jd 2^(G_id - G_jd)  (j < i, else 0)
 All contiguous; BT 16, 32 or 64; K a multiple of 16 in [16, 256]; NC or HV may be 0 (nothing runs).
 Exact for any decaying gate (floored per-step decays included): products go through the Cube
-factored through a reference row (factors <= 1 off the diagonal blocks, within 2^+-60 (bf16) or
-2^+-8 (fp16) inside them), the scaled operands rounded once to T; a diagonal 16 x 16 block whose
-decay is wider is computed exactly per pair on the vector unit. A T output is rounded once.
+factored through a reference row per 16-row block row (its middle row when the diagonal block's
+decay spans at most 2^+-60 (bf16) or 2^+-8 (fp16) from it, else its first row), the scaled operands
+rounded once to T; a diagonal 16 x 16 block whose decay is wider from both is computed exactly per
+pair on the vector unit. A T output is rounded once.
 
 Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K elements
 of T each; GDN: none) and two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT

@@ -6,7 +6,8 @@
 //
 // The factoring that keeps every Cube operand finite, the shapes and the work split:
 // chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
-//   AIV  [i >= 2: wait Free]  KDA: per owned block row I the column operand k_j 2^(G_r - G_j)
+//   AIV  [i >= 2: wait Free]  KDA: per owned block row I (reference row r: its middle or first row,
+//        chunk_intra_tiling.h) the column operand k_j 2^(G_r - G_j)
 //        (j < 16 (I + 1); the diagonal block's rows zero when max |G_r - G_j| there exceeds
 //        safe_span) and the row operands q_I, beta_I k_I times 2^(G_I - G_r), fp32 then one rounding
 //        to T, into the operand slot (each G and k block read once per AIV, every owned block row
@@ -279,16 +280,40 @@ class ChunkIntraVector {
     }
 
     // ---- KDA operands ----------------------------------------------------------------------------
+    // The reference row of each owned block row I of unit u (chunk_intra_tiling.h): its middle row
+    // m = 16 I + 8 when max |G_m - G_j| over its diagonal block is at most safe_span (then that block
+    // goes through the Cube), else its first row 16 I (the row factors stay <= 1 whatever the gate).
+    // G does not increase along the chunk, so that maximum is over the block's first and last rows:
+    // max(G_first - G_m, G_m - G_last), three rows read per block. Sets midRef_[o].
+    __aicore__ inline void ChooseReferences(uint64_t row0) {
+        const uint32_t K = t_.K;
+        LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>();
+        for (uint32_t o = 0; o < nOwned_; ++o) {
+            const uint64_t first = (row0 + 16 * owned_[o]) * K;
+            LocalTensor<float> r = inF_.template AllocTensor<float>();  // rows first, m, last
+            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[i * K], gG_[first + uint64_t(i == 0 ? 0 : i == 1 ? 8 : 15) * K], K);
+            inF_.EnQue(r);
+            r = inF_.template DeQue<float>();
+            Sub(d, r, r[K], static_cast<int32_t>(K));            // G_first - G_m
+            Sub(d[K], r[K], r[2 * K], static_cast<int32_t>(K));  // G_m - G_last
+            OrderV();
+            inF_.FreeTensor(r);
+            midRef_[o] = MaxAbs(d, x, f, 2 * K) <= t_.safe_span;
+        }
+    }
+
     // The owned block rows of unit u into operand slot `slot`, each G and k block read once: for
     // every block J up to the last owned block row, the column operand rows of block J of every owned
     // block row I >= J; at J == I also I's row operands. Records in unsafe_[slot] which diagonal
-    // blocks the AIV computes exactly (max |G_r - G_j| over the block above safe_span).
+    // blocks the AIV computes exactly (max |G_r - G_j| over the block above safe_span from both
+    // reference rows).
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t row0 = uint64_t(u) * t_.BT, base = uint64_t(slot) * t_.ws_op_elems;
+        ChooseReferences(row0);
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
-        LocalTensor<float> gr = inR_.template AllocTensor<float>();  // reference rows r = 16 I, one per owned I
-        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gr[o * K], gG_[(row0 + 16 * owned_[o]) * K], K);
+        LocalTensor<float> gr = inR_.template AllocTensor<float>();  // the reference row of each owned I
+        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gr[o * K], gG_[(row0 + 16 * owned_[o] + (midRef_[o] ? 8 : 0)) * K], K);
         inR_.EnQue(gr);
         gr = inR_.template DeQue<float>();
         for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
@@ -301,8 +326,8 @@ class ChunkIntraVector {
                 SubRows(d, gr[o * K], gJ, 16, true);  // G_r - G_j
                 OrderV();
                 bool safe = true;
-                if (J == I) {
-                    safe = MaxAbs(d, x, f) <= t_.safe_span;
+                if (J == I) {  // a middle reference was chosen because the block fits the span from it
+                    safe = midRef_[o] || MaxAbs(d, x, f) <= t_.safe_span;
                     unsafe_[slot][o] = !safe;
                 }
                 if (safe) {  // column operand rows k_j 2^(G_r - G_j)
@@ -324,7 +349,8 @@ class ChunkIntraVector {
     }
 
     // Row operands of block row I: q_I and beta_I k_I (kf, fp32) times 2^(G_i - G_r) = 2^-d (beta
-    // here makes the Cube's k part L itself).
+    // here makes the Cube's k part L itself; <= 1 for a first-row reference, within 2^safe_span for a
+    // middle one).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
                                        const LocalTensor<float>& kf) {
         const uint32_t K = t_.K, n = 16 * K;
@@ -347,10 +373,12 @@ class ChunkIntraVector {
         CastOut(outT_, g_.op[base + uint64_t(32 * I) * K], x, n);
     }
 
-    // max |d| over 16 x K elements (tmp and work: scratch), read back by the scalar unit.
-    __aicore__ inline float MaxAbs(const LocalTensor<float>& d, const LocalTensor<float>& tmp, const LocalTensor<float>& work) {
+    // max |d| over its first n elements (16 x K unless given; tmp and work: scratch), read back by the
+    // scalar unit.
+    __aicore__ inline float MaxAbs(const LocalTensor<float>& d, const LocalTensor<float>& tmp, const LocalTensor<float>& work,
+                                   uint32_t count = 0) {
         LocalTensor<float> r = red_.Get<float>();
-        const int32_t n = static_cast<int32_t>(16 * t_.K);
+        const int32_t n = static_cast<int32_t>(count != 0 ? count : 16 * t_.K);
         Abs(tmp, d, n);
         OrderV();
         ReduceMax(r, tmp, work, n);
@@ -525,6 +553,7 @@ class ChunkIntraVector {
     uint32_t maskW_ = 16, maskBytes_ = 0;
     uint32_t owned_[2] = {0, 0}, nOwned_ = 0;
     bool unsafe_[2][2] = {{false, false}, {false, false}};  // [slot][owned block row]: exact diagonal block
+    bool midRef_[2] = {false, false};                       // [owned block row]: reference row 16 I + 8 (this unit)
     TPipe pipe_;
     TQue<QuePosition::VECIN, 2> inF_, inT_;
     TQue<QuePosition::VECIN, 1> res_, inB_, inR_;

@@ -13,14 +13,18 @@
 // Exactness for any decaying gate, floored ones included (a per-step log decay of -1000): the
 // exponent is never formed as 2^G, only as differences, and each Cube product is factored through a
 // reference row so that no factor overflows.
-//   KDA, block row I (rows [16 I, 16 I + 16), reference row r = 16 I): the Mmads
+//   KDA, block row I (rows [16 I, 16 I + 16), reference row r): the Mmads
 //     q_I 2^(G_I - G_r)  and  beta_I k_I 2^(G_I - G_r)  (16 x K each)  @  (k_j 2^(G_r - G_j), j < 16 (I + 1))^T
-//   give rows I of Aqk and of L over the columns up to the diagonal block. Row factors are
-//   <= 1 (i >= r), column factors of the blocks left of the diagonal are <= 1 (j < r): nothing
-//   overflows, and an entry underflows only where its exact value does. In the diagonal block the
-//   column factors are >= 1: the block goes through the Cube only when max |G_r - G_j| over the
-//   block is at most safe_span (factors within 2^+-safe_span); otherwise its column operand rows
-//   are zero and the AIV computes the block exactly per pair (2^(G_i - G_j) <= 1 for j <= i).
+//   give rows I of Aqk and of L over the columns up to the diagonal block. The column factors of
+//   the blocks left of the diagonal are <= 1 (j < r). r is the block's middle row 16 I + 8 when
+//   max |G_r - G_j| over the diagonal block is at most safe_span (G does not increase, so that is
+//   max(G_first - G_r, G_r - G_last): three rows read): every factor of the block row is then within
+//   2^+-safe_span, and an entry underflows only where its exact value is below 2^-(126 - safe_span)
+//   of its operands' product. Otherwise r = 16 I, the first row: row factors <= 1 (i >= r) whatever
+//   the gate, and the diagonal block goes through the Cube only when max |G_r - G_j| over it is at
+//   most safe_span; beyond that its column operand rows are zero and the AIV computes the block
+//   exactly per pair (2^(G_i - G_j) <= 1 for j <= i). The middle row halves the exponents of a
+//   diagonal block's factors: blocks of twice the decay stay on the Cube.
 //   GDN: the Cube computes q k^T and k k^T, the AIV multiplies by D[i, j] = 2^(G_i - G_j) (j <= i).
 //
 // Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). AIV sub-block s owns the block rows I with
