@@ -191,7 +191,7 @@ class ChunkIntraVector {
         InitQues(pipe_, 2, P * sizeof(T), inT_);
         InitQues(pipe_, 1, 32 * BT * sizeof(float), res_);
         InitQues(pipe_, 1, 16 * sizeof(float), inB_);
-        InitQues(pipe_, 1, 2 * t_.K * sizeof(float), inR_);
+        InitQues(pipe_, 1, 3 * 2 * t_.K * sizeof(float), inR_);
         InitQues(pipe_, 2, P * sizeof(T), outT_);
         InitQues(pipe_, 2, 16 * BT * sizeof(float), outF_);
         InitBufs(pipe_, P * sizeof(float), w0_, w1_, w2_, w3_);
@@ -284,23 +284,30 @@ class ChunkIntraVector {
     // m = 16 I + 8 when max |G_m - G_j| over its diagonal block is at most safe_span (then that block
     // goes through the Cube), else its first row 16 I (the row factors stay <= 1 whatever the gate).
     // G does not increase along the chunk, so that maximum is over the block's first and last rows:
-    // max(G_first - G_m, G_m - G_last), three rows read per block. Sets midRef_[o].
-    __aicore__ inline void ChooseReferences(uint64_t row0) {
+    // max(G_first - G_m, G_m - G_last). Reads those three rows of every owned block row once, into the
+    // returned tensor (rows 3 o, 3 o + 1, 3 o + 2: first, m, last; the caller frees it), in which the
+    // reference row of o is row RefRow(o). Sets midRef_[o].
+    __aicore__ inline LocalTensor<float> ChooseReferences(uint64_t row0) {
+        constexpr uint32_t kRows[3] = {0, 8, 15};  // first, middle, last row of a block row
         const uint32_t K = t_.K;
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>();
+        LocalTensor<float> r = inR_.template AllocTensor<float>();
+        for (uint32_t o = 0; o < nOwned_; ++o)
+            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * o + i) * K], gG_[(row0 + 16 * owned_[o] + kRows[i]) * K], K);
+        inR_.EnQue(r);
+        r = inR_.template DeQue<float>();
         for (uint32_t o = 0; o < nOwned_; ++o) {
-            const uint64_t first = (row0 + 16 * owned_[o]) * K;
-            LocalTensor<float> r = inF_.template AllocTensor<float>();  // rows first, m, last
-            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[i * K], gG_[first + uint64_t(i == 0 ? 0 : i == 1 ? 8 : 15) * K], K);
-            inF_.EnQue(r);
-            r = inF_.template DeQue<float>();
-            Sub(d, r, r[K], static_cast<int32_t>(K));            // G_first - G_m
-            Sub(d[K], r[K], r[2 * K], static_cast<int32_t>(K));  // G_m - G_last
+            const LocalTensor<float> rows = r[3 * o * K];
+            Sub(d, rows, rows[K], static_cast<int32_t>(K));            // G_first - G_m
+            Sub(d[K], rows[K], rows[2 * K], static_cast<int32_t>(K));  // G_m - G_last
             OrderV();
-            inF_.FreeTensor(r);
             midRef_[o] = MaxAbs(d, x, f, 2 * K) <= t_.safe_span;
         }
+        return r;
     }
+
+    // The row of ChooseReferences' tensor that is owned block row o's reference row.
+    __aicore__ inline uint32_t RefRow(uint32_t o) const { return 3 * o + (midRef_[o] ? 1 : 0); }
 
     // The owned block rows of unit u into operand slot `slot`, each G and k block read once: for
     // every block J up to the last owned block row, the column operand rows of block J of every owned
@@ -310,12 +317,8 @@ class ChunkIntraVector {
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t row0 = uint64_t(u) * t_.BT, base = uint64_t(slot) * t_.ws_op_elems;
-        ChooseReferences(row0);
+        LocalTensor<float> gr = ChooseReferences(row0);  // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
-        LocalTensor<float> gr = inR_.template AllocTensor<float>();  // the reference row of each owned I
-        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gr[o * K], gG_[(row0 + 16 * owned_[o] + (midRef_[o] ? 8 : 0)) * K], K);
-        inR_.EnQue(gr);
-        gr = inR_.template DeQue<float>();
         for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
             LocalTensor<float> gJ = CopyIn(inF_, gG_[(row0 + 16 * J) * K], n);
             CastIn(inT_, g_.k[(row0 + 16 * J) * K], kf, n);
@@ -323,7 +326,7 @@ class ChunkIntraVector {
             for (uint32_t o = 0; o < nOwned_; ++o) {
                 const uint32_t I = owned_[o];
                 if (I < J) continue;
-                SubRows(d, gr[o * K], gJ, 16, true);  // G_r - G_j
+                SubRows(d, gr[RefRow(o) * K], gJ, 16, true);  // G_r - G_j
                 OrderV();
                 bool safe = true;
                 if (J == I) {  // a middle reference was chosen because the block fits the span from it
