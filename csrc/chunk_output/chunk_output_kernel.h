@@ -104,7 +104,7 @@ class ChunkOutputVector {
         Bind(rows * t_.K, gQ_, a.q);
         Bind(rows * t_.Kg, gE_, a.eRow);
         BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
-        const uint32_t n = t_.vec_elems;
+        const uint32_t n = t_.rows_per_aiv * t_.K;  // its rows of qe, in each buffer
         InitQues(pipe_, 1, n * sizeof(T), inT_);
         InitQues(pipe_, 1, n * sizeof(float), inF_);
         InitQues(pipe_, 1, n * sizeof(T), outT_);

@@ -16,11 +16,10 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
 
     // AIV: half of qe's rows.
     t->rows_per_aiv = p.BT / 2;
-    t->vec_elems = t->rows_per_aiv * p.K;
+    const uint64_t n = uint64_t(t->rows_per_aiv) * p.K;
     // q in (T), e_row in (fp32), the fp32 work tile, the T out tile, one Brcb block per row.
-    t->ub_bytes_used =
-        static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 2 +
-                              (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
+    t->ub_bytes_used = static_cast<uint32_t>(Pad32(n * p.elem_bytes) * 2 + Pad32(n * 4) * 2 +
+                                             (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the V-tile is the widest multiple of 16 whose B operands (S and v_new columns) fit L0B.

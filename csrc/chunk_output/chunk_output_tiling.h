@@ -48,8 +48,7 @@ struct ChunkOutputTiling {
     uint32_t num_units;   // NC * HV
     uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
-    uint32_t rows_per_aiv;       // BT / 2 rows of qe per AIV
-    uint32_t vec_elems;          // elements of each AIV UB buffer: rows_per_aiv * K
+    uint32_t rows_per_aiv;       // BT / 2 rows of qe per AIV (rows_per_aiv * K elements per UB buffer)
     uint32_t v_tile;             // V columns per L0B / L0C tile (multiple of 16)
     uint32_t ws_slot_elems;      // one workspace slot, elements of T: qe [BT, K]
     uint32_t ws_bytes_per_core;  // two slots

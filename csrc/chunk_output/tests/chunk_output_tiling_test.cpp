@@ -12,9 +12,9 @@ namespace soc = fla_npu::soc;
 // Problem(NC, HV, BT, K, V, Kg, cores)
 static const auto Problem = tiling_test::HeadsProblem<ChunkOutputProblem>;
 
-// Buffers fit and the pieces cover what each AIV must produce.
+// Buffers fit and cover what each AIV must produce.
 static void CheckBuffers(const ChunkOutputTiling& t, const ChunkOutputProblem& p) {
-    CHECK(t.rows_per_aiv * 2 == t.BT && t.rows_per_aiv * t.K == t.vec_elems);
+    CHECK(t.rows_per_aiv * 2 == t.BT);
     CHECK((t.rows_per_aiv * t.Kg * 4) % 32 == 0 && (t.rows_per_aiv * t.K * 2) % 32 == 0);
     CHECK(t.ub_bytes_used <= p.ub_bytes);
     CHECK(t.v_tile % 16 == 0 && t.v_tile >= 16 && t.v_tile <= t.V);
