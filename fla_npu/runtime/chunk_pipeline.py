@@ -55,13 +55,6 @@ def stage_reasons(dtype: torch.dtype, BT: int, K: int, V: int) -> dict:
     return reasons
 
 
-def chunk_offsets(plan: ChunkPlan, device) -> torch.Tensor:
-    """``[N + 1]`` int32: the chunks of sequence ``n`` are ``[offsets[n], offsets[n + 1])`` (from the
-    plan's host-side chunk counts: no device synchronisation)."""
-    counts = torch.tensor((0, *plan.chunk_counts), dtype=torch.int64)
-    return counts.cumsum(0).to(device=device, dtype=torch.int32)
-
-
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
             skip: dict) -> tuple[torch.Tensor, ChunkForward]:
     """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage results. ``T``: the
@@ -96,7 +89,7 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
             final = final.transpose(-1, -2)
     else:
         # the call casts w / kg to T (a no-op after the WY kernel), u, e_last and h0 to float32
-        h, v_new, final = ops.chunk_state(w, u, kg, d.e_last, chunk_offsets(plan, q.device), h0, state_v_first, T, T, T)
+        h, v_new, final = ops.chunk_state(w, u, kg, d.e_last, plan.offsets, h0, state_v_first, T, T, T)
 
     if "stage 5: output" in skip:
         o = ref.output_fwd(p.q, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))

@@ -40,27 +40,38 @@ def chunk_list(cu_seqlens_cpu: torch.Tensor, chunk_size: int) -> torch.Tensor:
 
 def gate_chunk_cumsum(g: Tensor, chunk_size: int, activation: str = "none", A_log: Tensor | None = None,
                       dt_bias: Tensor | None = None, lower_bound: float | None = None, scale: float | None = None,
-                      cu_seqlens_cpu: Tensor | None = None) -> Tensor:
+                      cu_seqlens: Tensor | None = None, chunk_indices: Tensor | None = None) -> Tensor:
     """The kernel's call: ``g`` ``[B, T, H, K]`` or ``[B, T, H]`` (fp32/fp16/bf16) -> the fp32 chunk-local
     cumsum of the activated gate times ``scale``, same shape. ``activation``: ``"none"``,
     ``"softplus"`` (``-exp(A_log) * softplus(g + dt_bias)``) or ``"sigmoid"`` (``lower_bound *
-    sigmoid(exp(A_log) * (g + dt_bias))``). ``cu_seqlens_cpu``: validated varlen offsets (``B == 1``).
-    A_log and dt_bias are passed to the kernel as float32."""
+    sigmoid(exp(A_log) * (g + dt_bias))``). Varlen (``B == 1``): validated offsets ``cu_seqlens``
+    ``[N + 1]``, and the chunk rows the kernel walks, ``chunk_indices`` ``[NC, 2]`` (sequence, chunk
+    of it; rows past a sequence's end are skipped), both where ``g`` is; without ``chunk_indices``,
+    ``cu_seqlens`` must be a CPU tensor and the rows are built from it. A_log and dt_bias are passed
+    to the kernel as float32."""
     form = ACTIVATIONS[activation]
     A = None if (A_log is None or form == 0) else A_log.detach().to(torch.float32).contiguous().reshape(-1)
     b = None if dt_bias is None else dt_bias.detach().to(torch.float32).contiguous().reshape(-1)
-    return {"g": g, "a_log": A, "dt_bias": b, "cu_seqlens": cu_seqlens_cpu, "chunk_indices": None,
+    return {"g": g, "a_log": A, "dt_bias": b, "cu_seqlens": cu_seqlens, "chunk_indices": chunk_indices,
             "chunk_size": int(chunk_size), "gate_form": form, "lower_bound": float(0.0 if lower_bound is None else lower_bound),
             "scale": float(1.0 if scale is None else scale)}, {}
 
 
 def _gate_host(values: dict) -> None:
-    """Varlen: the offsets on the device as int32, and the chunk rows the kernel walks."""
-    cpu = values["cu_seqlens"]
-    if cpu is not None:
-        device = values["g"].device
-        values["cu_seqlens"] = cpu.to(device=device, dtype=torch.int32).contiguous()
-        values["chunk_indices"] = chunk_list(cpu, values["chunk_size"]).to(device)
+    """Varlen: the offsets and chunk rows on ``g``'s device as int32 (the rows built from a CPU
+    ``cu_seqlens`` when not given)."""
+    cu, rows = values["cu_seqlens"], values["chunk_indices"]
+    if cu is None and rows is None:
+        return
+    if cu is None:
+        raise ValueError("gate_chunk_cumsum: `chunk_indices` was given without `cu_seqlens`")
+    if rows is None:
+        if cu.device.type != "cpu":
+            raise ValueError("gate_chunk_cumsum: `cu_seqlens` on the device needs `chunk_indices` (or pass it on the CPU)")
+        rows = chunk_list(cu, values["chunk_size"])
+    device = values["g"].device
+    values["cu_seqlens"] = cu.to(device=device, dtype=torch.int32).contiguous()
+    values["chunk_indices"] = rows.to(device=device, dtype=torch.int32).contiguous()
 
 
 def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activation: str, A_log, dt_bias, lower_bound,

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import fla_npu
+from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.runtime import chunk_pipeline, routing
 from fla_npu.runtime.routing import KernelRouteError, chunk_route
 
@@ -118,7 +119,10 @@ def test_custom_ops_pass_opcheck():
     for out_dtype in (torch.float32, torch.bfloat16):  # o: float32 or the Cube type
         torch.library.opcheck(torch.ops.fla_npu.chunk_output.default, (*args, out_dtype))
     g = torch.randn(1, 40, 2, 16)
-    torch.library.opcheck(torch.ops.fla_npu.gate_chunk_cumsum.default, (g, 32, "none", None, None, None, 1.0, None))
+    torch.library.opcheck(torch.ops.fla_npu.gate_chunk_cumsum.default, (g, 32, "none", None, None, None, 1.0, None, None))
+    plan = ChunkPlan.build_on_device(40, 32, torch.tensor([0, 15, 40]))   # varlen: offsets and rows as tensors
+    torch.library.opcheck(torch.ops.fla_npu.gate_chunk_cumsum.default,
+                          (g[:1], 32, "none", None, None, None, 1.0, plan.cu_seqlens, plan.chunk_list))
 
 
 def test_every_kernel_custom_op_passes_opcheck():

@@ -17,6 +17,7 @@ import torch
 
 import fla_npu
 from fla_npu.ops.common.chunk_fwd import chunk_local_cumsum_tokens
+from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.gated_delta_rule.gate import gdn_gate_fwd
 from fla_npu.ops.kda.gate import kda_gate_fwd
 from fla_npu.runtime import _native, kernels, op_calls, routing
@@ -110,11 +111,26 @@ def test_no_activation(dtype):
     g = torch.randn(2, 100, 4, 16, generator=gen).to(DTYPES[dtype])
     cu = torch.tensor(VARLEN_CU)
     for x, cu_t in ((g, None), (g[:1, :150] if g.shape[1] >= 150 else torch.randn(1, 150, 4, 16).to(DTYPES[dtype]), cu)):
-        got = kernels.gate_chunk_cumsum(x, 32, "none", scale=RCP_LN2, cu_seqlens_cpu=cu_t)
+        got = kernels.gate_chunk_cumsum(x, 32, "none", scale=RCP_LN2, cu_seqlens=cu_t)
         ref = chunk_local_cumsum_tokens(x.float(), 32, RCP_LN2, cu_t, None, torch.float32, "ref")
         bound = (32 + 16) * 2 * EPS32 * chunk_local_cumsum_tokens(x.float().abs(), 32, RCP_LN2, cu_t, None,
                                                                   torch.float32, "b") + 1e-30
         _check_close(got, ref, bound)
+        if cu_t is not None:  # the rows of tables built on the device (empty rows past the last sequence's end)
+            plan = ChunkPlan.build_on_device(x.shape[1], 32, cu_t)
+            assert plan.num_chunks > ChunkPlan.build(1, x.shape[1], 32, cu_t, "cpu").num_chunks
+            rows = kernels.gate_chunk_cumsum(x, 32, "none", scale=RCP_LN2, cu_seqlens=plan.cu_seqlens,
+                                             chunk_indices=plan.chunk_list)
+            assert torch.equal(rows, got)
+
+
+def test_varlen_arguments_are_refused_alone():
+    g = torch.randn(1, 40, 2, 16)
+    rows = torch.zeros(2, 2, dtype=torch.int32)
+    with pytest.raises(ValueError, match="`chunk_indices` was given without `cu_seqlens`"):
+        kernels.gate_chunk_cumsum(g, 32, chunk_indices=rows)
+    with pytest.raises(ValueError, match="needs `chunk_indices`"):
+        kernels.gate_chunk_cumsum(g, 32, cu_seqlens=torch.tensor([0, 40], device="meta"))
 
 
 def test_output_dtype_and_empty(sim):

@@ -636,16 +636,22 @@ def test_runtime_gives_an_npu_flavour_its_embedded_operator_package(build, monke
 
 # ---- the chunked forward's kernel chain, as an NPU flavour runs it --------------------------------
 
-@pytest.mark.parametrize("op", ["kda", "gdn"])
-def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fake, monkeypatch, op):
+@pytest.mark.parametrize("op,varlen", [("kda", False), ("gdn", False), ("kda", True)])
+def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fake, monkeypatch, op, varlen):
     """The NPU route is the simulation's route with the bridge as the library: the chunk op calls the
     aclnn pair of every stage kernel, in order, each launch on what the previous one wrote (the fake
-    computes nothing, so the numbers are not looked at)."""
+    computes nothing, so the numbers are not looked at). Varlen as on an NPU without
+    ``cu_seqlens_cpu``: the chunk tables built on the device, every chunk-layout kernel given the
+    bound on the chunk count, the gate kernel the offsets and the rows of those chunks."""
     import fla_npu
+    from fla_npu.ops.common import validate
     from fla_npu.runtime import chunk_pipeline
 
     monkeypatch.setattr(N, "_lib", bridge)
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    cu = torch.tensor([0, 1, 40, 100]) if varlen else None
+    if varlen:  # what the check returns for NPU tensors without a CPU copy
+        monkeypatch.setattr(validate, "check_cu_seqlens", lambda *a, **kw: None)
     fake.reset()
     B, T, H, K, V = 1, 100, 2, 64, 64
     q, k = torch.randn(B, T, H, K).bfloat16(), torch.randn(B, T, H, K).bfloat16()
@@ -653,7 +659,7 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
     g = -torch.rand(B, T, H, *((K,) if op == "kda" else ())).bfloat16()
     fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
     with torch.no_grad():
-        fn(q, k, v, g, beta, output_final_state=True)
+        fn(q, k, v, g, beta, output_final_state=True, cu_seqlens=cu)
     skipped = chunk_pipeline.stage_reasons(torch.bfloat16, 64, K, V)
     entries = ["GateChunkCumsum"] + [name for stage, names in (
         ("stage 2: intra-chunk", ("ChunkIntra", "SolveTril")), ("stage 3: WY factors", ("WyFast",)),
@@ -663,4 +669,10 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
     assert [c.function.decode() for c in calls] == [
         f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]
     assert all(c.stream is None for c in calls[1::2])  # CPU tensors: no stream (an NPU call passes the current one)
+    gate = tensors_of(calls[0])
+    NC = 4 if varlen else 2   # varlen: min(T, (T + N (BT - 1)) // BT) = 4 for 3 exact chunks; dense: 2
+    assert (gate[3] is None and gate[4] is None) if not varlen else (
+        list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
+    intra = tensors_of(calls[2])
+    assert list(intra[0].view_dims)[:4] == [NC, H, 64, K]   # q in the chunk layout
     assert fake.created == fake.destroyed

@@ -84,7 +84,8 @@ def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, s
         from ...runtime import torch_ops  # noqa: F401  (registers torch.ops.fla_npu)
 
         G = torch.ops.fla_npu.gate_chunk_cumsum(_kernel_gate_input(g, A_log, dt_bias, cfg), cfg.chunk_size, cfg.gate_form,
-                                                A_log, dt_bias, cfg.lower_bound, fwd.RCP_LN2, plan.cu_seqlens_cpu)
+                                                A_log, dt_bias, cfg.lower_bound, fwd.RCP_LN2, plan.cu_seqlens,
+                                                plan.chunk_list)
         return plan.fill_padding(plan.to_chunks(G if cfg.per_key_gate else G.unsqueeze(-1)))
     gf = fwd.clamp_gate(_activated_gate(g, A_log, dt_bias, cfg, ct))
     if not cfg.per_key_gate:
@@ -165,6 +166,8 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         # Stages 2-5: the kernel chain (NPU tensors; CPU tensors with FLA_NPU_CPU_IMPL=sim) or the reference.
         skip = chunk_route(cfg.name, q, k, v, cfg.chunk_size) if low else None
         kernels = skip is not None
+        if not kernels or skip:  # the reference's recurrence walks the exact chunks (a host-side plan)
+            plan = plan.host_plan
         # Stage 1 on its kernel: with the chain, or alone (FLA_NPU_CPU_IMPL=sim with a float32 call).
         sim = kernels or (low and use_sim(f"{cfg.name} (stage 1: gate cumsum)", g))
         if kernels and q.device.type != "cpu" and any(t is not None and t.requires_grad for t in (q, k, v, g, beta)):
@@ -249,7 +252,7 @@ def _backward_slice(ctx, sl, kept, do, dht, q, k, v, g, beta, A_log, dt_bias, in
     """The backward stages for one head slice; returns its ``(dq, dk, dv, dg, dbeta, dA, dbias, dh0)``.
     ``kept``: ``(ChunkInputs, ChunkForward)`` of the forward, ``(None, (Aqk, Akk))``, or ``None``
     (recompute every stage with the reference)."""
-    cfg, plan = ctx.cfg, ctx.plan
+    cfg, plan = ctx.cfg, ctx.plan.host_plan  # the reference backward walks the exact chunks
     _, _, hv0, hv1 = sl
     if kept is not None and kept[0] is not None:
         p, f = kept

@@ -15,6 +15,7 @@ has an ``s``-th chunk at once (:meth:`take`/:meth:`put` for chunk tensors, :meth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -25,24 +26,28 @@ class ChunkPlan:
     T: int
     BT: int
     num_seqs: int
-    num_chunks: int
+    num_chunks: int               # on_device: an upper bound (the chunks past the last one are empty)
     slot_token: torch.Tensor      # [NC * BT] token index of each chunk row; B*T marks a padding row
     token_slot: torch.Tensor      # [B * T] chunk row of each token
-    steps: tuple                  # varlen: ((chunk ids, seq ids), ...) per chunk position; dense: ()
-    chunk_counts: tuple           # chunks of each sequence
+    steps: tuple                  # varlen: ((chunk ids, seq ids), ...) per chunk position; dense, on_device: ()
+    chunk_counts: tuple | None    # chunks of each sequence; on_device: None (not read on the host)
     dense: bool                   # B sequences of T tokens: chunk n * NT + s is step s of sequence n
     cu_seqlens_cpu: torch.Tensor | None
+    offsets: torch.Tensor         # [N + 1] int32 on the device: sequence n's chunks are [offsets[n], offsets[n + 1])
+    chunk_list: torch.Tensor | None = None   # varlen: [NC, 2] int32 (sequence, chunk of it), the gate kernel's rows
+    cu_seqlens: torch.Tensor | None = None   # varlen: [N + 1] int32 on the device, as the tables read it
+    on_device: bool = False       # varlen tables built on the device from cu_seqlens (nothing read on the host)
 
     @staticmethod
     def build(B: int, T: int, chunk_size: int, cu_seqlens: torch.Tensor | None, device) -> "ChunkPlan":
+        """The plan from the host: ``cu_seqlens`` is a validated CPU copy (or ``None``: dense)."""
         BT = chunk_size
         if cu_seqlens is None:
             NT = -(-T // BT)
-            return ChunkPlan(B, T, BT, B, B * NT, None, None, (), (NT,) * B, True, None)
-            starts, lengths = [n * T for n in range(B)], [T] * B
-        else:
-            cu = [int(x) for x in cu_seqlens.tolist()]
-            starts, lengths = cu[:-1], [e - s for s, e in zip(cu[:-1], cu[1:])]
+            offsets = (torch.arange(B + 1, dtype=torch.int32) * NT).to(device)
+            return ChunkPlan(B, T, BT, B, B * NT, None, None, (), (NT,) * B, True, None, offsets)
+        cu = [int(x) for x in cu_seqlens.tolist()]
+        starts, lengths = cu[:-1], [e - s for s, e in zip(cu[:-1], cu[1:])]
         counts = [-(-length // BT) for length in lengths]
         total = B * T
 
@@ -66,8 +71,60 @@ class ChunkPlan:
         for s in range(max(counts, default=0)):
             ids = torch.nonzero(pos_t == s).squeeze(1)
             steps.append((ids.to(device), seq_t[ids].to(device)))
+        offsets = torch.tensor((0, *counts), dtype=torch.int64).cumsum(0).to(device=device, dtype=torch.int32)
+        chunks = torch.stack([seq_t, pos_t], 1).reshape(-1, 2).to(device=device, dtype=torch.int32)
         return ChunkPlan(B, T, BT, len(lengths), len(seq_of_chunk), slot.to(device), token_slot.to(device),
-                         tuple(steps), tuple(counts), False, cu_seqlens)
+                         tuple(steps), tuple(counts), False, cu_seqlens, offsets, chunks,
+                         cu_seqlens.to(device=device, dtype=torch.int32))
+
+    @staticmethod
+    def build_on_device(T: int, chunk_size: int, cu_seqlens: torch.Tensor) -> "ChunkPlan":
+        """The varlen plan (``B == 1``) built where ``cu_seqlens`` is, with no host read of it: the
+        chunk count is bounded from the shapes alone, ``NC = min(T, (T + N (BT - 1)) // BT)`` (every
+        sequence wastes less than one chunk), and the chunks past the sequences' own are empty chunks
+        appended to the last sequence: zero rows, which leave its state as it is and are dropped on
+        the way back to the token layout. Offsets out of order or range are not reported (that
+        would read them): they are clamped into ``[0, T]``, made non-decreasing, first 0, last T."""
+        BT, N, total = chunk_size, cu_seqlens.numel() - 1, T
+        device = cu_seqlens.device
+        cu = cu_seqlens.to(torch.int64).clamp(0, T)
+        cu = torch.cat([cu.new_zeros(1), cu[1:-1], cu.new_full((1,), T)]).cummax(0).values
+        counts = (cu[1:] - cu[:-1] + BT - 1) // BT
+        offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        NC = 0 if T == 0 else min(T, (T + N * (BT - 1)) // BT)
+        offsets[-1] = NC                              # the empty chunks belong to the last sequence
+        chunk = torch.arange(NC, device=device)
+        seq = torch.searchsorted(offsets[1:], chunk, right=True).clamp_(max=N - 1)
+        within = chunk - offsets[seq]
+        start = cu[seq] + within * BT
+        rows = (cu[seq + 1] - start).clamp(0, BT)
+        r = torch.arange(BT, device=device)
+        slot = torch.where(r < rows[:, None], start[:, None] + r, total).reshape(-1)
+        token = torch.arange(total, device=device)
+        seq_t = torch.searchsorted(cu[1:], token, right=True).clamp_(max=N - 1)
+        pos = token - cu[seq_t]
+        token_slot = ((offsets[seq_t] + pos // BT) * BT + pos % BT).clamp_(0, max(NC * BT - 1, 0))
+        return ChunkPlan(1, T, BT, N, NC, slot, token_slot, (), None, False, None, offsets.to(torch.int32),
+                         torch.stack([seq, within], 1).to(torch.int32), cu.to(torch.int32), True)
+
+    @staticmethod
+    def of_call(B: int, T: int, chunk_size: int, cu_seqlens: torch.Tensor | None, cu_seqlens_cpu: torch.Tensor | None,
+                device) -> "ChunkPlan":
+        """The plan of an op call: from the host when the offsets are known there (``cu_seqlens_cpu``,
+        or dense), else built on the device (:meth:`build_on_device`)."""
+        if cu_seqlens is None or cu_seqlens_cpu is not None:
+            return ChunkPlan.build(B, T, chunk_size, cu_seqlens_cpu, device)
+        return ChunkPlan.build_on_device(T, chunk_size, cu_seqlens)
+
+    @cached_property
+    def host_plan(self) -> "ChunkPlan":
+        """The plan with exact chunk counts and the reference's steps: itself, or for a plan built on
+        the device the same chunks without the empty ones past them (reads ``cu_seqlens``: one
+        device-to-host copy). Its chunks are the first ``num_chunks`` of this plan's."""
+        if not self.on_device:
+            return self
+        cpu = self.cu_seqlens.cpu()
+        return ChunkPlan.build(self.B, self.T, self.BT, cpu, self.slot_token.device)
 
     @property
     def num_steps(self) -> int:
@@ -126,13 +183,17 @@ class ChunkPlan:
             last.view(self.B, -1)[:, -1] = tail - 1
         else:
             valid = (self.slot_token < self.B * self.T).view(self.num_chunks, self.BT)
-            last = valid.sum(1) - 1
+            last = (valid.sum(1) - 1).clamp_(min=0)  # an empty chunk (on_device plans) takes row 0
         src = torch.minimum(row[None, :], last[:, None])                      # [NC, BT]
         src = src.view(self.num_chunks, 1, self.BT, *([1] * (xc.dim() - 3))).expand_as(xc)
         return xc.gather(2, src)
 
     def chunk_grid(self, xc: torch.Tensor) -> torch.Tensor:
-        """Per-chunk tensor ``[NC, ...]`` -> FLA's ``[B, NT, ...]`` (varlen: ``[1, NC, ...]``)."""
+        """Per-chunk tensor ``[NC, ...]`` -> FLA's ``[B, NT, ...]`` (varlen: ``[1, NC, ...]``; a plan built
+        on the device drops its empty chunks, which needs the exact count: :attr:`host_plan`)."""
+        if self.on_device:
+            exact = self.host_plan
+            return exact.chunk_grid(xc[:exact.num_chunks])
         if len(set(self.chunk_counts)) <= 1 and self.num_seqs == self.B:
             return xc.view(self.B, -1, *xc.shape[1:])
         return xc.unsqueeze(0)

@@ -129,9 +129,12 @@ def check_ndim(fn: str, name: str, t: torch.Tensor, ndims: tuple, layout: str) -
                          f"got shape {list(t.shape)}.")
 
 
-def check_cu_seqlens(fn: str, cu_seqlens, T: int, device: torch.device, cu_seqlens_cpu=None) -> torch.Tensor | None:
+def check_cu_seqlens(fn: str, cu_seqlens, T: int, device: torch.device, cu_seqlens_cpu=None,
+                     host_copy: bool = True) -> torch.Tensor | None:
     """Validate ``cu_seqlens`` (integer, 1-D, starts at 0, non-decreasing, ends at T) and return a
-    CPU copy (``cu_seqlens_cpu`` when given, saving the device-to-host copy)."""
+    CPU copy (``cu_seqlens_cpu`` when given, saving the device-to-host copy). With ``host_copy=False``
+    and neither a CPU copy nor CPU tensors, nothing is read on the host: only the type and shape
+    are checked and ``None`` is returned (the caller builds its tables on the device)."""
     if cu_seqlens is None:
         if cu_seqlens_cpu is not None:
             raise ValueError(f"{fn}: `cu_seqlens_cpu` was given without `cu_seqlens`.")
@@ -140,6 +143,10 @@ def check_cu_seqlens(fn: str, cu_seqlens, T: int, device: torch.device, cu_seqle
         raise ValueError(f"{fn}: `cu_seqlens` must be a 1-D int32/int64 tensor.")
     if cu_seqlens.device != device:
         raise ValueError(f"{fn}: `cu_seqlens` is on {cu_seqlens.device} but `q` is on {device}.")
+    if not host_copy and cu_seqlens_cpu is None and cu_seqlens.device.type != "cpu":
+        if cu_seqlens.numel() < 2:
+            raise ValueError(f"{fn}: `cu_seqlens` needs at least 2 entries, got {cu_seqlens.numel()}.")
+        return None
     cpu = cu_seqlens.cpu() if cu_seqlens_cpu is None else cu_seqlens_cpu
     if cpu.shape != cu_seqlens.shape:
         raise ValueError(f"{fn}: `cu_seqlens_cpu` has shape {list(cpu.shape)}, `cu_seqlens` {list(cu_seqlens.shape)}.")

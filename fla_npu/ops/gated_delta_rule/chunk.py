@@ -109,11 +109,11 @@ def chunk_gated_delta_rule(
             raise ValueError(f"{fn}: `{name}` must have HV={HV} elements, got shape {list(t.shape)}.")
     if not use_gate_in_kernel:
         V.check_log_decay(fn, g)
-    cu_cpu = V.check_cu_seqlens(fn, cu_seqlens, T, q.device, cu_seqlens_cpu)
+    cu_cpu = V.check_cu_seqlens(fn, cu_seqlens, T, q.device, cu_seqlens_cpu, host_copy=cp_context is not None)
     N = B if cu_seqlens is None else len(cu_seqlens) - 1
     V.check_state(fn, "initial_state", initial_state, N, HV, K, v.shape[-1], state_v_first)
-    plan = ChunkPlan.build(B, T, chunk_size, cu_cpu, q.device)
-    if chunk_indices is not None and chunk_indices.shape[0] != plan.num_chunks:
+    plan = ChunkPlan.of_call(B, T, chunk_size, cu_seqlens, cu_cpu, q.device)
+    if chunk_indices is not None and not plan.on_device and chunk_indices.shape[0] != plan.num_chunks:
         raise ValueError(f"{fn}: `chunk_indices` has {chunk_indices.shape[0]} rows, the sequences have {plan.num_chunks} chunks.")
 
     cfg = DeltaRuleConfig(

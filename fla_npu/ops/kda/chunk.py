@@ -64,7 +64,9 @@ def chunk_kda(
             ``h`` ``[B, NT, HV, K, V]`` (varlen: ``[1, total chunks, ...]``) in ``k.dtype``.
         state_v_first: state layout ``[..., V, K]``.
         cu_seqlens: ``[N + 1]`` int32/int64 cumulative lengths (``B`` must be 1).
-        cu_seqlens_cpu: a CPU copy of ``cu_seqlens`` (saves a device-to-host copy).
+        cu_seqlens_cpu: a CPU copy of ``cu_seqlens``: its values are checked and the chunk tables built
+            from it on the host. Without it, NPU tensors' chunk tables are built on the device from
+            ``cu_seqlens`` (nothing read on the host; its values then go unchecked, clamped into range).
         cp_context: FLA's context parallelism (``fla.ops.cp.build_cp_context``): this rank's slice
             of the packed sequences (``B == 1``); ``cu_seqlens`` comes from the context, and
             ``initial_state`` / ``output_final_state`` / ``return_intermediate_states`` / ``use_graph``
@@ -132,7 +134,7 @@ def chunk_kda(
         raise ValueError(f"{fn}: `dt_bias` must have HV*K={HV * K} elements, got shape {list(dt_bias.shape)}.")
     if not use_gate_in_kernel:
         V.check_log_decay(fn, g)
-    cu_cpu = V.check_cu_seqlens(fn, cu_seqlens, T, q.device, cu_seqlens_cpu)
+    cu_cpu = V.check_cu_seqlens(fn, cu_seqlens, T, q.device, cu_seqlens_cpu, host_copy=cp_context is not None)
     N = B if cu_seqlens is None else len(cu_seqlens) - 1
     V.check_state(fn, "initial_state", initial_state, N, HV, K, v.shape[-1], state_v_first)
     if use_graph and cu_seqlens is not None:
@@ -165,7 +167,7 @@ def chunk_kda(
     if CP.enabled(cp_context):
         o = CP.chunk_cp(q, k, v, g, beta, A_log, dt_bias, cfg, cu_cpu, cp_context, fn)
         return (o if layout == "BSND" else o.transpose(1, 2)), None
-    plan = ChunkPlan.build(B, T, chunk_size, cu_cpu, q.device)
+    plan = ChunkPlan.of_call(B, T, chunk_size, cu_seqlens, cu_cpu, q.device)
     out = ChunkDeltaRuleFunction.apply(q, k, v, g, beta, A_log, dt_bias, initial_state, cfg, plan)
     o = out[0] if layout == "BSND" else out[0].transpose(1, 2)
     return (o, *out[1:])
