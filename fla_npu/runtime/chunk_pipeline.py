@@ -66,21 +66,22 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     ops = torch.ops.fla_npu
     f32 = torch.float32
     d = p.decay
-    q, k = p.q.to(T), p.k.to(T)
+    q, k, v = p.q.to(T), p.k.to(T), p.v.to(T)   # in T already (the chain's pre-processing rounds them once)
+    qf, kf, vf = (x.to(p.ct) for x in (q, k, v)) if skip else (None, None, None)  # a reference stage's inputs
     b = p.b.to(f32)
     G = d.G.to(f32)
     e_row = d.e_row.to(f32)
 
     if "stage 2: intra-chunk" in skip:
-        Aqk, Akk = ref.chunk_intra_fwd(p.q, p.k, p.b, d)
+        Aqk, Akk = ref.chunk_intra_fwd(qf, kf, p.b, d)
     else:
         Aqk, L = ops.chunk_intra(q, k, b, G, f32)   # L in float32: the inverse reads it so
         Akk = ops.solve_tril(L, T)
 
     if "stage 3: WY factors" in skip:
-        w, u, kg = ref.wy_fwd(p.k, p.v, p.b, d, Akk.to(p.ct))
+        w, u, kg = ref.wy_fwd(kf, vf, p.b, d, Akk.to(p.ct))
     else:
-        w, u, kg = ops.wy_fast(k, p.v.to(T), b, Akk.to(T), e_row, d.e_tail.to(f32), T)  # w, kg in T: the state kernel's Cube type
+        w, u, kg = ops.wy_fast(k, v, b, Akk.to(T), e_row, d.e_tail.to(f32), T)  # w, kg in T: the state kernel's Cube type
 
     if "stage 4: state recurrence" in skip:
         h0_k = None if h0 is None else (h0.transpose(-1, -2) if state_v_first else h0)
@@ -92,7 +93,7 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
         h, v_new, final = ops.chunk_state(w, u, kg, d.e_last, plan.offsets, h0, state_v_first, T, T, T)
 
     if "stage 5: output" in skip:
-        o = ref.output_fwd(p.q, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))
+        o = ref.output_fwd(qf, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))
     else:
         o = ops.chunk_output(q, e_row, h.to(T), Aqk.to(T), v_new.to(T), T)
     return o, ChunkForward(Aqk, Akk, w, u, kg, h, v_new, final)

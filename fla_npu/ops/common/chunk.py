@@ -18,7 +18,7 @@ import torch
 from ...runtime import chunk_pipeline
 from ...runtime.routing import chunk_route, log_once, use_sim
 from . import chunk_bwd as bwd, chunk_fwd as fwd
-from .activations import beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
+from .activations import L2NORM_EPS, beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
 from .chunk_tensors import ChunkForward, ChunkInputs
 from .decay import ChunkDecay
@@ -57,24 +57,43 @@ def _expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
     return xc if groups == 1 else xc.repeat_interleave(groups, dim=1)
 
 
-def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool) -> ChunkInputs:
+def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool,
+             cube: torch.dtype | None = None) -> ChunkInputs:
     """Pre-processing and chunk layout. With ``sim``, stage 1 (gate activation + chunk-local cumsum)
     runs as the Ascend C kernel (float32 cumsum, as on the device); otherwise the cumsum is
-    accumulated in float64."""
+    accumulated in float64. With ``cube`` (the kernel chain's Cube dtype), ``q``, ``k`` and ``v`` come
+    out in it: l2norm and scale in one float32 product, rounded once, before the chunk layout (what
+    the kernels read, with the fewest passes over the tensors); the token-layout fields the
+    backward would read are not formed (the backward recomputes after the kernels)."""
     ct = compute_dtype(q, k, v)
-    qf, kf = q.to(ct), k.to(ct)
-    q_rstd = k_rstd = None
-    if cfg.use_qk_l2norm:
-        qf, q_rstd = l2norm_fwd(qf)
-        kf, k_rstd = l2norm_fwd(kf)
     bf = beta.to(ct)
     bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
     groups = v.shape[2] // q.shape[2]
+    if cube is not None:
+        qc, kc = (_normalized(x, cfg.use_qk_l2norm, s, cube) for x, s in ((q, cfg.scale), (k, 1.0)))
+        qn = kn = q_rstd = k_rstd = None
+        vc = v.to(cube)
+    else:
+        qn, kn = q.to(ct), k.to(ct)
+        q_rstd = k_rstd = None
+        if cfg.use_qk_l2norm:
+            qn, q_rstd = l2norm_fwd(qn)
+            kn, k_rstd = l2norm_fwd(kn)
+        qc, kc, vc = qn * cfg.scale, kn, v.to(ct)
     return ChunkInputs(
-        ct=ct, groups=groups, qn=qf, kn=kf, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf,
-        q=_expand_heads(plan.to_chunks(qf * cfg.scale), groups), k=_expand_heads(plan.to_chunks(kf), groups),
-        v=plan.to_chunks(v.to(ct)), b=plan.to_chunks(bf),
+        ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf,
+        q=_expand_heads(plan.to_chunks(qc), groups), k=_expand_heads(plan.to_chunks(kc), groups),
+        v=plan.to_chunks(vc), b=plan.to_chunks(bf),
         decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct))
+
+
+def _normalized(x: torch.Tensor, l2norm: bool, scale: float, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` times ``scale`` (and its reciprocal l2 norm, as :func:`l2norm_fwd` forms it), in float32,
+    rounded once to ``dtype``."""
+    if not l2norm:
+        return (x.float() * scale).to(dtype) if scale != 1.0 else x.to(dtype)
+    norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True, dtype=torch.float32)
+    return (x * (torch.rsqrt(norm.square() + L2NORM_EPS) * scale)).to(dtype)
 
 
 def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, sim: bool) -> torch.Tensor:
@@ -151,7 +170,10 @@ def _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state):
 
 
 def _cat(parts, dim):
-    return None if parts[0] is None else torch.cat(parts, dim)
+    """The head slices' results joined (one slice: itself, no copy)."""
+    if parts[0] is None:
+        return None
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
 
 
 class ChunkDeltaRuleFunction(torch.autograd.Function):
@@ -178,7 +200,7 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         o, final, h, kept = [], [], [], []
         for sl in slices:
             qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
-            p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim)
+            p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim, q.dtype if kernels else None)
             if kernels:
                 oc, f = chunk_pipeline.forward(p, h0s, plan, q.dtype, cfg.state_v_first, skip)
                 final_s = f.final.to(torch.float32) if cfg.output_final_state else None
@@ -200,9 +222,9 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         ctx.h0_dtype = None if initial_state is None else initial_state.dtype
         ctx.dtypes = (q.dtype, k.dtype, v.dtype, g.dtype, beta.dtype)
         ctx.save_for_backward(q, k, v, g, beta, A_log, dt_bias, initial_state)
-        o, final = torch.cat(o, 2), _cat(final, 1)
+        o, final = _cat(o, 2), _cat(final, 1)
         if cfg.return_intermediate_states:
-            return o, final, torch.cat(h, 2)
+            return o, final, _cat(h, 2)
         return o, final
 
     @staticmethod

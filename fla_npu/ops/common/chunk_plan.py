@@ -175,15 +175,17 @@ class ChunkPlan:
 
     def fill_padding(self, xc: torch.Tensor) -> torch.Tensor:
         """Give every padding row of ``xc`` ``[NC, H, BT, *D]`` the value of its chunk's last token
-        row (what a cumulative quantity such as the gate cumsum holds there)."""
-        row = torch.arange(self.BT, device=xc.device)
-        last = torch.full((self.num_chunks,), self.BT - 1, dtype=torch.long, device=xc.device)
+        row (what a cumulative quantity such as the gate cumsum holds there). Dense: in place, on the
+        last chunk of each sequence only (nothing when T is a multiple of BT)."""
         if self.dense:
-            tail = self.T - (self.num_chunks // max(self.B, 1) - 1) * self.BT
-            last.view(self.B, -1)[:, -1] = tail - 1
-        else:
-            valid = (self.slot_token < self.B * self.T).view(self.num_chunks, self.BT)
-            last = (valid.sum(1) - 1).clamp_(min=0)  # an empty chunk (on_device plans) takes row 0
+            tail = self.T - (self.num_chunks // max(self.B, 1) - 1) * self.BT   # rows of a sequence's last chunk
+            if self.num_chunks and tail < self.BT:
+                last = xc.view(self.B, -1, *xc.shape[1:])[:, -1]                # [B, H, BT, *D]
+                last[:, :, tail:] = last[:, :, tail - 1:tail]
+            return xc
+        row = torch.arange(self.BT, device=xc.device)
+        valid = (self.slot_token < self.B * self.T).view(self.num_chunks, self.BT)
+        last = (valid.sum(1) - 1).clamp_(min=0)  # an empty chunk (on_device plans) takes row 0
         src = torch.minimum(row[None, :], last[:, None])                      # [NC, BT]
         src = src.view(self.num_chunks, 1, self.BT, *([1] * (xc.dim() - 3))).expand_as(xc)
         return xc.gather(2, src)
