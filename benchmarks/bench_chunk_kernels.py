@@ -19,8 +19,12 @@ kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` 
   is the no-grad call; ``training`` keeps what the backward needs (today the same kernel chain: the
   backward is the PyTorch reference). Of them, the bytes through the kernels' own GM workspaces (the
   AIV <-> AIC hand-offs, which a2/a3 make through GM; on the device they mostly stay in L2) are
-  printed apart, with the ratio of the rest (the op's tensors and intermediates). The tensor copies
-  the Python side makes between launches (chunk layout, head expansion, dtype casts) are not counted;
+  printed apart, with the ratio of the rest (the op's tensors and intermediates);
+- the bytes of the PyTorch operations around the kernels (pre-processing, chunk layout, head
+  expansion, dtype casts, decay factors: each its own launch on an NPU), a ``model`` counting every
+  operation's inputs read and results written once (:mod:`fla_npu.perf.torch_traffic`), and the
+  op's whole traffic, kernels plus those, against the compulsory minimum; with ``--per-kernel``, the
+  operations that move the most;
 - with ``--per-kernel``, each launch's GM bytes read and written (workspace part in brackets), Cube
   multiply-adds and vector element operations;
 - the float32 state error: the final state against the float64 token-by-token gold, at ``--state-T``
@@ -41,6 +45,7 @@ import torch
 import torch.nn.functional as F
 
 import fla_npu
+from fla_npu.perf.torch_traffic import torch_traffic
 from fla_npu.testing import TOLERANCES, rel_rms
 
 K = V = 128
@@ -80,14 +85,16 @@ def profile_op(op: str, T: int, H: int, grad: bool, gate_shift=0.0) -> dict:
     x = inputs(op, T, H, gate_shift=gate_shift)
     if grad:
         x = tuple(t.requires_grad_() for t in x)
-    with torch.set_grad_enabled(grad), fla_npu.profile() as prof:
+    with torch.set_grad_enabled(grad), fla_npu.profile() as prof, torch_traffic() as torch_ops:
         call(op, x)
     cube, vec = prof.total("cube_macs"), prof.total("vector_ops")
     gm = prof.total("gm_read_bytes") + prof.total("gm_write_bytes")
     ws = prof.total("ws_read_bytes") + prof.total("ws_write_bytes")
     need = compulsory_bytes(x)
     return {"kernels": prof.kernels(), "cube_share": cube / max(1, cube + vec), "gm_bytes": gm,
-            "gm_ratio": gm / need, "ws_bytes": ws, "tensor_ratio": (gm - ws) / need, "launches": prof.launches}
+            "gm_ratio": gm / need, "ws_bytes": ws, "tensor_ratio": (gm - ws) / need, "launches": prof.launches,
+            "torch_bytes": torch_ops.read_bytes + torch_ops.write_bytes,
+            "whole_ratio": (gm + torch_ops.read_bytes + torch_ops.write_bytes) / need, "torch_ops": torch_ops.by_op(6)}
 
 
 def per_kernel_lines(launches: list) -> list:
@@ -136,9 +143,12 @@ def main() -> None:
             print(f"{op} [1,{args.T},{args.H},{K},{V}] bf16 {mode}: kernels {' '.join(k[6:] for k in r['kernels'])}; "
                   f"Cube share {100 * r['cube_share']:.1f}%; GM {r['gm_bytes'] / 2**20:.2f} MiB = "
                   f"{r['gm_ratio']:.2f}x compulsory, of which workspace hand-offs {r['ws_bytes'] / 2**20:.2f} MiB "
-                  f"(without them {r['tensor_ratio']:.2f}x; {time.time() - t0:.0f} s)", flush=True)
+                  f"(without them {r['tensor_ratio']:.2f}x); torch ops around them {r['torch_bytes'] / 2**20:.2f} MiB "
+                  f"(model), whole op {r['whole_ratio']:.2f}x ({time.time() - t0:.0f} s)", flush=True)
             if args.per_kernel:
                 print("\n".join(per_kernel_lines(r["launches"])), flush=True)
+                print("    torch ops (model): " + ", ".join(f"{name} {b / 2**20:.2f} MiB" for name, b in r["torch_ops"]),
+                      flush=True)
         t0 = time.time()
         err = state_error(op, args.state_T)
         print(f"{op} final-state error at T={args.state_T} (H=1): {err:.2e} (bf16 tolerance {tol:.1e}; "
