@@ -47,8 +47,7 @@ struct ChunkIntraGm {
     GmAddr q, k, beta, g, aqk, l, ws;
 };
 
-constexpr uint16_t kFlagDone = 2;              // AIC -> AIVs: the results of a unit are in its result slot
-constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
+constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
 
 // The GM tensors both sides use: q, k, Aqk and L (as float and as T: out_f32 says which is written),
 // and AI core `block`'s workspace: its two operand slots (KDA) and, after them, its two result slots.
@@ -226,17 +225,6 @@ class ChunkIntraVector {
 
   private:
     // ---- small pieces -------------------------------------------------------------------------
-    // dst[r, :] = a[:] - b[r, :] (aRow: a is one row read with repeat stride 0) or a[r, :] - b[:]
-    // for `rows` rows of K fp32 columns.
-    __aicore__ inline void SubRows(const LocalTensor<float>& dst, const LocalTensor<float>& a, const LocalTensor<float>& b,
-                                   uint32_t rows, bool aRow) {
-        const uint32_t K = t_.K;
-        const uint8_t rb = static_cast<uint8_t>(K / 8);
-        const BinaryRepeatParams p(1, 1, 1, rb, aRow ? 0 : rb, aRow ? rb : 0);
-        for (uint32_t c = 0; c < K; c += kFloatLanes)
-            Sub(dst[c], a[c], b[c], K - c < kFloatLanes ? K - c : kFloatLanes, static_cast<uint8_t>(rows), p);
-    }
-
     // dst[r, :] = src[r, :] * row[:] for `rows` rows of K fp32 columns.
     __aicore__ inline void MulByRow(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& row,
                                     uint32_t rows) {
@@ -326,7 +314,7 @@ class ChunkIntraVector {
             for (uint32_t o = 0; o < nOwned_; ++o) {
                 const uint32_t I = owned_[o];
                 if (I < J) continue;
-                SubRows(d, gr[RefRow(o) * K], gJ, 16, true);  // G_r - G_j
+                SubFromRow(d, gr[RefRow(o) * K], gJ, 16, K);  // G_r - G_j
                 OrderV();
                 bool safe = true;
                 if (J == I) {  // a middle reference was chosen because the block fits the span from it
@@ -506,7 +494,7 @@ class ChunkIntraVector {
         OrderV();
         for (uint32_t a = 0; a < 16; ++a) {
             const uint32_t rows = a + 1, cnt = rows * K;
-            SubRows(e, g[a * K], g, rows, true);  // G_a - G_j
+            SubFromRow(e, g[a * K], g, rows, K);  // G_a - G_j
             OrderV();
             Muls(e, e, kLn2, cnt);
             OrderV();

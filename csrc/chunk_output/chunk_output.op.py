@@ -6,7 +6,8 @@ OP = {
     "doc": """chunk output (stage 5 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
 
   q      [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below)
-  e_row  [NC, HV, BT, Kg]  float32; Kg = K (KDA) or 1 (GDN, one factor per row)
+  g      [NC, HV, BT, Kg]  float32, G: the chunk-local gate cumsum in log2 units; Kg = K (KDA) or 1
+                           (GDN, one per row); e_row = 2^G, formed here
   s      [NC, HV, K, V]    q's dtype, the chunk-start states (as the state kernel writes them in T)
   aqk    [NC, HV, BT, BT]  q's dtype, lower triangular (read as given)
   v_new  [NC, HV, BT, V]   q's dtype
@@ -19,10 +20,10 @@ through a transposing load that exists for 2-byte types only.
 
 Workspace: per launched AI core, two slots of BT * K elements of q's dtype, through which the
 vector cores hand q * e_row to the Cube. NPU flavours forward to
-aclnnFlaNpuChunkOutput[GetWorkspaceSize](q, eRow, s, aqk, vNew, out) and ask for the operator
+aclnnFlaNpuChunkOutput[GetWorkspaceSize](q, g, s, aqk, vNew, out) and ask for the operator
 package's workspace; nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
-    "args": [("q", "in", "T"), ("e_row", "in", "float32"), ("s", "in", "T"), ("aqk", "in", "T"),
+    "args": [("q", "in", "T"), ("g", "in", "float32"), ("s", "in", "T"), ("aqk", "in", "T"),
              ("v_new", "in", "T"), ("out", "out", "O", "v_new")],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},

@@ -1,6 +1,6 @@
 // Chunk output (stage 5 of chunked KDA / Gated DeltaNet), mixed Cube + vector (KERNEL_TYPE_MIX_AIC_1_2).
 //
-//   o[c, h] = (q[c, h] * e_row[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h]
+//   o[c, h] = (q[c, h] * 2^g[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h]   (g the chunk's gate cumsum, log2)
 //
 // Shapes, the work split and why this is a mixed kernel: chunk_output_tiling.h. Per unit (chunk,
 // head) u, the i-th of its AI core, workspace slot i % 2:
@@ -36,7 +36,7 @@ using namespace vector_io;
 
 // The kernel's GM arguments (both sides read their own).
 struct ChunkOutputGm {
-    GmAddr q, eRow, s, aqk, vNew, out, ws;
+    GmAddr q, g, s, aqk, vNew, out, ws;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ class ChunkOutputVector {
     __aicore__ inline ChunkOutputVector(const ChunkOutputGm& a, const ChunkOutputTiling& t) : t_(t) {
         const uint64_t units = t_.num_units, rows = units * t_.BT;
         Bind(rows * t_.K, gQ_, a.q);
-        Bind(rows * t_.Kg, gE_, a.eRow);
+        Bind(rows * t_.Kg, gG_, a.g);
         BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
         const uint32_t n = t_.rows_per_aiv * t_.K;  // its rows of qe, in each buffer
         InitQues(pipe_, 1, n * sizeof(T), inT_);
@@ -123,19 +123,21 @@ class ChunkOutputVector {
     }
 
   private:
-    // Rows [r0, r0 + R) of qe = T(fp32(q) * e_row): one fp32 multiply, one rounding to T.
+    // Rows [r0, r0 + R) of qe = T(fp32(q) * e_row), e_row = 2^g formed in place: one fp32 multiply,
+    // one rounding to T.
     __aicore__ inline void FormQe(uint32_t u, uint64_t dst) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = at_.sub * R, n = R * K;
         LocalTensor<T> x = inT_.template AllocTensor<T>();
         DataCopy(x, gQ_[(uint64_t(u) * t_.BT + r0) * K], n);
         inT_.EnQue(x);
         LocalTensor<float> e = inF_.template AllocTensor<float>();
-        DataCopy(e, gE_[(uint64_t(u) * t_.BT + r0) * t_.Kg], R * t_.Kg);
+        DataCopy(e, gG_[(uint64_t(u) * t_.BT + r0) * t_.Kg], R * t_.Kg);
         inF_.EnQue(e);
         x = inT_.template DeQue<T>();
         e = inF_.template DeQue<float>();
         LocalTensor<float> w = work_.Get<float>();
         Cast(w, x, RoundMode::CAST_NONE, n);
+        Pow2(e, e, 1.0f, R * t_.Kg);
         OrderV();
         inT_.FreeTensor(x);
         if (t_.Kg == K) {
@@ -159,15 +161,15 @@ class ChunkOutputVector {
     TQue<QuePosition::VECOUT, 1> outT_;
     TBuf<TPosition::VECCALC> work_, brcb_;
     GlobalTensor<T> gQ_, gWs_;
-    GlobalTensor<float> gE_;
+    GlobalTensor<float> gG_;
 };
 
 // The kernel body: T the Cube type (q, s, aqk, v_new), O the dtype of out (float or T).
 template <class T, class O>
-__aicore__ inline void RunChunkOutput(GM_ADDR q, GM_ADDR eRow, GM_ADDR s, GM_ADDR aqk, GM_ADDR vNew, GM_ADDR out, GM_ADDR ws,
+__aicore__ inline void RunChunkOutput(GM_ADDR q, GM_ADDR g, GM_ADDR s, GM_ADDR aqk, GM_ADDR vNew, GM_ADDR out, GM_ADDR ws,
                                       const ChunkOutputTiling& t) {
     static_assert(IsSame<O, float>::value || IsSame<O, T>::value, "out: float or the Cube type");
-    RunMixed<ChunkOutputCube<T, O>, ChunkOutputVector<T>>(ChunkOutputGm{q, eRow, s, aqk, vNew, out, ws}, t);
+    RunMixed<ChunkOutputCube<T, O>, ChunkOutputVector<T>>(ChunkOutputGm{q, g, s, aqk, vNew, out, ws}, t);
 }
 
 }  // namespace chunk_output

@@ -10,14 +10,14 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
     static constexpr chunk_tiling::HeadsRefusals kWhy = {
         "float32 Cube inputs are not supported: S and v_new reach the Cube through a transposing load that exists for "
         "2-byte types only; pass float16 or bfloat16",
-        "e_row must have 1 or K columns"};
+        "g must have 1 or K columns"};
     if (chunk_tiling::OpenHeadsTiling(p, kWhy, uint64_t(p.K) * p.V, t, err) != 0) return -1;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
     // AIV: half of qe's rows.
     t->rows_per_aiv = p.BT / 2;
     const uint64_t n = uint64_t(t->rows_per_aiv) * p.K;
-    // q in (T), e_row in (fp32), the fp32 work tile, the T out tile, one Brcb block per row.
+    // q in (T), g in (fp32; e_row formed in place), the fp32 work tile, the T out tile, one Brcb block per row.
     t->ub_bytes_used = static_cast<uint32_t>(Pad32(n * p.elem_bytes) * 2 + Pad32(n * 4) * 2 +
                                              (p.Kg == 1 ? Pad32(uint64_t(t->rows_per_aiv) * 8 * 4) : 0));
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
@@ -37,12 +37,12 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputProblem* p) {
-    const ShapeArg &q = a[0], &e_row = a[1], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
+    const ShapeArg &q = a[0], &g = a[1], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
     if (!RanksAre(a, {4, 4, 4, 4, 4, 4}))
-        return "`q`, `e_row`, `s`, `aqk`, `v_new` and `out` must be 4-D (chunk layout [NC, HV, ...])";
-    const int64_t BT = q.d[2], K = q.d[3], V = v_new.d[3], Kg = e_row.d[3];
-    if (!chunk_tiling::ShareUnits(a, 6)) return "`e_row`, `s`, `aqk`, `v_new` and `out` must have the [NC, HV] of `q`";
-    if (e_row.d[2] != BT || (Kg != 1 && Kg != K)) return "`e_row` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
+        return "`q`, `g`, `s`, `aqk`, `v_new` and `out` must be 4-D (chunk layout [NC, HV, ...])";
+    const int64_t BT = q.d[2], K = q.d[3], V = v_new.d[3], Kg = g.d[3];
+    if (!chunk_tiling::ShareUnits(a, 6)) return "`g`, `s`, `aqk`, `v_new` and `out` must have the [NC, HV] of `q`";
+    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
     if (s.d[2] != K || s.d[3] != V) return "`s` must be [NC, HV, K, V]";
     if (aqk.d[2] != BT || aqk.d[3] != BT) return "`aqk` must be [NC, HV, BT, BT]";
     if (v_new.d[2] != BT) return "`v_new` must be [NC, HV, BT, V]";

@@ -254,6 +254,25 @@ __aicore__ inline void MulRows(const LocalTensor<float>& dst, const LocalTensor<
     ApplyRows(RowOp::kMul, dst, src, bc, R, C);
 }
 
+// dst[r, :] = row[:] - src[r, :] for R rows of C fp32 columns (C a multiple of 8): the one row read
+// for every repeat (repeat stride 0), one instruction per 64 columns.
+__aicore__ inline void SubFromRow(const LocalTensor<float>& dst, const LocalTensor<float>& row, const LocalTensor<float>& src,
+                                  uint32_t R, uint32_t C) {
+    const uint8_t rowBlk = static_cast<uint8_t>(C * sizeof(float) / 32);
+    const BinaryRepeatParams p(1, 1, 1, rowBlk, 0, rowBlk);
+    for (uint32_t c = 0; c < C; c += kFloatLanes)
+        Sub(dst[c], row[c], src[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
+}
+
+constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
+
+// dst = 2^(scale * src), n fp32 elements (in place allowed): Muls by scale ln 2, then Exp.
+__aicore__ inline void Pow2(const LocalTensor<float>& dst, const LocalTensor<float>& src, float scale, uint32_t n) {
+    Muls(dst, src, scale * kLn2, static_cast<int32_t>(n));
+    OrderV();
+    Exp(dst, dst, static_cast<int32_t>(n));
+}
+
 // bc = Brcb(f): R fp32 factors, each into its own 32-byte block (whole groups of 8: R rounded up).
 __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTensor<float>& f, uint32_t R) {
     Brcb(bc, f, static_cast<uint8_t>((R + 7) / 8), BrcbRepeatParams(1, 8));

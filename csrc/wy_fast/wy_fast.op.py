@@ -9,8 +9,8 @@ OP = {
   v      [NC, HV, BT, V]   k's dtype
   beta   [NC, HV, BT]      float32
   akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
-  e_row  [NC, HV, BT, Kg]  float32, 2^G; Kg = K (KDA) or 1 (GDN, one factor per row)
-  e_tail [NC, HV, BT, Kg]  float32, 2^(G_last - G)
+  g      [NC, HV, BT, Kg]  float32, G: the chunk-local gate cumsum in log2 units; Kg = K (KDA) or 1
+                           (GDN, one per row). e_row = 2^G, e_tail = 2^(G[BT - 1] - G), formed here.
   w      [NC, HV, BT, K]   O:        w  = akk @ T(beta * k * e_row)   (fp32 accumulation)
   u      [NC, HV, BT, V]   float32:  u  = akk @ T(beta * v)
   kg     [NC, HV, BT, K]   O:        kg = k * e_tail
@@ -24,11 +24,11 @@ that exists for 2-byte types only.
 
 Workspace: per launched AI core, two slots of BT * (K + V) elements of k's dtype, through which
 the vector cores hand T(beta k e_row) and T(beta v) to the Cube. NPU flavours forward to
-aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, eRow, eTail, w, u, kg) and ask for the
+aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, g, w, u, kg) and ask for the
 operator package's workspace; nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("akk", "in", "T"),
-             ("e_row", "in", "float32"), ("e_tail", "in", "float32"), ("w", "out", "O", "k"),
+             ("g", "in", "float32"), ("w", "out", "O", "k"),
              ("u", "out", "float32", "v"), ("kg", "out", "O", "k")],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},

@@ -1,12 +1,14 @@
 // WY factors (stage 3 of chunked KDA / Gated DeltaNet), mixed Cube + vector (KERNEL_TYPE_MIX_AIC_1_2).
 //
-//   w = Akk @ (beta k e_row),   u = Akk @ (beta v),   kg = k e_tail
+//   w = Akk @ (beta k e_row),   u = Akk @ (beta v),   kg = k e_tail,
+//   e_row = 2^G,   e_tail = 2^(G_last - G)   (G the chunk's gate cumsum, log2; G_last its last row)
 //
 // Shapes, the work split and why this is a mixed kernel: wy_fast_tiling.h. Per unit (chunk, head) u,
 // the i-th of its AI core, workspace slot i % 2 (the hand-off protocol of common/chunk_cube.h):
-//   AIV  [i >= 2: wait Free]  its half of the rows: X1 = T(fp32(k) e_row beta) (KDA: element-wise
-//        e_row; GDN: one fp32 factor beta e_row per row) and X2 = T(fp32(v) beta) to the slot, one
-//        rounding each; kg = fp32(k) e_tail to GM (in O);  set Ready (PIPE_MTE3)
+//   AIV  [i >= 2: wait Free]  its half of the rows: e_row, e_tail from its rows of G and the chunk's
+//        last row; X1 = T(fp32(k) e_row beta) (KDA: element-wise e_row; GDN: one fp32 factor beta
+//        e_row per row) and X2 = T(fp32(v) beta) to the slot, one rounding each; kg = fp32(k) e_tail
+//        to GM (in O);  set Ready (PIPE_MTE3)
 //   AIC  wait Ready; X1, X2 from the slot into L1 (ND -> NZ); [slot reused later: set Free];
 //        Akk into L1 and L0A; per N-tile Mmad(init) Akk @ X1 -> Fixpipe w (in O), then Akk @ X2 -> u.
 // O, the type of w and kg: float, or the Cube type T (rounded once) for a caller that feeds them to
@@ -33,7 +35,7 @@ using namespace vector_io;
 
 // The kernel's GM arguments (both sides read their own).
 struct WyFastGm {
-    GmAddr k, v, beta, akk, eRow, eTail, w, u, kg, ws;
+    GmAddr k, v, beta, akk, g, w, u, kg, ws;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ class WyFastVector {
         Bind(rows * t_.K, gK_, a.k, gKg_, a.kg);
         Bind(rows * t_.V, gV_, a.v);
         Bind(rows, gB_, a.beta);
-        Bind(rows * t_.Kg, gEr_, a.eRow, gEt_, a.eTail);
+        Bind(rows * t_.Kg, gG_, a.g);
         BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
         const uint32_t R = t_.rows_per_aiv, n = t_.vec_elems;
         InitQues(pipe_, 1, n * sizeof(T), inT_);
@@ -109,6 +111,7 @@ class WyFastVector {
         InitQues(pipe_, 1, n * sizeof(float), outF_);
         InitBufs(pipe_, n * sizeof(float), x_, tmp_);
         InitBufs(pipe_, R * sizeof(float), fac_);
+        if (t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
         InitBufs(pipe_, R * 8 * sizeof(float), bcB_, bcE_);
     }
 
@@ -116,13 +119,13 @@ class WyFastVector {
         const Units r = CoreUnitsOf(t_, at_.block);
         const uint32_t R = t_.rows_per_aiv;
         for (uint32_t i = 0; i < r.count; ++i) {
-            const uint64_t row0 = uint64_t(r.first + i) * t_.BT + at_.sub * R;  // first row of this AIV
+            const uint64_t c0 = uint64_t(r.first + i) * t_.BT, row0 = c0 + at_.sub * R;  // the chunk's, this AIV's first row
             SlotProducer::Acquire(i);
             LocalTensor<float> b = CopyIn(inB_, gB_[row0], R);
             BroadcastRows(bcB_.Get<float>(), b, R);
             OrderV();
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
-            FormK(row0, base + uint64_t(at_.sub) * R * t_.K, b);
+            FormK(row0, c0 + t_.BT - 1, base + uint64_t(at_.sub) * R * t_.K, b);
             FormV(row0, base + uint64_t(t_.BT) * t_.K + uint64_t(at_.sub) * R * t_.V);
             inB_.FreeTensor(b);
             SlotProducer::Ready();
@@ -130,9 +133,19 @@ class WyFastVector {
     }
 
   private:
-    // R rows of e (fp32, Kg columns) from GM, dequeued.
-    __aicore__ inline LocalTensor<float> LoadE(const GlobalTensor<float>& g, uint64_t row0) {
-        return CopyIn(inF_, g[row0 * t_.Kg], t_.rows_per_aiv * t_.Kg);
+    // e = 2^(G_last - G) over this AIV's rows of G (g, R x Kg) and the chunk's last row (GM row `last`).
+    __aicore__ inline void TailFactors(const LocalTensor<float>& e, const LocalTensor<float>& g, uint64_t last) {
+        const uint32_t R = t_.rows_per_aiv, Kg = t_.Kg;
+        if (Kg != 1) {
+            LocalTensor<float> gl = CopyIn(inL_, gG_[last * Kg], Kg);
+            SubFromRow(e, gl, g, R, Kg);
+            inL_.FreeTensor(gl);
+        } else {  // GDN: one G per row; the last a scalar read from GM (an input: no order to keep)
+            Adds(e, g, -gG_.GetValue(last), static_cast<int32_t>(R));  // G - G_last
+        }
+        OrderV();
+        Pow2(e, e, Kg != 1 ? 1.0f : -1.0f, R * Kg);
+        OrderV();
     }
 
     // dst = src * e for R rows of K columns: element-wise (KDA) or one factor per row (GDN).
@@ -150,39 +163,38 @@ class WyFastVector {
         }
     }
 
-    // X1 = T(k e_row beta) into the slot, kg = k e_tail to GM.
-    __aicore__ inline void FormK(uint64_t row0, uint64_t dst, const LocalTensor<float>& b) {
+    // kg = k e_tail to GM, then X1 = T(k e_row beta) into the slot (rows from row0, the chunk's last
+    // row `last`): e_tail first, while G is whole; e_row then in place of G.
+    __aicore__ inline void FormK(uint64_t row0, uint64_t last, uint64_t dst, const LocalTensor<float>& b) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, n = R * K;
         LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
         CastIn(inT_, gK_[row0 * K], kf, n);
+        LocalTensor<float> g = CopyIn(inF_, gG_[row0 * t_.Kg], R * t_.Kg);
+        TailFactors(s, g, last);  // s = e_tail
+        if constexpr (IsSame<O, float>::value) {
+            LocalTensor<float> z = outF_.template AllocTensor<float>();
+            MulGate(z, kf, s);
+            CopyOut(outF_, gKg_[row0 * K], z, n);
+        } else {
+            MulGate(s, kf, s);  // in place: each element reads its own factor (GDN: the Brcb copy)
+            CastOut(outT_, gKg_[row0 * K], s, n);
+        }
+        OrderV();                     // the reads of s above before it is written again
+        Pow2(g, g, 1.0f, R * t_.Kg);  // e_row
         OrderV();
-
-        LocalTensor<float> e = LoadE(gEr_, row0);
         if (t_.Kg == K) {
-            Mul(s, kf, e, static_cast<int32_t>(n));
+            Mul(s, kf, g, static_cast<int32_t>(n));
             OrderV();
             MulRows(s, s, bcB_.Get<float>(), R, K);
             OrderV();
         } else {  // GDN: one factor beta e_row per row
             LocalTensor<float> f = fac_.Get<float>();
-            Mul(f, b, e, static_cast<int32_t>(R));
+            Mul(f, b, g, static_cast<int32_t>(R));
             OrderV();
             MulGate(s, kf, f);
         }
-        inF_.FreeTensor(e);
+        inF_.FreeTensor(g);
         CastOut(outT_, gWs_[dst], s, n);
-
-        e = LoadE(gEt_, row0);
-        if constexpr (IsSame<O, float>::value) {
-            LocalTensor<float> z = outF_.template AllocTensor<float>();
-            MulGate(z, kf, e);
-            inF_.FreeTensor(e);
-            CopyOut(outF_, gKg_[row0 * K], z, n);
-        } else {  // kf is not read again: kg formed in place, rounded once on the way out
-            MulGate(kf, kf, e);
-            inF_.FreeTensor(e);
-            CastOut(outT_, gKg_[row0 * K], kf, n);
-        }
     }
 
     // X2 = T(v beta) into the slot.
@@ -199,19 +211,19 @@ class WyFastVector {
     const WyFastTiling t_;
     const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inT_, inF_, inB_;
+    TQue<QuePosition::VECIN, 1> inT_, inF_, inB_, inL_;
     TQue<QuePosition::VECOUT, 1> outT_, outF_;
     TBuf<TPosition::VECCALC> x_, tmp_, fac_, bcB_, bcE_;
     GlobalTensor<T> gK_, gV_, gWs_;
     GlobalTensor<O> gKg_;
-    GlobalTensor<float> gB_, gEr_, gEt_;
+    GlobalTensor<float> gB_, gG_;
 };
 
 template <class T, class O>
-__aicore__ inline void RunWyFast(GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR akk, GM_ADDR eRow, GM_ADDR eTail, GM_ADDR w,
-                                 GM_ADDR u, GM_ADDR kg, GM_ADDR ws, const WyFastTiling& t) {
+__aicore__ inline void RunWyFast(GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR akk, GM_ADDR g, GM_ADDR w, GM_ADDR u, GM_ADDR kg,
+                                 GM_ADDR ws, const WyFastTiling& t) {
     static_assert(IsSame<O, float>::value || IsSame<O, T>::value, "w and kg: float or the Cube input type");
-    RunMixed<WyFastCube<T, O>, WyFastVector<T, O>>(WyFastGm{k, v, beta, akk, eRow, eTail, w, u, kg, ws}, t);
+    RunMixed<WyFastCube<T, O>, WyFastVector<T, O>>(WyFastGm{k, v, beta, akk, g, w, u, kg, ws}, t);
 }
 
 }  // namespace wy_fast

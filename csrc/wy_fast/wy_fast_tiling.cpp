@@ -8,21 +8,22 @@ namespace wy_fast {
 
 int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
     static constexpr chunk_tiling::HeadsRefusals kWhy = {
-        "float32 Cube inputs are not supported: beta * k * e_row and beta * v reach the Cube through a transposing load "
+        "float32 Cube inputs are not supported: beta * k * 2^g and beta * v reach the Cube through a transposing load "
         "that exists for 2-byte types only; pass float16 or bfloat16",
-        "e_row and e_tail must have 1 or K columns"};
+        "g must have 1 or K columns"};
     if (chunk_tiling::OpenHeadsTiling(p, kWhy, uint64_t(p.BT) * (p.K > p.V ? p.K : p.V), t, err) != 0) return -1;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
     // AIV: half of the rows, whole (at most 32 x 256 = 8192 elements: no pieces needed).
     t->rows_per_aiv = p.BT / 2;
     t->vec_elems = t->rows_per_aiv * (p.K > p.V ? p.K : p.V);
-    // k / v in and X out (T); e_row / e_tail in, the fp32 k / v, the fp32 scaled rows and kg out
-    // (fp32); beta and the GDN row factor; two Brcb blocks per row (beta, the row factor).
+    // k / v in and X out (T); g in (the decay factors formed in place and in the scaled-rows buffer),
+    // the fp32 k / v, the fp32 scaled rows and kg out (fp32); KDA: the chunk's last row of g; beta and
+    // the GDN row factor; two Brcb blocks per row (beta, the row factor).
     const uint64_t rows = t->rows_per_aiv;
     t->ub_bytes_used =
         static_cast<uint32_t>(Pad32(uint64_t(t->vec_elems) * p.elem_bytes) * 2 + Pad32(uint64_t(t->vec_elems) * 4) * 4 +
-                              Pad32(rows * 4) * 2 + Pad32(rows * 8 * 4) * 2);
+                              (p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) + Pad32(rows * 4) * 2 + Pad32(rows * 8 * 4) * 2);
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the N-tile is the widest multiple of 16 whose B operand (BT rows) fits L0B and whose fp32
@@ -45,18 +46,15 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastProblem* p) {
-    const ShapeArg &k = a[0], &v = a[1], &beta = a[2], &akk = a[3], &e_row = a[4], &e_tail = a[5], &w = a[6], &u = a[7],
-                   &kg = a[8];
-    if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 4, 4, 4}))
-        return "`beta` must be 3-D and `k`, `v`, `akk`, `e_row`, `e_tail`, `w`, `u`, `kg` 4-D (chunk layout [NC, HV, ...])";
-    const int64_t BT = k.d[2], K = k.d[3], V = v.d[3], Kg = e_row.d[3];
-    if (!chunk_tiling::ShareUnits(a, 9))
-        return "`v`, `beta`, `akk`, `e_row`, `e_tail`, `w`, `u` and `kg` must have the [NC, HV] of `k`";
+    const ShapeArg &k = a[0], &v = a[1], &beta = a[2], &akk = a[3], &g = a[4], &w = a[5], &u = a[6], &kg = a[7];
+    if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 4, 4}))
+        return "`beta` must be 3-D and `k`, `v`, `akk`, `g`, `w`, `u`, `kg` 4-D (chunk layout [NC, HV, ...])";
+    const int64_t BT = k.d[2], K = k.d[3], V = v.d[3], Kg = g.d[3];
+    if (!chunk_tiling::ShareUnits(a, 8)) return "`v`, `beta`, `akk`, `g`, `w`, `u` and `kg` must have the [NC, HV] of `k`";
     if (v.d[2] != BT) return "`v` must be [NC, HV, BT, V]";
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (akk.d[2] != BT || akk.d[3] != BT) return "`akk` must be [NC, HV, BT, BT]";
-    if (e_row.d[2] != BT || (Kg != 1 && Kg != K) || !SameShape(e_row, e_tail))
-        return "`e_row` and `e_tail` must both be [NC, HV, BT, 1] or [NC, HV, BT, K]";
+    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
     if (!SameShape(w, k) || !SameShape(kg, k)) return "`w` and `kg` must have the shape of `k`";
     if (!SameShape(u, v)) return "`u` must have the shape of `v`";
     return chunk_tiling::SizedHeads(k.d, V, Kg, chunk_tiling::CubeElemBytes(k), dev, p);

@@ -114,8 +114,8 @@ def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
     k = torch.nn.functional.normalize(torch.randn(NC, HV, BT, K, generator=g), dim=-1).to(dt)
     v = torch.randn(NC, HV, BT, V, generator=g).to(dt)
     A = (torch.tril(torch.randn(NC, HV, BT, BT, generator=g), -1) * 0.05 + torch.eye(BT)).to(dt)
-    e = torch.rand(NC, HV, BT, K if per_key else 1, generator=g) * 0.5 + 0.5
-    return k, v, A, e
+    G = -torch.rand(NC, HV, BT, K if per_key else 1, generator=g).cumsum(2)   # a decaying gate cumsum (log2)
+    return k, v, A, G
 
 
 def _launch_wy(per_key: bool):
@@ -123,9 +123,9 @@ def _launch_wy(per_key: bool):
         import torch
 
         from ..runtime.kernels import wy_fast
-        k, v, A, e = _chunk_tensors(shape, dtype, per_key)
+        k, v, A, G = _chunk_tensors(shape, dtype, per_key)
         beta = torch.rand(k.shape[:3], generator=_gen(2))
-        wy_fast(k, v, beta, A, e, e.clone())
+        wy_fast(k, v, beta, A, G)
     return run
 
 
@@ -134,9 +134,9 @@ def _launch_output(per_key: bool):
         import torch
 
         from ..runtime.kernels import chunk_output
-        q, v, A, e = _chunk_tensors(shape, dtype, per_key)
+        q, v, A, G = _chunk_tensors(shape, dtype, per_key)
         S = torch.randn(q.shape[0], q.shape[1], shape["K"], shape["V"], generator=_gen(3)) * 0.1
-        chunk_output(q, e, S.to(q.dtype), A, v, out_dtype=q.dtype)  # as the chained forward calls it
+        chunk_output(q, G, S.to(q.dtype), A, v, out_dtype=q.dtype)  # as the chained forward calls it
     return run
 
 

@@ -10,9 +10,9 @@ Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the r
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
   2  ``Aqk``, ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
-  3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, e_row, e_tail)
+  3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
-  5  ``o`` (T) = chunk_output(q, e_row, h, Aqk, v_new)
+  5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
 
 ``h`` and ``o`` are written in T, rounded once: stage 5 multiplies ``h`` in T on the Cube, and the op
 returns ``o`` in its input dtype T.
@@ -70,7 +70,6 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     qf, kf, vf = (x.to(p.ct) for x in (q, k, v)) if skip else (None, None, None)  # a reference stage's inputs
     b = p.b.to(f32)
     G = d.G.to(f32)
-    e_row = d.e_row.to(f32)
 
     if "stage 2: intra-chunk" in skip:
         Aqk, Akk = ref.chunk_intra_fwd(qf, kf, p.b, d)
@@ -81,7 +80,7 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     if "stage 3: WY factors" in skip:
         w, u, kg = ref.wy_fwd(kf, vf, p.b, d, Akk.to(p.ct))
     else:
-        w, u, kg = ops.wy_fast(k, v, b, Akk.to(T), e_row, d.e_tail.to(f32), T)  # w, kg in T: the state kernel's Cube type
+        w, u, kg = ops.wy_fast(k, v, b, Akk.to(T), G, T)  # w, kg in T: the state kernel's Cube type
 
     if "stage 4: state recurrence" in skip:
         h0_k = None if h0 is None else (h0.transpose(-1, -2) if state_v_first else h0)
@@ -95,5 +94,5 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     if "stage 5: output" in skip:
         o = ref.output_fwd(qf, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))
     else:
-        o = ops.chunk_output(q, e_row, h.to(T), Aqk.to(T), v_new.to(T), T)
+        o = ops.chunk_output(q, G, h.to(T), Aqk.to(T), v_new.to(T), T)
     return o, ChunkForward(Aqk, Akk, w, u, kg, h, v_new, final)

@@ -10,7 +10,7 @@ entry pair (:func:`~._native.run_two_phase`) and returns the outputs (one tensor
 an op's Python call does beyond that is in :mod:`.op_calls`, the one place for it.
 
     from fla_npu.runtime import kernels
-    w, u, kg = kernels.wy_fast(k, v, beta, Akk, e_row, e_tail)
+    w, u, kg = kernels.wy_fast(k, v, beta, Akk, G)
     kernels.wy_fast.last_tiling()      # the tiling of the last call on this thread, as a dict
     kernels.wy_fast.last_launch()      # simulation counters of the last launch, or None
     kernels.wy_fast.unsupported(torch.bfloat16, 64, 128, 128)   # why a router must not call it, or None

@@ -1,4 +1,4 @@
-"""Stage 5 kernel (csrc/chunk_output/): o = (q * e_row) @ S + Aqk @ v_new per (chunk, head), mixed Cube +
+"""Stage 5 kernel (csrc/chunk_output/): o = (q * 2^G) @ S + Aqk @ v_new per (chunk, head), mixed Cube +
 vector, run on the host simulation of Ascend C through the installed library and fla_npu.runtime.
 
 Against the reference stage (``chunk_fwd.output_fwd``) in float64 on the same inputs, relative RMS
@@ -29,8 +29,8 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
 def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
-    """Stage-5 inputs in the chunk layout: (q, e_row, S, Aqk, v_new, plan), q / S / Aqk / v_new in
-    ``dtype``, e_row float32. Built as the chunked reference builds them: q and k from token
+    """Stage-5 inputs in the chunk layout: (q, G, S, Aqk, v_new, plan), q / S / Aqk / v_new in
+    ``dtype``, G float32. Built as the chunked reference builds them: q and k from token
     tensors (padding rows zero), G the chunk-local cumsum of a decaying gate, Aqk = decay.tril(q, k)."""
     gen = torch.Generator().manual_seed(seed)
     cu_t = None if cu is None else torch.tensor(cu)
@@ -44,22 +44,22 @@ def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
     NC = plan.num_chunks
     v_new = torch.randn(NC, HV, BT, V, generator=gen)  # padding rows hold junk (the reference's are u - w S)
     S = torch.randn(NC, HV, K, V, generator=gen) * 0.3
-    return q.to(dtype), decay.e_row.contiguous(), S.to(dtype), Aqk.to(dtype), v_new.to(dtype), plan
+    return q.to(dtype), decay.G.contiguous(), S.to(dtype), Aqk.to(dtype), v_new.to(dtype), plan
 
 
-def _reference(q, e_row, S, Aqk, v_new):
-    """The reference stage in float64 on the kernel's inputs."""
+def _reference(q, G, S, Aqk, v_new):
+    """The reference stage in float64 on the kernel's inputs (2^G in float64)."""
     d = lambda t: t.double()  # noqa: E731
-    return fwd.output_fwd(d(q), SimpleNamespace(e_row=d(e_row)), d(S), d(Aqk), d(v_new))
+    return fwd.output_fwd(d(q), SimpleNamespace(e_row=torch.exp2(d(G))), d(S), d(Aqk), d(v_new))
 
 
-def _gm_bytes(q, e_row, S, Aqk, v_new):
+def _gm_bytes(q, G, S, Aqk, v_new):
     """Compulsory minimum (each input read once, o written once in float32), the kernel's own (plus
-    the workspace slot round trip of T(q * e_row): written by the AIVs, read by the AIC) and the
+    the workspace slot round trip of T(q * 2^G): written by the AIVs, read by the AIC) and the
     workspace bytes each way."""
     NC, HV, BT, K = q.shape
     V = v_new.shape[-1]
-    minimum = sum(t.numel() * t.element_size() for t in (q, e_row, S, Aqk, v_new)) + NC * HV * BT * V * 4
+    minimum = sum(t.numel() * t.element_size() for t in (q, G, S, Aqk, v_new)) + NC * HV * BT * V * 4
     workspace = NC * HV * BT * K * q.element_size()
     return minimum, minimum + 2 * workspace, workspace
 
@@ -71,11 +71,11 @@ CASES = sim_helpers.HEADS_STAGE_CASES + [
 
 @pytest.mark.parametrize("B,T,HV,K,V,BT,per_key,dtype,cu", CASES)
 def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
-    q, e_row, S, Aqk, v_new, plan = _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu)
-    o = kernels.chunk_output(q, e_row, S, Aqk, v_new)
+    q, G, S, Aqk, v_new, plan = _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu)
+    o = kernels.chunk_output(q, G, S, Aqk, v_new)
     launch = kernels.chunk_output.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
-    ref = _reference(q, e_row, S, Aqk, v_new)
+    ref = _reference(q, G, S, Aqk, v_new)
     assert o.dtype == FP32 and torch.isfinite(o).all(), "an output element was not written (NaN-poisoned)"
     check_close("o (chunk layout, padding rows included)", o, ref, dtype)
     # Token rows only, as the op uses them: the padding rows' junk in v_new did not leak.
@@ -83,23 +83,23 @@ def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
     t = kernels.chunk_output.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (plan.num_chunks, HV, BT, K, V, K if per_key else 1)
     # o written in the Cube type: the float32 result rounded once (Fixpipe's F322F16 / F322BF16)
-    o_t = kernels.chunk_output(q, e_row, S, Aqk, v_new, out_dtype=dtype)
+    o_t = kernels.chunk_output(q, G, S, Aqk, v_new, out_dtype=dtype)
     assert o_t.dtype == dtype and torch.equal(o_t, o.to(dtype))
 
 
 def test_core_count_invariance_and_counters(monkeypatch):
     """1, 3 and 16 AI cores give bit-identical outputs; GM bytes and Cube share from the counters."""
-    q, e_row, S, Aqk, v_new, _ = _stage_inputs(2, 150, 3, 128, 128, 64, True, BF16, seed=3)
+    q, G, S, Aqk, v_new, _ = _stage_inputs(2, 150, 3, 128, 128, 64, True, BF16, seed=3)
     outs = []
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
-        outs.append(kernels.chunk_output(q, e_row, S, Aqk, v_new))
+        outs.append(kernels.chunk_output(q, G, S, Aqk, v_new))
         assert kernels.chunk_output.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
         launch = kernels.chunk_output.last_launch()
         assert launch.ok and len(launch.cores) == 3 * kernels.chunk_output.last_tiling()["block_dim"]
         NC, HV, BT, K = q.shape
         V = v_new.shape[-1]
-        minimum, expected, workspace = _gm_bytes(q, e_row, S, Aqk, v_new)
+        minimum, expected, workspace = _gm_bytes(q, G, S, Aqk, v_new)
         tot = launch.totals
         assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected
         assert (tot.ws_to_local_bytes, tot.local_to_ws_bytes) == (workspace, workspace)
@@ -112,39 +112,39 @@ def test_core_count_invariance_and_counters(monkeypatch):
     assert round(expected / minimum, 2) == 1.24
 
 
-@pytest.mark.parametrize("per_key,expect_ratio,expect_share", [(True, 1.235, 0.985), (False, 1.307, 0.984)])
+@pytest.mark.parametrize("per_key,expect_ratio,expect_share", [(True, 1.235, 0.975), (False, 1.307, 0.984)])
 def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_share):
-    q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 128, 2, 128, 128, 64, per_key, BF16, seed=5)
-    kernels.chunk_output(q, e_row, S, Aqk, v_new)
+    q, G, S, Aqk, v_new, _ = _stage_inputs(1, 128, 2, 128, 128, 64, per_key, BF16, seed=5)
+    kernels.chunk_output(q, G, S, Aqk, v_new)
     tot = kernels.chunk_output.last_launch().totals
-    minimum, _, _ = _gm_bytes(q, e_row, S, Aqk, v_new)
+    minimum, _, _ = _gm_bytes(q, G, S, Aqk, v_new)
     ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
     share = tot.cube_macs / (tot.cube_macs + tot.vector_elem_ops)
     assert round(ratio, 3) == expect_ratio and round(share, 3) == expect_share, (ratio, share)
 
 
 def test_no_chunk_launches_nothing():
-    q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
-    o = kernels.chunk_output(q[:0], e_row[:0], S[:0], Aqk[:0], v_new[:0])
+    q, G, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
+    o = kernels.chunk_output(q[:0], G[:0], S[:0], Aqk[:0], v_new[:0])
     assert o.shape == (0, 2, 64, 64) and kernels.chunk_output.last_launch() is None
 
 
 def test_refusals():
-    q, e_row, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
+    q, G, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
     with pytest.raises(_native.KernelError, match="float32 Cube inputs are not supported"):
-        kernels.chunk_output(q.float(), e_row, S.float(), Aqk.float(), v_new.float())
+        kernels.chunk_output(q.float(), G, S.float(), Aqk.float(), v_new.float())
     with pytest.raises(_native.KernelError, match="one dtype"):
-        kernels.chunk_output(q, e_row, S, Aqk.half(), v_new)
-    with pytest.raises(_native.KernelError, match="`e_row` must be float32"):
-        kernels.chunk_output(q, e_row.bfloat16(), S, Aqk, v_new)
+        kernels.chunk_output(q, G, S, Aqk.half(), v_new)
+    with pytest.raises(_native.KernelError, match="`g` must be float32"):
+        kernels.chunk_output(q, G.bfloat16(), S, Aqk, v_new)
     with pytest.raises(_native.KernelError, match="one dtype"):
-        kernels.chunk_output(q, e_row, S.float(), Aqk, v_new)
+        kernels.chunk_output(q, G, S.float(), Aqk, v_new)
     with pytest.raises(_native.KernelError, match="`out` must be float32 or the dtype of `q`"):
-        kernels.chunk_output(q, e_row, S, Aqk, v_new, out_dtype=torch.float16)
+        kernels.chunk_output(q, G, S, Aqk, v_new, out_dtype=torch.float16)
     with pytest.raises(_native.KernelError, match=r"`s` must be \[NC, HV, K, V\]"):
-        kernels.chunk_output(q, e_row, S[..., :32], Aqk, v_new)
+        kernels.chunk_output(q, G, S[..., :32], Aqk, v_new)
     with pytest.raises(_native.KernelError, match="multiples of 16"):
-        kernels.chunk_output(q[..., :40], e_row[..., :40], S[:, :, :40], Aqk, v_new)
+        kernels.chunk_output(q[..., :40], G[..., :40], S[:, :, :40], Aqk, v_new)
     sim_helpers.check_chunk_layout_limits(kernels.chunk_output)
 
 

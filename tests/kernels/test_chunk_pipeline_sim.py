@@ -102,8 +102,8 @@ def _wy_inputs(dtype=torch.bfloat16):
     k, v = torch.randn(NC, HV, BT, K).to(dtype), torch.randn(NC, HV, BT, V).to(dtype)
     beta = torch.rand(NC, HV, BT) + 0.1
     Akk = (torch.randn(NC, HV, BT, BT) * 0.1).tril(-1) + torch.eye(BT)
-    e = torch.rand(NC, HV, BT, K) + 0.5
-    return k, v, beta, Akk.to(dtype), e, e.flip(-2)
+    G = -torch.rand(NC, HV, BT, K).cumsum(2)   # the gate cumsum (log2)
+    return k, v, beta, Akk.to(dtype), G
 
 
 def test_custom_ops_pass_opcheck():
@@ -149,8 +149,8 @@ def test_every_kernel_custom_op_passes_opcheck():
 def test_custom_op_traced_by_torch_compile():
     from fla_npu.runtime import torch_ops  # noqa: F401
 
-    def f(k, v, beta, Akk, e_row, e_tail):
-        w, u, kg = torch.ops.fla_npu.wy_fast(k, v, beta, Akk, e_row, e_tail, torch.float32)
+    def f(k, v, beta, Akk, G):
+        w, u, kg = torch.ops.fla_npu.wy_fast(k, v, beta, Akk, G, torch.float32)
         return w + 1, u * 2, kg
 
     args = _wy_inputs()

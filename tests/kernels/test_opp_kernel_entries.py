@@ -44,12 +44,12 @@ CASES = {
     "chunk_output_opp_test": [
         "registration",
         "kda_f16", "kda_bf16", "gdn_bt32_bf16", "gdn_bt16_f16", "v_tiles_bf16", "many_units_f16", "empty_bf16",
-        "refuse_chunk_size", "refuse_head_dim", "refuse_e_row", "refuse_s_shape", "refuse_out_shape", "out_in_cube_type",
+        "refuse_chunk_size", "refuse_head_dim", "refuse_g_columns", "refuse_s_shape", "refuse_out_shape", "out_in_cube_type",
     ],
     "wy_fast_opp_test": [
         "registration",
         "kda_f16", "kda_bf16", "gdn_bt32_bf16", "gdn_bt16_f16", "wide_bf16", "many_units_f16", "empty_bf16",
-        "refuse_chunk_size", "refuse_head_dim", "refuse_e_row", "refuse_beta_shape", "refuse_u_shape",
+        "refuse_chunk_size", "refuse_head_dim", "refuse_g_columns", "refuse_beta_shape", "refuse_u_shape",
     ],
     "solve_tril_opp_test": [
         "registration",

@@ -320,12 +320,12 @@ EXPORT int32_t aclnnFlaNpuPrefixSharedAttention(void* workspace, uint64_t worksp
 }
 #endif
 
-EXPORT int32_t aclnnFlaNpuChunkOutputGetWorkspaceSize(const void* q, const void* e_row, const void* s, const void* aqk,
+EXPORT int32_t aclnnFlaNpuChunkOutputGetWorkspaceSize(const void* q, const void* g, const void* s, const void* aqk,
                                                       const void* v_new, const void* out, uint64_t* workspace_size,
                                                       void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkOutputGetWorkspaceSize");
     add_tensor(c, q);
-    add_tensor(c, e_row);
+    add_tensor(c, g);
     add_tensor(c, s);
     add_tensor(c, aqk);
     add_tensor(c, v_new);
@@ -338,15 +338,14 @@ EXPORT int32_t aclnnFlaNpuChunkOutput(void* workspace, uint64_t workspace_size, 
 }
 
 EXPORT int32_t aclnnFlaNpuWyFastGetWorkspaceSize(const void* k, const void* v, const void* beta, const void* akk,
-                                                 const void* e_row, const void* e_tail, const void* w, const void* u,
-                                                 const void* kg, uint64_t* workspace_size, void** executor) {
+                                                 const void* g, const void* w, const void* u, const void* kg,
+                                                 uint64_t* workspace_size, void** executor) {
     FakeCall* c = record("aclnnFlaNpuWyFastGetWorkspaceSize");
     add_tensor(c, k);
     add_tensor(c, v);
     add_tensor(c, beta);
     add_tensor(c, akk);
-    add_tensor(c, e_row);
-    add_tensor(c, e_tail);
+    add_tensor(c, g);
     add_tensor(c, w);
     add_tensor(c, u);
     add_tensor(c, kg);

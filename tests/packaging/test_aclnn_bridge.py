@@ -415,8 +415,8 @@ def test_chunk_output_forwarded_exactly(bridge, fake):
 def test_wy_fast_forwarded_exactly(bridge, fake):
     NC, HV, BT, K, V = 3, 2, 64, 128, 96
     tensors = (torch.randn(NC, HV, BT, K).half(), torch.randn(NC, HV, BT, V).half(), torch.rand(NC, HV, BT),
-               torch.randn(NC, HV, BT, BT).half(), torch.rand(NC, HV, BT, K), torch.rand(NC, HV, BT, K),
-               torch.empty(NC, HV, BT, K), torch.empty(NC, HV, BT, V), torch.empty(NC, HV, BT, K))
+               torch.randn(NC, HV, BT, BT).half(), -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, K),
+               torch.empty(NC, HV, BT, V), torch.empty(NC, HV, BT, K))
     check_forwarded_exactly(bridge, fake, "flaNpuWyFast", tensors, workspace_size=8192)
     # Refused before any aclnn call: fp32 Cube inputs.
     check_refused_before_aclnn(bridge, fake, "flaNpuWyFast", "float32 Cube inputs are not supported",

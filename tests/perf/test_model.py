@@ -161,9 +161,9 @@ def test_a_real_mixed_kernel_replays_consistently():
     k = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
     v = torch.randn(NC, HV, BT, V).to(torch.bfloat16)
     A = (torch.tril(torch.randn(NC, HV, BT, BT), -1) * 0.05 + torch.eye(BT)).to(torch.bfloat16)
-    e = torch.rand(NC, HV, BT, K) + 0.5
+    G = -torch.rand(NC, HV, BT, K).cumsum(2)   # the gate cumsum (log2)
     with T.tracing():
-        wy_fast(k, v, torch.rand(NC, HV, BT), A, e, e)
+        wy_fast(k, v, torch.rand(NC, HV, BT), A, G)
     tr = T.last_trace()
     kinds = {int(x) for c in tr.cores for x in set(c.records["kind"].tolist())}
     assert {T.INSTR, T.SET_FLAG, T.WAIT_FLAG, T.XSET, T.XWAIT} <= kinds

@@ -51,7 +51,7 @@ static void TestArgs() {
     CHECK(check({q, ek, s, a, v, o}) == nullptr && p.Kg == 128);
     const auto badE = Arg({3, 2, 64, 7}), badS = Arg({3, 2, 128, 32}), badA = Arg({3, 2, 64, 32}), badOut = Arg({3, 2, 64, 32}),
                badHead = Arg({3, 1, 64, 64});
-    CHECK(Names(check({q, badE, s, a, v, o}), "`e_row`"));
+    CHECK(Names(check({q, badE, s, a, v, o}), "`g`"));
     CHECK(Names(check({q, e, badS, a, v, o}), "`s`"));
     CHECK(Names(check({q, e, s, badA, v, o}), "`aqk`"));
     CHECK(Names(check({q, e, s, a, v, badOut}), "`out`"));

@@ -141,7 +141,8 @@ void CheckChunkRefusals(MakeProblem problem) {
     CHECK(ComputeTiling(problem(2, 2, 128, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
     CHECK(ComputeTiling(problem(2, 2, 64, 100, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
     CHECK(ComputeTiling(problem(2, 2, 64, 128, 512, 1, 4), &t, &err) != 0 && std::strstr(err, "multiples of 16") != nullptr);
-    CHECK(ComputeTiling(problem(2, 2, 64, 128, 128, 7, 4), &t, &err) != 0 && std::strstr(err, "e_row") != nullptr);
+    CHECK(ComputeTiling(problem(2, 2, 64, 128, 128, 7, 4), &t, &err) != 0 &&
+          std::strstr(err, "g must have 1 or K columns") != nullptr);
     CHECK(ComputeTiling(problem(2, 2, 64, 128, 128, 1, 0), &t, &err) != 0);
 }
 

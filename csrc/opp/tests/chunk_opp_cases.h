@@ -11,7 +11,7 @@ using ChunkMaker = CallSpec (*)(int32_t dtype, int64_t NC, int64_t HV, int64_t B
 using Cases = std::map<std::string, std::function<int()>>;
 
 // `own` (the op's registration and shape refusals) and: KDA and GDN, every chunk size, K != V, more
-// units than cores, no chunk, the widest heads (named `widest`); refused chunk size, head dim, e_row.
+// units than cores, no chunk, the widest heads (named `widest`); refused chunk size, head dim, gate columns.
 inline Cases ChunkCases(const OpSpec& spec, ChunkMaker make, const char* widest, Cases own) {
     const auto same = [&spec, make](int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
         return [&spec, make, dtype, NC, HV, BT, K, V, Kg] { return Same(spec, make(dtype, NC, HV, BT, K, V, Kg)); };
@@ -28,7 +28,7 @@ inline Cases ChunkCases(const OpSpec& spec, ChunkMaker make, const char* widest,
     own["empty_bf16"] = same(FLA_NPU_BFLOAT16, 0, 2, 64, 64, 64, 1);
     own["refuse_chunk_size"] = refused(FLA_NPU_FLOAT16, 48, 64, 1, "BT");
     own["refuse_head_dim"] = refused(FLA_NPU_BFLOAT16, 64, 72, 1, "multiples of 16");
-    own["refuse_e_row"] = refused(FLA_NPU_FLOAT16, 64, 64, 8, "`e_row`");
+    own["refuse_g_columns"] = refused(FLA_NPU_FLOAT16, 64, 64, 8, "`g`");
     return own;
 }
 

@@ -9,14 +9,13 @@ namespace {
 using opp_test::CallSpec;
 using opp_test::Floats;
 
-// k [NC, HV, BT, K], v [NC, HV, BT, V], beta [NC, HV, BT], akk [NC, HV, BT, BT], e_row and e_tail
-// [NC, HV, BT, Kg] (beta and the decay factors positive); w and kg k's shape, u v's shape.
+// k [NC, HV, BT, K], v [NC, HV, BT, V], beta [NC, HV, BT] (positive), akk [NC, HV, BT, BT], g [NC,
+// HV, BT, Kg] (log2 decays in [-2, 0]); w and kg k's shape, u v's shape.
 CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
     const int32_t f32 = FLA_NPU_FLOAT32;
-    const auto factors = Floats(f32, {NC, HV, BT, Kg}, 0.1f, 1.0f);
     return {{Floats(dtype, {NC, HV, BT, K}), Floats(dtype, {NC, HV, BT, V}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
-             Floats(dtype, {NC, HV, BT, BT}), factors, factors, Floats(f32, {NC, HV, BT, K}), Floats(f32, {NC, HV, BT, V}),
-             Floats(f32, {NC, HV, BT, K})},
+             Floats(dtype, {NC, HV, BT, BT}), Floats(f32, {NC, HV, BT, Kg}, -2.0f, 0.0f), Floats(f32, {NC, HV, BT, K}),
+             Floats(f32, {NC, HV, BT, V}), Floats(f32, {NC, HV, BT, K})},
             {}};
 }
 
@@ -30,7 +29,7 @@ const opp_test::Cases kCases = opp_test::ChunkCases(
     {
         {"registration", [] { return opp_glue::Registration(Call(FLA_NPU_BFLOAT16, 3, 2, 64, 128, 96, 1)); }},
         {"refuse_beta_shape", [] { return BadShape(FLA_NPU_FLOAT16, 2, {1, 2, 32}, "`beta`"); }},
-        {"refuse_u_shape", [] { return BadShape(FLA_NPU_BFLOAT16, 7, {1, 2, 64, 48}, "`u`"); }},
+        {"refuse_u_shape", [] { return BadShape(FLA_NPU_BFLOAT16, 6, {1, 2, 64, 48}, "`u`"); }},
     });
 
 }  // namespace
