@@ -10,14 +10,15 @@ OP = {
   beta [NC, HV, BT]      float32
   g    [NC, HV, BT, Kg]  float32, G: the chunk-local cumulative log2 decay; Kg = K (KDA) or 1 (GDN).
                          G must not increase along a chunk (a decay); padding rows hold the last value
-  aqk  [NC, HV, BT, BT]  float32 or T:  aqk[i, j] = sum_d q_id k_jd 2^(G_id - G_jd)  (j <= i, else 0)
-  l    [NC, HV, BT, BT]  aqk's dtype:   l[i, j] = beta_i sum_d k_id k_jd 2^(G_id - G_jd)  (j < i, else 0)
+  aqk  [NC, HV, BT, BT]  A, float32 or T:  aqk[i, j] = sum_d q_id k_jd 2^(G_id - G_jd)  (j <= i, else 0)
+  l    [NC, HV, BT, BT]  O, float32 or T:  l[i, j] = beta_i sum_d k_id k_jd 2^(G_id - G_jd)  (j < i, else 0)
 All contiguous; BT 16, 32 or 64; K a multiple of 16 in [16, 256]; NC or HV may be 0 (nothing runs).
 Exact for any decaying gate (floored per-step decays included): products go through the Cube
 factored through a reference row per 16-row block row (its middle row when the diagonal block's
 decay spans at most 2^+-60 (bf16) or 2^+-8 (fp16) from it, else its first row), the scaled operands
 rounded once to T; a diagonal 16 x 16 block whose decay is wider from both is computed exactly per
-pair on the vector unit. A T output is rounded once.
+pair on the vector unit. A T output is rounded once (the chain asks for aqk in T, what the output
+kernel's Cube reads, and l in float32, what the triangular inverse reads).
 
 Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K elements
 of T each; GDN: none) and two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
@@ -25,8 +26,8 @@ floats). NPU flavours forward to
 aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
-             ("aqk", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"]), ("l", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"])],
-    "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
-    "dtype_args": {"O": ("out_dtype", "float32")},
+             ("aqk", "out", "A", ["q[0]", "q[1]", "q[2]", "q[2]"]), ("l", "out", "O", ["q[0]", "q[1]", "q[2]", "q[2]"])],
+    "dtypes": {"T": ["float16", "bfloat16"], "A": ["float32", "T"], "O": ["float32", "T"]},
+    "dtype_args": {"A": ("aqk_dtype", "float32"), "O": ("l_dtype", "float32")},
     "kernel_type": "mix",
 }

@@ -15,8 +15,9 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
     if (k->dtype != q->dtype) return InvalidArgument(kEntry, "`q` and `k` must have one dtype");
     if (beta->dtype != FLA_NPU_FLOAT32 || g->dtype != FLA_NPU_FLOAT32)
         return InvalidArgument(kEntry, "`beta` and `g` must be float32");
-    if (aqk->dtype != l->dtype || (aqk->dtype != FLA_NPU_FLOAT32 && aqk->dtype != q->dtype))
-        return InvalidArgument(kEntry, "`aqk` and `l` must have one dtype, float32 or the dtype of `q`");
+    for (const FlaNpuTensor* x : {aqk, l})
+        if (x->dtype != FLA_NPU_FLOAT32 && x->dtype != q->dtype)
+            return InvalidArgument(kEntry, "`aqk` and `l` must each be float32 or the dtype of `q`");
     return TileCall(kEntry, kTensorNames, kTensors, call);
 }
 

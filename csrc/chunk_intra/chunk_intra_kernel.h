@@ -49,19 +49,30 @@ struct ChunkIntraGm {
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
 
-// The GM tensors both sides use: q, k, Aqk and L (as float and as T: out_f32 says which is written),
+// An output (Aqk or L), bound as float and as T; f32 says which is written.
+template <class T>
+struct OutGm {
+    GlobalTensor<float> f;
+    GlobalTensor<T> t;
+    bool f32;
+};
+
+// The GM tensors both sides use: q, k, Aqk and L (OutGm: each float32 or T, by the tiling),
 // and AI core `block`'s workspace: its two operand slots (KDA) and, after them, its two result slots.
 template <class T>
 struct SharedGm {
-    GlobalTensor<T> q, k, aT, lT, op;
-    GlobalTensor<float> aF, lF, res;
+    GlobalTensor<T> q, k, op;
+    GlobalTensor<float> res;
+    OutGm<T> a, l;
 
-    __aicore__ inline void BindAll(const ChunkIntraGm& a, const ChunkIntraTiling& t, uint32_t block) {
+    __aicore__ inline void BindAll(const ChunkIntraGm& g, const ChunkIntraTiling& t, uint32_t block) {
         const uint64_t rows = uint64_t(t.num_units) * t.BT;
-        Bind(rows * t.K, q, a.q, k, a.k);
-        Bind(rows * t.BT, aF, a.aqk, lF, a.l, aT, a.aqk, lT, a.l);
-        if (t.Kg != 1) BindSlots(op, a.ws, block, t.ws_bytes_per_core, t.ws_op_elems);
-        Bind(2ull * t.ws_res_elems, res, a.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes);
+        Bind(rows * t.K, q, g.q, k, g.k);
+        Bind(rows * t.BT, a.f, g.aqk, a.t, g.aqk, l.f, g.l, l.t, g.l);
+        a.f32 = t.aqk_f32 != 0;
+        l.f32 = t.l_f32 != 0;
+        if (t.Kg != 1) BindSlots(op, g.ws, block, t.ws_bytes_per_core, t.ws_op_elems);
+        Bind(2ull * t.ws_res_elems, res, g.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes);
     }
 };
 
@@ -111,14 +122,13 @@ class ChunkIntraCube {
 
     // 16 rows x n columns of an L0C product (16-row Nz) to an output at element `at` (row pitch BT):
     // fp32, or rounded once to T by the Fixpipe (CAST_RINT).
-    __aicore__ inline void ToOutput(const GlobalTensor<float>& gf, const GlobalTensor<T>& gt, uint64_t at,
-                                    const LocalTensor<float>& oc, uint32_t n) {
+    __aicore__ inline void ToOutput(const OutGm<T>& out, uint64_t at, const LocalTensor<float>& oc, uint32_t n) {
         FixpipeParamsV220 p(static_cast<uint16_t>(n), 16, 16, t_.BT, false);
-        if (t_.out_f32) {
-            Fixpipe(gf[at], oc, p);
+        if (out.f32) {
+            Fixpipe(out.f[at], oc, p);
         } else {
             p.quantPre = FixpipeQuant<T>::kMode;
-            Fixpipe<T, float, CFG_ROW_MAJOR>(gt[at], oc, p);
+            Fixpipe<T, float, CFG_ROW_MAJOR>(out.t[at], oc, p);
         }
     }
 
@@ -142,8 +152,8 @@ class ChunkIntraCube {
                 Fixpipe(g_.res[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
             if (I == 0) continue;
             const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT;
-            ToOutput(g_.aF, g_.aT, at, oc, 16 * I);
-            ToOutput(g_.lF, g_.lT, at, oc[16 * BT], 16 * I);
+            ToOutput(g_.a, at, oc, 16 * I);
+            ToOutput(g_.l, at, oc[16 * BT], 16 * I);
         }
     }
 
@@ -417,19 +427,20 @@ class ChunkIntraVector {
             inB_.FreeTensor(b);
         }
         const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT + 16 * I;
-        WriteRows(oa, g_.aF, g_.aT, at, 16);
-        WriteRows(ol, g_.lF, g_.lT, at, 16);
+        WriteRows(oa, g_.a, at, 16);
+        WriteRows(ol, g_.l, at, 16);
         const uint32_t w = BT - 16 * (I + 1);  // zero columns right of the diagonal block
         if (w == 0) return;
-        const uint32_t ob = t_.out_f32 ? 4 : sizeof(T);
+        ZeroColumns(g_.a, at + 16, w);
+        ZeroColumns(g_.l, at + 16, w);
+    }
+
+    // 16 rows of w zero columns of an output from element `at` (row pitch BT).
+    __aicore__ inline void ZeroColumns(const OutGm<T>& out, uint64_t at, uint32_t w) {
+        const uint32_t ob = out.f32 ? 4 : sizeof(T), BT = t_.BT;
         const DataCopyParams z(16, static_cast<uint16_t>(w * ob / 32), 0, static_cast<uint16_t>((BT - w) * ob / 32));
-        if (t_.out_f32) {
-            DataCopy(g_.aF[at + 16], zf_.Get<float>(), z);
-            DataCopy(g_.lF[at + 16], zf_.Get<float>(), z);
-        } else {
-            DataCopy(g_.aT[at + 16], zt_.Get<T>(), z);
-            DataCopy(g_.lT[at + 16], zt_.Get<T>(), z);
-        }
+        if (out.f32) DataCopy(out.f[at], zf_.Get<float>(), z);
+        else DataCopy(out.t[at], zt_.Get<T>(), z);
     }
 
     // GDN, owned block row I: columns [0, 16 (I + 1)) of its q k^T and k k^T rows times
@@ -457,8 +468,8 @@ class ChunkIntraVector {
         res_.FreeTensor(r);
         MulRows(ol, ol, bc, 16, BT);
         inB_.FreeTensor(b);
-        WriteRows(oa, g_.aF, g_.aT, row0 * BT, BT);
-        WriteRows(ol, g_.lF, g_.lT, row0 * BT, BT);
+        WriteRows(oa, g_.a, row0 * BT, BT);
+        WriteRows(ol, g_.l, row0 * BT, BT);
     }
 
     // GDN: the result rows of block row I times D[i, j] = 2^(g_i - g_j) (every column; the masks
@@ -516,13 +527,12 @@ class ChunkIntraVector {
 
     // 16 rows of w columns (o holds them contiguously) to an output at element `at`, row pitch BT:
     // fp32 as computed, or rounded once to T.
-    __aicore__ inline void WriteRows(LocalTensor<float>& o, const GlobalTensor<float>& gf, const GlobalTensor<T>& gt, uint64_t at,
-                                     uint32_t w) {
+    __aicore__ inline void WriteRows(LocalTensor<float>& o, const OutGm<T>& out, uint64_t at, uint32_t w) {
         const uint32_t n = 16 * w, BT = t_.BT;
-        if (t_.out_f32) {
+        if (out.f32) {
             outF_.EnQue(o);
             o = outF_.template DeQue<float>();
-            DataCopy(gf[at], o,
+            DataCopy(out.f[at], o,
                      DataCopyParams(16, static_cast<uint16_t>(w * 4 / 32), 0, static_cast<uint16_t>((BT - w) * 4 / 32)));
         } else {
             OrderV();
@@ -530,7 +540,7 @@ class ChunkIntraVector {
             Cast(y, o, RoundMode::CAST_RINT, n);
             outT_.EnQue(y);
             y = outT_.template DeQue<T>();
-            DataCopy(gt[at], y,
+            DataCopy(out.t[at], y,
                      DataCopyParams(16, static_cast<uint16_t>(w * sizeof(T) / 32), 0,
                                     static_cast<uint16_t>((BT - w) * sizeof(T) / 32)));
             outT_.FreeTensor(y);
@@ -554,14 +564,16 @@ class ChunkIntraVector {
     GlobalTensor<float> gB_, gG_;
 };
 
-// The kernel body: T the Cube input type (q, k), O the dtype of aqk and l (float or T). O decides the
-// output path; the tiling's out_f32 of a checked call says the same.
-template <class T, class O>
+// The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and l (each float or T).
+// They decide the output paths; the tiling's aqk_f32 / l_f32 of a checked call say the same.
+template <class T, class A, class O>
 __aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
                                      const ChunkIntraTiling& tiling) {
-    static_assert(IsSame<O, float>::value || IsSame<O, T>::value, "aqk and l: float or the Cube input type");
+    static_assert((IsSame<A, float>::value || IsSame<A, T>::value) && (IsSame<O, float>::value || IsSame<O, T>::value),
+                  "aqk and l: float or the Cube input type");
     ChunkIntraTiling t = tiling;
-    t.out_f32 = IsSame<O, float>::value ? 1u : 0u;
+    t.aqk_f32 = IsSame<A, float>::value ? 1u : 0u;
+    t.l_f32 = IsSame<O, float>::value ? 1u : 0u;
     RunMixed<ChunkIntraCube<T>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, aqk, l, ws}, t);
 }
 

@@ -14,7 +14,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
         "or bfloat16",
         "g must have 1 or K columns"};
     if (chunk_tiling::OpenKeysTiling(p, kWhy, uint64_t(p.BT) * p.K, t, err) != 0) return -1;
-    t->out_f32 = p.out_f32 ? 1u : 0u;
+    t->aqk_f32 = p.aqk_f32 ? 1u : 0u;
+    t->l_f32 = p.l_f32 ? 1u : 0u;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
@@ -61,9 +62,10 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
     if (aqk.d[2] != BT || aqk.d[3] != BT || l.d[2] != BT || l.d[3] != BT) return "`aqk` and `l` must be [NC, HV, BT, BT]";
-    // The registration takes float16 / bfloat16 q and k, aqk and l float32 or q's dtype.
+    // The registration takes float16 / bfloat16 q and k, aqk and l each float32 or q's dtype.
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;
-    p->out_f32 = aqk.dtype == FLA_NPU_FLOAT32;
+    p->aqk_f32 = aqk.dtype == FLA_NPU_FLOAT32;
+    p->l_f32 = l.dtype == FLA_NPU_FLOAT32;
     return chunk_tiling::SizedKeys(q.d, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
 }
 

@@ -64,7 +64,8 @@ constexpr float kSafeSpanFp16 = 8.0f;
 struct ChunkIntraTiling {
     uint32_t NC, HV, BT, K, Kg;
     uint32_t elem_bytes;  // sizeof(T): 2
-    uint32_t out_f32;     // 1: Aqk and L are float32; 0: T
+    uint32_t aqk_f32;     // 1: Aqk is float32; 0: T
+    uint32_t l_f32;       // 1: L is float32; 0: T
     uint32_t num_units;   // NC * HV
     uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
@@ -91,7 +92,8 @@ const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkInt
 // elem_bytes: of q, k.
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool fp16 = false;    // T is float16 (else bfloat16)
-    bool out_f32 = true;  // Aqk and L in float32 (else T)
+    bool aqk_f32 = true;  // Aqk in float32 (else T)
+    bool l_f32 = true;    // L in float32 (else T)
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

@@ -150,7 +150,7 @@ def _launch_intra(per_key: bool):
         q, k, _, e = _chunk_tensors(shape, dtype, per_key)
         beta = torch.rand(q.shape[:3], generator=_gen(2))
         G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=2)
-        chunk_intra(q, k, beta, G, _torch_dtype(dtype))
+        chunk_intra(q, k, beta, G, _torch_dtype(dtype), torch.float32)  # as the chained forward calls it
     return run
 
 

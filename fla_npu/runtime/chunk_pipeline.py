@@ -9,7 +9,7 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
-  2  ``Aqk``, ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
+  2  ``Aqk`` (T), ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
@@ -74,7 +74,8 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     if "stage 2: intra-chunk" in skip:
         Aqk, Akk = ref.chunk_intra_fwd(qf, kf, p.b, d)
     else:
-        Aqk, L = ops.chunk_intra(q, k, b, G, f32)   # L in float32: the inverse reads it so
+        # Aqk in T: the output kernel's Cube reads it so; L in float32: the inverse reads it so
+        Aqk, L = ops.chunk_intra(q, k, b, G, T, f32)
         Akk = ops.solve_tril(L, T)
 
     if "stage 3: WY factors" in skip:

@@ -120,7 +120,7 @@ CASES = [  # (B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu)
 @pytest.mark.parametrize("B,T,HV,K,BT,per_key,dtype,gate,out_dtype,cu", CASES)
 def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu):
     q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
-    Aqk, L = kernels.chunk_intra(q, k, beta, G, out_dtype=out_dtype)
+    Aqk, L = kernels.chunk_intra(q, k, beta, G, aqk_dtype=out_dtype, l_dtype=out_dtype)
     launch = kernels.chunk_intra.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     refs = _reference(q, k, beta, G)
@@ -131,7 +131,24 @@ def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtyp
         check_close(name, x, ref, dtype)
     t = kernels.chunk_intra.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["Kg"]) == (plan.num_chunks, HV, BT, K, K if per_key else 1)
-    assert t["out_f32"] == (out_dtype == FP32)
+    assert t["aqk_f32"] == t["l_f32"] == (out_dtype == FP32)
+
+
+@pytest.mark.parametrize("per_key,dtype", [(True, BF16), (False, FP16)], ids=["kda-bf16", "gdn-fp16"])
+def test_aqk_in_the_cube_type_with_l_in_float32(per_key, dtype):
+    """The chain's call: Aqk in the Cube type (what the output kernel's Cube reads), L in float32 (what
+    the triangular inverse reads). Aqk is the float32 result rounded once (bit-identical to rounding
+    the float32 output), L unchanged; Aqk's write bytes halve."""
+    q, k, beta, G, _ = _stage_inputs(2, 100, 2, 64, 64, per_key, dtype, "strong")
+    A32, L32 = kernels.chunk_intra(q, k, beta, G)
+    wrote32 = kernels.chunk_intra.last_launch().totals.local_to_gm_bytes
+    Aqk, L = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype)
+    launch = kernels.chunk_intra.last_launch()
+    assert launch.ok, launch.error
+    assert (Aqk.dtype, L.dtype) == (dtype, FP32) and torch.equal(Aqk, A32.to(dtype)) and torch.equal(L, L32)
+    assert wrote32 - launch.totals.local_to_gm_bytes == Aqk.numel() * (4 - Aqk.element_size())
+    t = kernels.chunk_intra.last_tiling()
+    assert (t["aqk_f32"], t["l_f32"]) == (0, 1)
 
 
 def test_strong_gates_take_the_exact_path():
@@ -225,7 +242,7 @@ def test_refusals():
     with pytest.raises(_native.KernelError, match="`beta` and `g` must be float32"):
         kernels.chunk_intra(q, k, beta.bfloat16(), G)
     with pytest.raises(_native.KernelError, match="float32 or the dtype of `q`"):
-        kernels.chunk_intra(q, k, beta, G, out_dtype=FP16)
+        kernels.chunk_intra(q, k, beta, G, l_dtype=FP16)
     with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
         kernels.chunk_intra(q, k, beta[..., :32], G)
     with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, HV, BT, 1\] or \[NC, HV, BT, K\]"):

@@ -135,7 +135,7 @@ def test_every_kernel_custom_op_passes_opcheck():
     torch.manual_seed(2)
     q = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
     G = torch.cumsum(-torch.rand(NC, HV, BT, K) * 0.1, dim=2)
-    torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, torch.bfloat16))
+    torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, torch.bfloat16, torch.float32))
     torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))
     w, u, e_last = (torch.randn(NC, HV, BT, K) * 0.1).to(torch.bfloat16), torch.randn(NC, HV, BT, V), torch.rand(NC, HV, K)
     offsets, h0 = torch.tensor([0, 1, 2], dtype=torch.int32), torch.randn(2, HV, V, K)

@@ -33,7 +33,8 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
     CHECK(t.ub_bytes_used <= p.ub_bytes);
     CHECK(t.l1_bytes_used <= soc::kA2.l1Bytes && t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes &&
           t.l0c_bytes_used <= p.l0c_bytes);
-    CHECK(t.safe_span == (p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16) && t.out_f32 == (p.out_f32 ? 1u : 0u));
+    CHECK(t.safe_span == (p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16) && t.aqk_f32 == (p.aqk_f32 ? 1u : 0u) &&
+          t.l_f32 == (p.l_f32 ? 1u : 0u));
 }
 
 static void TestShapes() {
@@ -45,7 +46,8 @@ static void TestShapes() {
                     for (bool fp16 : {false, true}) {
                         ChunkIntraProblem p = Problem(5, 3, BT, K, Kg, cores);
                         p.fp16 = fp16;
-                        p.out_f32 = !fp16;
+                        p.aqk_f32 = !fp16;  // the two outputs' dtypes independent
+                        p.l_f32 = fp16;
                         tiling_test::CheckTiled<ChunkIntraTiling>(p, cores, CheckBuffers);
                     }
     // The production head (BT 64, K 128, KDA): 288 operand rows per slot.
@@ -94,9 +96,10 @@ static void TestArgs() {
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
     CHECK(check({q, q, b, g1, a, Arg({3, 2, 64})}) != nullptr);
     CHECK(check({q, q, b, g1, a, a}) == nullptr);
-    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.out_f32);
+    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.aqk_f32 && !p.l_f32);
+    CHECK(check({q, q, b, g1, a, a32}) == nullptr && !p.aqk_f32 && p.l_f32);  // Aqk in T, L in float32
     const auto qb = Arg({3, 2, 64, 128}, FLA_NPU_BFLOAT16);
-    CHECK(check({qb, qb, b, gk, a32, a32}) == nullptr && p.Kg == 128 && !p.fp16 && p.out_f32);
+    CHECK(check({qb, qb, b, gk, a32, a32}) == nullptr && p.Kg == 128 && !p.fp16 && p.aqk_f32 && p.l_f32);
     const auto badK = Arg({3, 2, 64, 64}), badB = Arg({3, 2, 32}), badG = Arg({3, 2, 64, 7}), badA = Arg({3, 2, 64, 32}),
                badHead = Arg({3, 1, 64, 128});
     CHECK(Names(check({q, badK, b, g1, a, a}), "`k`"));
