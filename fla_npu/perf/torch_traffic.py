@@ -27,6 +27,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+# In-place ATen operations that overwrite their target without reading it.
+_OVERWRITES = {"copy_", "fill_", "zero_"}
+
 # ATen operations that allocate or describe tensors without moving their data.
 _NO_TRAFFIC = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh", "detach",
                "alias", "_unsafe_view", "_local_scalar_dense", "set_", "resize_", "is_same_size", "sym_size",
@@ -72,10 +75,10 @@ class _Recorder(TorchDispatchMode):
             return out
         inputs, outputs = _tensors((args, kwargs)), _tensors(out)
         held = {t.untyped_storage().data_ptr() for t in inputs}
-        if func._schema.is_mutable:   # in place (copy_, fill_, ...): the mutated tensors are written, the rest read
+        if func._schema.is_mutable:   # in place: the mutated tensors written, and read unless overwritten whole
             written = [t for t in outputs if t.untyped_storage().data_ptr() in held]
             mutated = {t.untyped_storage().data_ptr() for t in written}
-            read = [t for t in inputs if t.untyped_storage().data_ptr() not in mutated]
+            read = [t for t in inputs if name not in _OVERWRITES or t.untyped_storage().data_ptr() not in mutated]
         elif all(t.untyped_storage().data_ptr() in held for t in outputs):
             return out                # an alias of an input (a no-op .to, .contiguous, reshape of a view)
         else:

@@ -72,3 +72,20 @@ def test_kernel_forward_reads_nothing_back_to_the_host(monkeypatch):
     with torch.no_grad(), fla_npu.profile() as prof:
         o, _ = fla_npu.chunk_kda(q, k, v, g, beta, output_final_state=True)
     assert prof.kernels() == CHAIN and torch.isfinite(o).all()
+
+
+@pytest.mark.parametrize("H", [1, 2])
+@pytest.mark.parametrize("l2norm", [True, False])
+def test_kernel_route_leaves_the_inputs_untouched(monkeypatch, H, l2norm):
+    """The chain's pre-processing scales q and k in place on their chunk layout; with one head and
+    no padding that layout is the caller's tensor itself, so it must be copied first."""
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    gen = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(1, 128, H, 64, generator=gen).to(BF16) for _ in range(3))
+    g, beta = -torch.rand(1, 128, H, 64, generator=gen).to(BF16), torch.rand(1, 128, H, generator=gen).to(BF16)
+    before = [x.clone() for x in (q, k, v, g, beta)]
+    with torch.no_grad(), fla_npu.profile() as prof:
+        o, _ = fla_npu.chunk_kda(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, scale=0.3)
+    assert prof.kernels() == CHAIN and torch.isfinite(o).all()
+    for x, x0 in zip((q, k, v, g, beta), before):
+        assert torch.equal(x, x0)

@@ -17,8 +17,11 @@ def test_counts_each_operation_once_and_views_not_at_all():
         v = c.view(10, 10).transpose(0, 1)   # views: nothing
         e = torch.empty(1000)            # an allocation: nothing
         v.contiguous()                   # a copy: reads 400, writes 400
-    assert t.read_bytes == 800 + 200 + 400 and t.write_bytes == 400 + 400 + 400
-    assert dict(t.by_op()) == {"aten.add": 1200, "aten._to_copy": 600, "aten.clone": 800}
+        c.mul_(2.0)                      # in place: reads 400, writes 400
+        c.fill_(1.0)                     # overwrites: writes 400
+    assert t.read_bytes == 800 + 200 + 400 + 400 and t.write_bytes == 400 + 400 + 400 + 400 + 400
+    assert dict(t.by_op()) == {"aten.add": 1200, "aten._to_copy": 600, "aten.clone": 800, "aten.mul_": 800,
+                               "aten.fill_": 400}
     assert d.dtype == torch.float32 and e.numel() == 1000
 
 

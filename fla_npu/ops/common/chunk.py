@@ -62,38 +62,44 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     """Pre-processing and chunk layout. With ``sim``, stage 1 (gate activation + chunk-local cumsum)
     runs as the Ascend C kernel (float32 cumsum, as on the device); otherwise the cumsum is
     accumulated in float64. With ``cube`` (the kernel chain's Cube dtype), ``q``, ``k`` and ``v`` come
-    out in it: l2norm and scale in one float32 product, rounded once, before the chunk layout (what
-    the kernels read, with the fewest passes over the tensors); the token-layout fields the
-    backward would read are not formed (the backward recomputes after the kernels)."""
+    out in it, in the chunk layout: l2norm and scale in one float32 product, rounded once, in place
+    on the chunk layout (what the kernels read, with the fewest passes over the tensors); the
+    token-layout fields the backward would read are not formed (it recomputes after the kernels)."""
     ct = compute_dtype(q, k, v)
     bf = beta.to(ct)
     bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
     groups = v.shape[2] // q.shape[2]
     if cube is not None:
-        qc, kc = (_normalized(x, cfg.use_qk_l2norm, s, cube) for x, s in ((q, cfg.scale), (k, 1.0)))
+        qc, kc = (_normalize_(_owned(plan.to_chunks(x.to(cube)), x), cfg.use_qk_l2norm, s) for x, s in ((q, cfg.scale), (k, 1.0)))
         qn = kn = q_rstd = k_rstd = None
-        vc = v.to(cube)
+        vc = plan.to_chunks(v.to(cube))
     else:
         qn, kn = q.to(ct), k.to(ct)
         q_rstd = k_rstd = None
         if cfg.use_qk_l2norm:
             qn, q_rstd = l2norm_fwd(qn)
             kn, k_rstd = l2norm_fwd(kn)
-        qc, kc, vc = qn * cfg.scale, kn, v.to(ct)
+        qc, kc, vc = (plan.to_chunks(x) for x in (qn * cfg.scale, kn, v.to(ct)))
     return ChunkInputs(
         ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf,
-        q=_expand_heads(plan.to_chunks(qc), groups), k=_expand_heads(plan.to_chunks(kc), groups),
-        v=plan.to_chunks(vc), b=plan.to_chunks(bf),
+        q=_expand_heads(qc, groups), k=_expand_heads(kc, groups), v=vc, b=plan.to_chunks(bf),
         decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct))
 
 
-def _normalized(x: torch.Tensor, l2norm: bool, scale: float, dtype: torch.dtype) -> torch.Tensor:
-    """``x`` times ``scale`` (and its reciprocal l2 norm, as :func:`l2norm_fwd` forms it), in float32,
-    rounded once to ``dtype``."""
-    if not l2norm:
-        return (x.float() * scale).to(dtype) if scale != 1.0 else x.to(dtype)
-    norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True, dtype=torch.float32)
-    return (x * (torch.rsqrt(norm.square() + L2NORM_EPS) * scale)).to(dtype)
+def _owned(xc: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``xc``, or a copy of it when it is a view of the caller's ``x`` (the chunk layout of one head
+    is ``x`` itself): it is written in place next."""
+    return xc.clone() if xc.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() else xc
+
+
+def _normalize_(x: torch.Tensor, l2norm: bool, scale: float) -> torch.Tensor:
+    """``x`` (16-bit) times ``scale`` and, with ``l2norm``, its rows' reciprocal l2 norms (as
+    :func:`l2norm_fwd` forms them), in place: each product formed in float32 and rounded once to
+    ``x``'s dtype (two passes over ``x``: the norms, the product; zero padding rows stay zero)."""
+    if l2norm:
+        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True, dtype=torch.float32)
+        return x.mul_(torch.rsqrt(norm.square() + L2NORM_EPS) * scale)
+    return x.mul_(torch.tensor(scale, dtype=torch.float32)) if scale != 1.0 else x
 
 
 def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, sim: bool) -> torch.Tensor:
