@@ -133,3 +133,19 @@ def test_chunk_ops_give_the_same_results_from_device_tables(monkeypatch, op, len
     for name in host:
         a, b = host[name], dev[name]
         assert torch.isfinite(a).all() and a.shape == b.shape and torch.equal(a, b), name
+
+
+def test_chunk_indices_are_not_counted_against_device_tables(monkeypatch):
+    """FLA's chunk list is checked against the chunk count only when that count is known on the host;
+    with tables built on the device it is not read (and a wrong row count is no error there)."""
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    cu = _cu((5, 70, 1))
+    q, k, v, g, beta, _ = _inputs("gdn", int(cu[-1]), 1, 1, 32, 32, torch.bfloat16, 3, seed=2)
+    args = [x.detach() for x in (q, k, v, g, beta)]
+    wrong = torch.zeros(1, 2, dtype=torch.long)
+    with pytest.raises(ValueError, match="`chunk_indices` has 1 rows, the sequences have 5 chunks"):
+        fla_npu.chunk_gated_delta_rule(*args, cu_seqlens=cu, chunk_indices=wrong, chunk_size=32)
+    monkeypatch.setattr(validate, "check_cu_seqlens", lambda *a, **kw: None)   # as for NPU tensors
+    with torch.no_grad():
+        o, _ = fla_npu.chunk_gated_delta_rule(*args, cu_seqlens=cu, chunk_indices=wrong, chunk_size=32)
+    assert torch.isfinite(o).all()

@@ -47,7 +47,9 @@ def chunk_gated_delta_rule(
         output_final_state: also return the float32 final state.
         use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, state_v_first,
         cu_seqlens, cu_seqlens_cpu: as in :func:`fla_npu.chunk_kda`.
-        chunk_indices: FLA's ``[NT, 2]`` chunk list for varlen; checked against ``cu_seqlens``.
+        chunk_indices: FLA's ``[NT, 2]`` chunk list for varlen; its row count checked against
+            ``cu_seqlens`` when the chunk count is known on the host (``cu_seqlens_cpu`` or CPU
+            tensors), not used otherwise (the chunk tables come from ``cu_seqlens``).
         cp_context: FLA's context parallelism, as in :func:`fla_npu.chunk_kda`.
         use_gate_in_kernel (kwarg): ``g <- -exp(A_log) * softplus(g + dt_bias)`` with ``A_log`` and
             optional ``dt_bias`` (kwargs, ``HV`` elements each).
