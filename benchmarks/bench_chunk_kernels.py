@@ -13,7 +13,8 @@ kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` 
   unit. The gate here is the raw projection ~ N(0, 1) with ``A_log = log U(1, 16)`` (as models
   initialise it): per-step log decays around -2.5 (every diagonal block on the Cube since it factors
   through the block's middle row; on the vector unit before: 87.3 % then); a second KDA inference
-  line, ``mild gates``, shifts the raw gate by -10 (decays near 1);
+  line, ``mild gates``, shifts the raw gate by -10 (decays near 1); a GDN line with GVA (q and k
+  with half the heads, as GDN's production shapes have them);
 - the GM bytes of the whole op (the sum over its launches of bytes read and written) against the
   compulsory minimum: read q, k, v, g, beta once, write o and the final state once. ``inference``
   is the no-grad call; ``training`` keeps what the backward needs (today the same kernel chain: the
@@ -51,9 +52,10 @@ from fla_npu.testing import TOLERANCES, rel_rms
 K = V = 128
 
 
-def inputs(op: str, T: int, H: int, dtype=torch.bfloat16, seed=0, gate_shift=0.0):
+def inputs(op: str, T: int, H: int, dtype=torch.bfloat16, seed=0, gate_shift=0.0, groups=1):
+    """``[1, T, H, ...]`` inputs; with ``groups`` > 1, GVA: q and k have ``H // groups`` heads."""
     g = torch.Generator().manual_seed(seed)
-    q, k = (torch.randn(1, T, H, K, generator=g).to(dtype) for _ in range(2))
+    q, k = (torch.randn(1, T, H // groups, K, generator=g).to(dtype) for _ in range(2))
     v = torch.randn(1, T, H, V, generator=g).to(dtype)
     beta = torch.randn(1, T, H, generator=g)   # KDA: logits (beta sigmoid in the kernel); GDN: post-sigmoid
     beta = (beta if op == "kda" else torch.sigmoid(beta)).to(dtype)
@@ -81,8 +83,8 @@ def compulsory_bytes(x) -> int:
     return reads + writes
 
 
-def profile_op(op: str, T: int, H: int, grad: bool, gate_shift=0.0) -> dict:
-    x = inputs(op, T, H, gate_shift=gate_shift)
+def profile_op(op: str, T: int, H: int, grad: bool, gate_shift=0.0, groups=1) -> dict:
+    x = inputs(op, T, H, gate_shift=gate_shift, groups=groups)
     if grad:
         x = tuple(t.requires_grad_() for t in x)
     with torch.set_grad_enabled(grad), fla_npu.profile() as prof, torch_traffic() as torch_ops:
@@ -135,11 +137,12 @@ def main() -> None:
     os.environ["FLA_NPU_CPU_IMPL"] = "sim"
     tol = TOLERANCES[torch.bfloat16]
     for op in args.ops.split(","):
-        runs = [("inference", False, 0.0), ("training", True, 0.0)] + ([("inference, mild gates", False, -10.0)]
-                                                                         if op == "kda" else [])
-        for mode, grad, shift in runs:
+        runs = [("inference", False, 0.0, 1), ("training", True, 0.0, 1)] + (
+            [("inference, mild gates", False, -10.0, 1)] if op == "kda" else
+            [("inference, GVA (q, k with H / 2 heads, as GDN's production shapes)", False, 0.0, 2)] if args.H % 2 == 0 else [])
+        for mode, grad, shift, groups in runs:
             t0 = time.time()
-            r = profile_op(op, args.T, args.H, grad, shift)
+            r = profile_op(op, args.T, args.H, grad, shift, groups)
             print(f"{op} [1,{args.T},{args.H},{K},{V}] bf16 {mode}: kernels {' '.join(k[6:] for k in r['kernels'])}; "
                   f"Cube share {100 * r['cube_share']:.1f}%; GM {r['gm_bytes'] / 2**20:.2f} MiB = "
                   f"{r['gm_ratio']:.2f}x compulsory, of which workspace hand-offs {r['ws_bytes'] / 2**20:.2f} MiB "
