@@ -67,7 +67,7 @@ struct SharedGm {
 
     __aicore__ inline void BindAll(const ChunkIntraGm& g, const ChunkIntraTiling& t, uint32_t block) {
         const uint64_t rows = uint64_t(t.num_units) * t.BT;
-        Bind(rows * t.K, q, g.q, k, g.k);
+        Bind(rows / t.groups * t.K, q, g.q, k, g.k);  // q, k: HV / groups heads (GVA)
         Bind(rows * t.BT, a.f, g.aqk, a.t, g.aqk, l.f, g.l, l.t, g.l);
         a.f32 = t.aqk_f32 != 0;
         l.f32 = t.l_f32 != 0;
@@ -163,8 +163,9 @@ class ChunkIntraCube {
         LocalTensor<T> l1 = l1_.Get<T>();
         SlotConsumer::Acquire();  // the AIVs have read this result slot's previous results
         Sync<HardEvent::MTE1_MTE2>();
-        LoadNz(l1, g_.q[uint64_t(u) * BT * K], BT, K, 2 * BT);
-        LoadNz(l1[BT * 16], g_.k[uint64_t(u) * BT * K], BT, K, 2 * BT);
+        const uint64_t qk = uint64_t(QkUnit(u, t_.HV, t_.groups)) * BT * K;
+        LoadNz(l1, g_.q[qk], BT, K, 2 * BT);
+        LoadNz(l1[BT * 16], g_.k[qk], BT, K, 2 * BT);
         SlotConsumer::Release(slotReused);
         Sync<HardEvent::MTE2_MTE1>();
         Products(2 * BT / 16, 0, 2 * BT, 1, BT / 16, BT, 0);
@@ -315,11 +316,12 @@ class ChunkIntraVector {
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t row0 = uint64_t(u) * t_.BT, base = uint64_t(slot) * t_.ws_op_elems;
-        LocalTensor<float> gr = ChooseReferences(row0);  // holds the reference row of each owned I
+        const uint64_t qk0 = uint64_t(QkUnit(u, t_.HV, t_.groups)) * t_.BT;  // k's first row (GVA)
+        LocalTensor<float> gr = ChooseReferences(row0);                      // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
         for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
             LocalTensor<float> gJ = CopyIn(inF_, gG_[(row0 + 16 * J) * K], n);
-            CastIn(inT_, g_.k[(row0 + 16 * J) * K], kf, n);
+            CastIn(inT_, g_.k[(qk0 + 16 * J) * K], kf, n);
             OrderV();
             for (uint32_t o = 0; o < nOwned_; ++o) {
                 const uint32_t I = owned_[o];
@@ -367,7 +369,7 @@ class ChunkIntraVector {
         OrderV();
         inB_.FreeTensor(b);
         CastOut(outT_, g_.op[base + uint64_t(32 * I + 16) * K], x, n);
-        CastIn(inT_, g_.q[(uint64_t(u) * t_.BT + 16 * I) * K], x, n);
+        CastIn(inT_, g_.q[(uint64_t(QkUnit(u, t_.HV, t_.groups)) * t_.BT + 16 * I) * K], x, n);
         OrderV();
         Mul(x, x, f, n);
         OrderV();
@@ -497,11 +499,11 @@ class ChunkIntraVector {
     // (L / beta, j < a), into columns [0, a] of row a of the 16 x 16 tiles oa / ol (zero there before).
     __aicore__ inline void ExactDiagonal(uint32_t u, uint32_t I, const LocalTensor<float>& oa, const LocalTensor<float>& ol) {
         const uint32_t K = t_.K, n = 16 * K, BT = t_.BT;
-        const uint64_t at = (uint64_t(u) * BT + 16 * I) * K;
+        const uint64_t at = (uint64_t(u) * BT + 16 * I) * K, qk = (uint64_t(QkUnit(u, t_.HV, t_.groups)) * BT + 16 * I) * K;
         LocalTensor<float> e = w0_.Get<float>(), x = w1_.Get<float>(), qf = w2_.Get<float>(), kf = w3_.Get<float>();
         LocalTensor<float> g = CopyIn(inF_, gG_[at], n);
-        CastIn(inT_, g_.q[at], qf, n);
-        CastIn(inT_, g_.k[at], kf, n);
+        CastIn(inT_, g_.q[qk], qf, n);
+        CastIn(inT_, g_.k[qk], kf, n);
         OrderV();
         for (uint32_t a = 0; a < 16; ++a) {
             const uint32_t rows = a + 1, cnt = rows * K;

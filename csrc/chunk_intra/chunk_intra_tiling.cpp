@@ -14,6 +14,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
         "or bfloat16",
         "g must have 1 or K columns"};
     if (chunk_tiling::OpenKeysTiling(p, kWhy, uint64_t(p.BT) * p.K, t, err) != 0) return -1;
+    t->groups = p.groups;
     t->aqk_f32 = p.aqk_f32 ? 1u : 0u;
     t->l_f32 = p.l_f32 ? 1u : 0u;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
@@ -57,8 +58,12 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4}))
         return "`beta` must be 3-D and `q`, `k`, `g`, `aqk`, `l` 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], Kg = g.d[3];
-    if (!chunk_tiling::ShareUnits(a, 6)) return "`k`, `beta`, `g`, `aqk` and `l` must have the [NC, HV] of `q`";
     if (!SameShape(k, q)) return "`k` must have the shape of `q`";
+    if (!chunk_tiling::ShareUnitsOf(a, {2, 3, 4, 5})) return "`g`, `aqk` and `l` must have the [NC, HV] of `beta`";
+    int64_t lead[4];
+    if (const char* bad = chunk_tiling::GroupedHeads(
+            "`q` and `k` must have the NC of `beta` and a number of heads dividing its HV (GVA)", q, beta, lead, &p->groups))
+        return bad;
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
     if (aqk.d[2] != BT || aqk.d[3] != BT || l.d[2] != BT || l.d[3] != BT) return "`aqk` and `l` must be [NC, HV, BT, BT]";
@@ -66,7 +71,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;
     p->aqk_f32 = aqk.dtype == FLA_NPU_FLOAT32;
     p->l_f32 = l.dtype == FLA_NPU_FLOAT32;
-    return chunk_tiling::SizedKeys(q.d, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
+    return chunk_tiling::SizedKeys(lead, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
 }
 
 const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraTiling* tiling) {

@@ -63,6 +63,7 @@ constexpr float kSafeSpanFp16 = 8.0f;
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkIntraTiling {
     uint32_t NC, HV, BT, K, Kg;
+    uint32_t groups;      // GVA: value heads per q / k head (q, k [NC, HV / groups, BT, K])
     uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t aqk_f32;     // 1: Aqk is float32; 0: T
     uint32_t l_f32;       // 1: L is float32; 0: T

@@ -101,7 +101,7 @@ class ChunkOutputVector {
   public:
     __aicore__ inline ChunkOutputVector(const ChunkOutputGm& a, const ChunkOutputTiling& t) : t_(t) {
         const uint64_t units = t_.num_units, rows = units * t_.BT;
-        Bind(rows * t_.K, gQ_, a.q);
+        Bind(rows / t_.groups * t_.K, gQ_, a.q);  // q: HV / groups heads (GVA)
         Bind(rows * t_.Kg, gG_, a.g);
         BindSlots(gWs_, a.ws, at_.block, t_.ws_bytes_per_core, t_.ws_slot_elems);
         const uint32_t n = t_.rows_per_aiv * t_.K;  // its rows of qe, in each buffer
@@ -128,7 +128,7 @@ class ChunkOutputVector {
     __aicore__ inline void FormQe(uint32_t u, uint64_t dst) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = at_.sub * R, n = R * K;
         LocalTensor<T> x = inT_.template AllocTensor<T>();
-        DataCopy(x, gQ_[(uint64_t(u) * t_.BT + r0) * K], n);
+        DataCopy(x, gQ_[(uint64_t(QkUnit(u, t_.HV, t_.groups)) * t_.BT + r0) * K], n);
         inT_.EnQue(x);
         LocalTensor<float> e = inF_.template AllocTensor<float>();
         DataCopy(e, gG_[(uint64_t(u) * t_.BT + r0) * t_.Kg], R * t_.Kg);

@@ -12,6 +12,7 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
         "2-byte types only; pass float16 or bfloat16",
         "g must have 1 or K columns"};
     if (chunk_tiling::OpenHeadsTiling(p, kWhy, uint64_t(p.K) * p.V, t, err) != 0) return -1;
+    t->groups = p.groups;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
     // AIV: half of qe's rows.
@@ -41,13 +42,17 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOu
     if (!RanksAre(a, {4, 4, 4, 4, 4, 4}))
         return "`q`, `g`, `s`, `aqk`, `v_new` and `out` must be 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], V = v_new.d[3], Kg = g.d[3];
-    if (!chunk_tiling::ShareUnits(a, 6)) return "`g`, `s`, `aqk`, `v_new` and `out` must have the [NC, HV] of `q`";
+    if (!chunk_tiling::ShareUnitsOf(a, {1, 2, 3, 4, 5})) return "`s`, `aqk`, `v_new` and `out` must have the [NC, HV] of `g`";
+    int64_t lead[4];
+    if (const char* bad = chunk_tiling::GroupedHeads("`q` must have the NC of `g` and a number of heads dividing its HV (GVA)", q,
+                                                     g, lead, &p->groups))
+        return bad;
     if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
     if (s.d[2] != K || s.d[3] != V) return "`s` must be [NC, HV, K, V]";
     if (aqk.d[2] != BT || aqk.d[3] != BT) return "`aqk` must be [NC, HV, BT, BT]";
     if (v_new.d[2] != BT) return "`v_new` must be [NC, HV, BT, V]";
     if (!SameShape(out, v_new)) return "`out` must have the shape of `v_new`";
-    return chunk_tiling::SizedHeads(q.d, V, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
+    return chunk_tiling::SizedHeads(lead, V, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
 }
 
 const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputTiling* tiling) {

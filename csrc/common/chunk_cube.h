@@ -56,6 +56,10 @@ __aicore__ inline void ForEachSlotUnit(Op& op, const Tiling& t, uint32_t block) 
     for (uint32_t i = 0; i < r.count; ++i) op.Unit(r.first + i, i % 2, i + 2 < r.count);
 }
 
+// GVA: the q / k unit (chunk, q / k head) that value-head unit u = c * HV + h reads: c * (HV /
+// groups) + h / groups (value heads per q / k head: groups).
+__aicore__ inline uint32_t QkUnit(uint32_t u, uint32_t HV, uint32_t groups) { return u / HV * (HV / groups) + u % HV / groups; }
+
 // Mmad.md: an Mmad accumulating into the L0C tile the previous Mmad wrote must be separated from it
 // by PipeBarrier<PIPE_M> when (m / 16) * (n / 16) < 10 (integer division of the sizes passed).
 __aicore__ inline void AccumulateBarrier(uint32_t m, uint32_t n) {

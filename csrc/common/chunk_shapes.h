@@ -5,6 +5,8 @@
 #ifndef FLA_NPU_CHUNK_SHAPES_H
 #define FLA_NPU_CHUNK_SHAPES_H
 
+#include <initializer_list>
+
 #include "chunk_tiling.h"
 #include "shape_args.h"
 
@@ -16,6 +18,27 @@ inline bool ShareUnits(const ShapeArg* a, int n) {
     for (int i = 1; i < n; ++i)
         if (a[i].d[0] != a[0].d[0] || a[i].d[1] != a[0].d[1]) return false;
     return true;
+}
+
+// Whether the tensors a[i] of `idx` all have the [NC, HV] of the first of them.
+inline bool ShareUnitsOf(const ShapeArg* a, std::initializer_list<int> idx) {
+    const ShapeArg& first = a[*idx.begin()];
+    for (int i : idx)
+        if (a[i].d[0] != first.d[0] || a[i].d[1] != first.d[1]) return false;
+    return true;
+}
+
+// GVA: q or k [NC, HQ, BT, K] of a call over HV value heads (`heads`: a value-side tensor's [NC,
+// HV, ...]), value head h reading q / k head h / (HV / HQ). *lead = q's dims with HV for HQ (the
+// problem is over value heads), *groups = HV / HQ. nullptr, or the message.
+inline const char* GroupedHeads(const char* message, const ShapeArg& qk, const ShapeArg& heads, int64_t* lead, uint32_t* groups) {
+    if (qk.d[0] != heads.d[0] || qk.d[1] <= 0 || heads.d[1] % qk.d[1] != 0) return message;
+    lead[0] = qk.d[0];
+    lead[1] = heads.d[1];
+    lead[2] = qk.d[2];
+    lead[3] = qk.d[3];
+    *groups = static_cast<uint32_t>(heads.d[1] / qk.d[1]);
+    return nullptr;
 }
 
 // The size checks of both front ends on `lead`, the [NC, HV, BT, K] of the op's leading tensor (V:

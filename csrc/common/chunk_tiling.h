@@ -33,6 +33,7 @@ struct ChunkProblem {
 struct KeysProblem : ChunkProblem {
     uint32_t K = 128, Kg = 128;
     uint32_t elem_bytes = 2;
+    uint32_t groups = 1;  // GVA: value heads per q / k head (the ops reading q or k)
 };
 
 // The same with values of V columns: [K, V] heads (chunk_output, wy_fast, chunk_state).

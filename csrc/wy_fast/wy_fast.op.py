@@ -5,7 +5,8 @@ OP = {
     "name": "WyFast",
     "doc": """WY factors (stage 3 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
 
-  k      [NC, HV, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below)
+  k      [NC, HQ, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below).
+                           GVA: HQ divides HV, value head h reads k head h / (HV / HQ)
   v      [NC, HV, BT, V]   k's dtype
   beta   [NC, HV, BT]      float32
   akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
@@ -28,8 +29,8 @@ aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, g, w, u, kg) and ask for th
 operator package's workspace; nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("akk", "in", "T"),
-             ("g", "in", "float32"), ("w", "out", "O", "k"),
-             ("u", "out", "float32", "v"), ("kg", "out", "O", "k")],
+             ("g", "in", "float32"), ("w", "out", "O", ["k[0]", "v[1]", "k[2]", "k[3]"]),
+             ("u", "out", "float32", "v"), ("kg", "out", "O", ["k[0]", "v[1]", "k[2]", "k[3]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},
     "kernel_type": "mix",

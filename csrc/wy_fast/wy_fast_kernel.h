@@ -98,7 +98,8 @@ class WyFastVector {
   public:
     __aicore__ inline WyFastVector(const WyFastGm& a, const WyFastTiling& t) : t_(t) {
         const uint64_t rows = uint64_t(t_.num_units) * t_.BT;
-        Bind(rows * t_.K, gK_, a.k, gKg_, a.kg);
+        Bind(rows / t_.groups * t_.K, gK_, a.k);  // k: HV / groups heads (GVA)
+        Bind(rows * t_.K, gKg_, a.kg);
         Bind(rows * t_.V, gV_, a.v);
         Bind(rows, gB_, a.beta);
         Bind(rows * t_.Kg, gG_, a.g);
@@ -125,7 +126,8 @@ class WyFastVector {
             BroadcastRows(bcB_.Get<float>(), b, R);
             OrderV();
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
-            FormK(row0, c0 + t_.BT - 1, base + uint64_t(at_.sub) * R * t_.K, b);
+            const uint64_t kRow0 = uint64_t(QkUnit(r.first + i, t_.HV, t_.groups)) * t_.BT + at_.sub * R;  // k's (GVA)
+            FormK(row0, kRow0, c0 + t_.BT - 1, base + uint64_t(at_.sub) * R * t_.K, b);
             FormV(row0, base + uint64_t(t_.BT) * t_.K + uint64_t(at_.sub) * R * t_.V);
             inB_.FreeTensor(b);
             SlotProducer::Ready();
@@ -163,12 +165,12 @@ class WyFastVector {
         }
     }
 
-    // kg = k e_tail to GM, then X1 = T(k e_row beta) into the slot (rows from row0, the chunk's last
-    // row `last`): e_tail first, while G is whole; e_row then in place of G.
-    __aicore__ inline void FormK(uint64_t row0, uint64_t last, uint64_t dst, const LocalTensor<float>& b) {
+    // kg = k e_tail to GM, then X1 = T(k e_row beta) into the slot (rows from row0, k's from kRow0,
+    // the chunk's last row `last`): e_tail first, while G is whole; e_row then in place of G.
+    __aicore__ inline void FormK(uint64_t row0, uint64_t kRow0, uint64_t last, uint64_t dst, const LocalTensor<float>& b) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, n = R * K;
         LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
-        CastIn(inT_, gK_[row0 * K], kf, n);
+        CastIn(inT_, gK_[kRow0 * K], kf, n);
         LocalTensor<float> g = CopyIn(inF_, gG_[row0 * t_.Kg], R * t_.Kg);
         TailFactors(s, g, last);  // s = e_tail
         if constexpr (IsSame<O, float>::value) {

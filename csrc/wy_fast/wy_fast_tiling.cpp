@@ -12,6 +12,7 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
         "that exists for 2-byte types only; pass float16 or bfloat16",
         "g must have 1 or K columns"};
     if (chunk_tiling::OpenHeadsTiling(p, kWhy, uint64_t(p.BT) * (p.K > p.V ? p.K : p.V), t, err) != 0) return -1;
+    t->groups = p.groups;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
     // AIV: half of the rows, whole (at most 32 x 256 = 8192 elements: no pieces needed).
@@ -50,14 +51,19 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastP
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 4, 4}))
         return "`beta` must be 3-D and `k`, `v`, `akk`, `g`, `w`, `u`, `kg` 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = k.d[2], K = k.d[3], V = v.d[3], Kg = g.d[3];
-    if (!chunk_tiling::ShareUnits(a, 8)) return "`v`, `beta`, `akk`, `g`, `w`, `u` and `kg` must have the [NC, HV] of `k`";
+    if (!chunk_tiling::ShareUnitsOf(a, {1, 2, 3, 4, 5, 6, 7}))
+        return "`beta`, `akk`, `g`, `w`, `u` and `kg` must have the [NC, HV] of `v`";
+    int64_t lead[4];
+    if (const char* bad = chunk_tiling::GroupedHeads("`k` must have the NC of `v` and a number of heads dividing its HV (GVA)", k,
+                                                     v, lead, &p->groups))
+        return bad;
     if (v.d[2] != BT) return "`v` must be [NC, HV, BT, V]";
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (akk.d[2] != BT || akk.d[3] != BT) return "`akk` must be [NC, HV, BT, BT]";
     if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
-    if (!SameShape(w, k) || !SameShape(kg, k)) return "`w` and `kg` must have the shape of `k`";
+    if (!SameShape(w, kg) || w.d[2] != BT || w.d[3] != K) return "`w` and `kg` must be [NC, HV, BT, K]";
     if (!SameShape(u, v)) return "`u` must have the shape of `v`";
-    return chunk_tiling::SizedHeads(k.d, V, Kg, chunk_tiling::CubeElemBytes(k), dev, p);
+    return chunk_tiling::SizedHeads(lead, V, Kg, chunk_tiling::CubeElemBytes(k), dev, p);
 }
 
 const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastTiling* tiling) {

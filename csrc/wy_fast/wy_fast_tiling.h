@@ -42,6 +42,7 @@ using core_split::CoreUnits;  // first unit and unit count of a core (common/cor
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct WyFastTiling {
     uint32_t NC, HV, BT, K, V, Kg;
+    uint32_t groups;      // GVA: value heads per k head (k [NC, HV / groups, BT, K])
     uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t num_units;   // NC * HV
     uint32_t block_dim;   // AI cores launched (<= num_units)

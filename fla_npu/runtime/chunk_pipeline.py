@@ -27,7 +27,7 @@ import torch
 
 from ..ops.common import chunk_fwd as ref
 from ..ops.common.chunk_plan import ChunkPlan
-from ..ops.common.chunk_tensors import ChunkForward, ChunkInputs
+from ..ops.common.chunk_tensors import ChunkForward, ChunkInputs, expand_heads
 from . import kernels
 
 # Stage -> its kernels: (kernel name, why that kernel cannot take a call: (kernel, dtype, BT, K, V)
@@ -67,7 +67,9 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     f32 = torch.float32
     d = p.decay
     q, k, v = p.q.to(T), p.k.to(T), p.v.to(T)   # in T already (the chain's pre-processing rounds them once)
-    qf, kf, vf = (x.to(p.ct) for x in (q, k, v)) if skip else (None, None, None)  # a reference stage's inputs
+    # q, k with HV / groups heads: the kernels read value head h's from head h / groups (GVA); a
+    # reference stage takes them expanded
+    qf, kf, vf = (expand_heads(q, p.groups).to(p.ct), expand_heads(k, p.groups).to(p.ct), v.to(p.ct)) if skip else (None,) * 3
     b = p.b.to(f32)
     G = d.G.to(f32)
 

@@ -259,3 +259,17 @@ def test_refusals():
 def test_tiling_unit_tests(native_build):
     """The C++ unit tests of the host tiling (csrc/chunk_intra/tests/), from the session's native build."""
     run_tiling_unit_test(native_build, "chunk_intra")
+
+
+@pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])
+def test_gva_reads_q_and_k_by_head_group(per_key):
+    """GVA: q and k with HV / groups heads, value head h reading head h // groups: the results are
+    those of the call on q and k expanded to the value heads, bit for bit."""
+    q, k, beta, G, _ = _stage_inputs(1, 100, 4, 64, 32, per_key, BF16, "strong")
+    qs, ks = q[:, ::2].contiguous(), k[:, ::2].contiguous()   # 2 q / k heads for 4 value heads
+    A, L = kernels.chunk_intra(qs, ks, beta, G, aqk_dtype=BF16)
+    assert kernels.chunk_intra.last_tiling()["groups"] == 2
+    A_ref, L_ref = kernels.chunk_intra(qs.repeat_interleave(2, 1), ks.repeat_interleave(2, 1), beta, G, aqk_dtype=BF16)
+    assert torch.equal(A, A_ref) and torch.equal(L, L_ref)
+    with pytest.raises(_native.KernelError, match="GVA"):
+        kernels.chunk_intra(q[:, :3].contiguous(), k[:, :3].contiguous(), beta, G)

@@ -177,3 +177,16 @@ def test_verify_sim_row_runs_the_output_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stage 5: its first bf16 KDA and GDN rows pass."""
     sim_helpers.verify_sim_first_rows()
     assert len(launches) >= 2 and set(launches) == {BF16}
+
+
+@pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])
+def test_gva_reads_q_by_head_group(per_key):
+    """GVA: q with HV / groups heads, value head h reading head h // groups: the result is that of
+    the call on q expanded to the value heads, bit for bit."""
+    q, G, S, Aqk, v_new, _ = _stage_inputs(1, 100, 4, 64, 32, 32, per_key, BF16, seed=2)
+    qs = q[:, ::2].contiguous()
+    o = kernels.chunk_output(qs, G, S, Aqk, v_new, out_dtype=BF16)
+    assert kernels.chunk_output.last_tiling()["groups"] == 2
+    assert torch.equal(o, kernels.chunk_output(qs.repeat_interleave(2, 1), G, S, Aqk, v_new, out_dtype=BF16))
+    with pytest.raises(_native.KernelError, match="GVA"):
+        kernels.chunk_output(q[:, :3].contiguous(), G, S, Aqk, v_new)

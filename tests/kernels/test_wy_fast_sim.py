@@ -224,3 +224,18 @@ def test_verify_sim_row_runs_the_wy_kernel(launches):
     sim_helpers.verify_sim_first_rows()
     assert len(launches) >= 2 and {d for d, _ in launches} == {BF16}
     assert kernels.get("chunk_output").dtypes == kernels.get("wy_fast").dtypes  # stages 3 and 5: routed for the same dtypes
+
+
+@pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])
+def test_gva_reads_k_by_head_group(per_key):
+    """GVA: k with HV / groups heads, value head h reading head h // groups: the results are those
+    of the call on k expanded to the value heads, bit for bit."""
+    k, v, beta, Akk, G, _ = _stage_inputs(1, 100, 4, 64, 32, 32, per_key, BF16, seed=2)
+    ks = k[:, ::2].contiguous()
+    out = kernels.wy_fast(ks, v, beta, Akk, G, out_dtype=BF16)
+    assert kernels.wy_fast.last_tiling()["groups"] == 2 and out[0].shape == (k.shape[0], 4, 32, 64)
+    ref = kernels.wy_fast(ks.repeat_interleave(2, 1), v, beta, Akk, G, out_dtype=BF16)
+    for x, r in zip(out, ref):
+        assert torch.equal(x, r)
+    with pytest.raises(_native.KernelError, match="GVA"):
+        kernels.wy_fast(k[:, :3].contiguous(), v, beta, Akk, G)

@@ -106,7 +106,16 @@ static void TestArgs() {
     CHECK(Names(check({q, q, badB, g1, a, a}), "`beta`"));
     CHECK(Names(check({q, q, b, badG, a, a}), "`g`"));
     CHECK(Names(check({q, q, b, g1, a, badA}), "`aqk` and `l`"));
-    CHECK(Names(check({q, badHead, b, g1, a, a}), "[NC, HV]"));
+    CHECK(Names(check({q, badHead, b, g1, a, a}), "`k`"));
+    CHECK(Names(check({q, q, b, Arg({3, 1, 64, 1}, FLA_NPU_FLOAT32), a, a}), "[NC, HV] of `beta`"));
+    // GVA: q and k with a number of heads dividing beta's HV; the problem is over the value heads.
+    const auto q1 = Arg({3, 1, 64, 128}), b4 = Arg({3, 4, 64}, FLA_NPU_FLOAT32), g4 = Arg({3, 4, 64, 1}, FLA_NPU_FLOAT32),
+               a4 = Arg({3, 4, 64, 64});
+    CHECK(check({q1, q1, b4, g4, a4, a4}) == nullptr && p.HV == 4 && p.groups == 4);
+    CHECK(check({q, q, b4, g4, a4, a4}) == nullptr && p.HV == 4 && p.groups == 2);
+    CHECK(check({q, q, b, g1, a, a}) == nullptr && p.groups == 1);
+    CHECK(Names(check({Arg({3, 3, 64, 128}), Arg({3, 3, 64, 128}), b4, g4, a4, a4}), "GVA"));
+    CHECK(Names(check({Arg({2, 2, 64, 128}), Arg({2, 2, 64, 128}), b, g1, a, a}), "GVA"));  // another NC
     const auto q48 = Arg({3, 2, 48, 128}), b48 = Arg({3, 2, 48}), g48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48});
     CHECK(Names(check({q48, q48, b48, g48, a48, a48}), "BT"));
 }

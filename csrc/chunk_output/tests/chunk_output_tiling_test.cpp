@@ -56,6 +56,10 @@ static void TestArgs() {
     CHECK(Names(check({q, e, s, badA, v, o}), "`aqk`"));
     CHECK(Names(check({q, e, s, a, v, badOut}), "`out`"));
     CHECK(Names(check({q, e, s, a, badHead, o}), "[NC, HV]"));
+    // GVA: q with a number of heads dividing g's HV.
+    CHECK(check({Arg({3, 1, 64, 128}), e, s, a, v, o}) == nullptr && p.HV == 2 && p.groups == 2);
+    CHECK(check({q, e, s, a, v, o}) == nullptr && p.groups == 1);
+    CHECK(Names(check({Arg({3, 3, 64, 128}), e, s, a, v, o}), "GVA"));
     const auto q48 = Arg({3, 2, 48, 128}), e48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48}), v48 = Arg({3, 2, 48, 64});
     CHECK(Names(check({q48, e48, s, a48, v48, v48}), "BT"));
 }

@@ -65,6 +65,11 @@ static void TestArgs() {
     CHECK(Names(check({k, v, b, a, e, w, badU, w}), "`u`"));
     CHECK(Names(check({k, v, b, a, e, u, u, w}), "`w`"));
     CHECK(Names(check({k, badHead, b, a, e, w, u, w}), "[NC, HV]"));
+    // GVA: k with a number of heads dividing v's HV; w and kg over the value heads.
+    CHECK(check({Arg({3, 1, 64, 128}), v, b, a, e, w, u, w}) == nullptr && p.HV == 2 && p.groups == 2);
+    CHECK(check({k, v, b, a, e, w, u, w}) == nullptr && p.groups == 1);
+    CHECK(Names(check({Arg({3, 3, 64, 128}), v, b, a, e, w, u, w}), "GVA"));
+    CHECK(Names(check({Arg({3, 1, 64, 128}), v, b, a, e, Arg({3, 1, 64, 128}, FLA_NPU_FLOAT32), u, w}), "[NC, HV]"));
     const auto k48 = Arg({3, 2, 48, 128}), v48 = Arg({3, 2, 48, 64}), b48 = Arg({3, 2, 48}), a48 = Arg({3, 2, 48, 48}),
                e48 = Arg({3, 2, 48, 1});
     CHECK(Names(check({k48, v48, b48, a48, e48, k48, v48, k48}), "BT"));

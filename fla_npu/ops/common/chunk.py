@@ -20,7 +20,7 @@ from ...runtime.routing import chunk_route, log_once, use_sim
 from . import chunk_bwd as bwd, chunk_fwd as fwd
 from .activations import L2NORM_EPS, beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
-from .chunk_tensors import ChunkForward, ChunkInputs
+from .chunk_tensors import ChunkForward, ChunkInputs, expand_heads
 from .decay import ChunkDecay
 
 
@@ -52,18 +52,14 @@ def _state_out(s: torch.Tensor, cfg: DeltaRuleConfig, dtype) -> torch.Tensor:
     return (s.transpose(-1, -2) if cfg.state_v_first else s).to(dtype).contiguous()
 
 
-def _expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
-    """GVA: value head ``i`` reads q/k head ``i // groups``."""
-    return xc if groups == 1 else xc.repeat_interleave(groups, dim=1)
-
-
 def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool,
              cube: torch.dtype | None = None) -> ChunkInputs:
     """Pre-processing and chunk layout. With ``sim``, stage 1 (gate activation + chunk-local cumsum)
     runs as the Ascend C kernel (float32 cumsum, as on the device); otherwise the cumsum is
     accumulated in float64. With ``cube`` (the kernel chain's Cube dtype), ``q``, ``k`` and ``v`` come
     out in it, in the chunk layout: l2norm and scale in one float32 product, rounded once, in place
-    on the chunk layout (what the kernels read, with the fewest passes over the tensors); the
+    on the chunk layout (what the kernels read, with the fewest passes over the tensors), q and k
+    with their own heads (the kernels read value head h's from head h / groups: GVA); the
     token-layout fields the backward would read are not formed (it recomputes after the kernels)."""
     ct = compute_dtype(q, k, v)
     bf = beta.to(ct)
@@ -82,7 +78,8 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
         qc, kc, vc = (plan.to_chunks(x) for x in (qn * cfg.scale, kn, v.to(ct)))
     return ChunkInputs(
         ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf,
-        q=_expand_heads(qc, groups), k=_expand_heads(kc, groups), v=vc, b=plan.to_chunks(bf),
+        q=qc if cube is not None else expand_heads(qc, groups), k=kc if cube is not None else expand_heads(kc, groups),
+        v=vc, b=plan.to_chunks(bf),
         decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct))
 
 

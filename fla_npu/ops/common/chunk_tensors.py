@@ -32,11 +32,17 @@ class ChunkInputs:
     q_rstd: torch.Tensor | None     # l2norm's reciprocal norms (None without l2norm)
     k_rstd: torch.Tensor | None
     beta: torch.Tensor              # activated beta, token layout
-    q: torch.Tensor                 # [NC, HV, BT, K] ct, times the attention scale, heads expanded
-    k: torch.Tensor                 # [NC, HV, BT, K] ct, heads expanded
-    v: torch.Tensor                 # [NC, HV, BT, V] ct
+    q: torch.Tensor                 # [NC, HV, BT, K] ct, times the attention scale, heads expanded;
+                                    # for the kernels [NC, HV / groups, BT, K] in their Cube dtype
+    k: torch.Tensor                 # [NC, HV, BT, K] ct, heads expanded (kernels: as q)
+    v: torch.Tensor                 # [NC, HV, BT, V] ct (kernels: the Cube dtype)
     b: torch.Tensor                 # [NC, HV, BT] beta
     decay: ChunkDecay               # factors of G, the stage-1 result [NC, HV, BT, K or 1] (log2 units)
+
+
+def expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
+    """GVA: ``[NC, HQ, ...]`` -> ``[NC, HQ * groups, ...]``, value head ``i`` reading q / k head ``i // groups``."""
+    return xc if groups == 1 else xc.repeat_interleave(groups, dim=1)
 
 
 @dataclass
