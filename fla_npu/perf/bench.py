@@ -8,7 +8,10 @@ Two sources, never mixed in one figure:
     per SoC with a full chip's share of GM bandwidth; the full shape's time is the modelled time per
     unit of work (sum of the blocks' times / units simulated) x ceil(units of the full shape / cores),
     at least its GM bytes (scaled likewise) over the achieved HBM bandwidth, plus one launch overhead.
-    Stages without a kernel are reported as "reference (no kernel)", with no number.
+    Stages without a kernel are reported as "reference (no kernel)", with no number. The PyTorch
+    operations the chunked ops run around their kernels (:mod:`.torch_traffic`, counted on the op's
+    forward at the stages' scaled shape, the bytes scaled by tokens x value heads) add their bytes
+    over the achieved HBM bandwidth plus one launch overhead each (``torch_ops`` of the row).
 Every row carries the whole-op roofline (:mod:`.roofline`) and the ratio of its time to it."""
 
 from __future__ import annotations
@@ -130,6 +133,28 @@ class _StageRuns:
             self._cache[key] = T.last_trace()
         return self._cache[key]
 
+    def torch_ops(self, op: str, scaled: dict, dtype: str):
+        """The :class:`~.torch_traffic.TorchTraffic` of the op's forward at ``scaled`` on the simulation."""
+        import os
+
+        from .stages import forward_call
+        from .torch_traffic import torch_traffic
+        key = (op, "torch_ops", tuple(sorted(scaled.items())), dtype)
+        if key not in self._cache:
+            before = os.environ.get("FLA_NPU_CPU_IMPL")
+            os.environ["FLA_NPU_CPU_IMPL"] = "sim"
+            try:
+                run = forward_call(op, scaled, dtype)
+                with torch_traffic() as t:
+                    run()
+            finally:
+                if before is None:
+                    os.environ.pop("FLA_NPU_CPU_IMPL")
+                else:
+                    os.environ["FLA_NPU_CPU_IMPL"] = before
+            self._cache[key] = t
+        return self._cache[key]
+
 
 def model_stage(op: str, stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, runs: _StageRuns) -> dict:
     """The modelled time of ``stage`` at the full shape ``full`` on ``soc`` (see the module docstring)."""
@@ -167,6 +192,21 @@ def model_stage(op: str, stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, 
             "busiest_pipe": max(busy, key=busy.get), "bound": "gm" if gm_bound >= compute else "cores"}
 
 
+def model_torch_ops(case: Case, soc: SC.SocPerf, runs: _StageRuns) -> dict | None:
+    """The modelled time of the PyTorch operations around a chunked op's kernels at the full shape
+    (see the module docstring); ``None`` for an op without them."""
+    from .stages import scale_delta_rule, units_tokens
+
+    if case.op not in ("kda", "gdn"):
+        return None
+    scaled = scale_delta_rule(case.shape)
+    t = runs.torch_ops(case.op, scaled, case.dtype)
+    full_bytes = (t.read_bytes + t.write_bytes) * units_tokens(case.shape) / units_tokens(scaled)
+    seconds = full_bytes / (soc.hbm_bytes_per_s * soc.hbm_efficiency) + t.launches * soc.launch_overhead_s
+    return {"status": "model", "time_ms": seconds * 1e3, "bytes": int(full_bytes), "launches": t.launches,
+            "scaled_shape": scaled}
+
+
 def model_case(case: Case, socs, runs: _StageRuns) -> list[dict]:
     """One row per SoC: the modelled stages of ``case``, their sum (the chain of today's kernels),
     the roofline and the published figures where there are any."""
@@ -175,11 +215,12 @@ def model_case(case: Case, socs, runs: _StageRuns) -> list[dict]:
         soc = SC.soc(name)
         stages = [model_stage(case.op, s, case.shape, case.dtype, soc, runs) for s in FWD_STAGES[case.op]]
         modelled = [s for s in stages if s["time_ms"] is not None]
-        total = sum(s["time_ms"] for s in modelled) if modelled else None
+        torch_ops = model_torch_ops(case, soc, runs) if len(modelled) == len(stages) else None
+        total = sum(s["time_ms"] for s in modelled) + (torch_ops["time_ms"] if torch_ops else 0.0) if modelled else None
         roof = roofline(case, soc)
         row = {"schema": SCHEMA, "source": "model", "impl": "fla_npu", "op": case.op, "mode": case.mode,
                "group": case.group, "shape": case.shape, "key": list(case.key()), "dtype": case.dtype, "soc": name,
-               "soc_part": soc.part, "time_ms": total, "stages": stages,
+               "soc_part": soc.part, "time_ms": total, "stages": stages, "torch_ops": torch_ops,
                "complete": len(modelled) == len(stages),
                "stages_without_kernel": [s["stage"] for s in stages if s["status"] == "reference (no kernel)"],
                "stages_failed": [s["stage"] for s in stages if s["status"].startswith("kernel failed")],
@@ -365,10 +406,15 @@ def headline(rows: list[dict]) -> str | None:
         if r["op"] == "kda" and tuple(r["key"]) == (1, 8192, 96, 128) and r["soc"] == "a2" and r["source"] == "model":
             modelled = sum(1 for s in r["stages"] if s["time_ms"] is not None)
             out = [f"KDA forward [1,8192,96,128] {r['dtype']} on a2 ({r['soc_part']}):",
-                   f"  fla_npu kernels today (model): {_ms(r['time_ms'])} ms for {modelled} of {len(r['stages'])} stages "
+                   f"  fla_npu today (model; its kernels and the PyTorch ops around them): {_ms(r['time_ms'])} ms for "
+                   f"{modelled} of {len(r['stages'])} stages "
                    f"(no kernel yet: {', '.join(r['stages_without_kernel']) or 'none'})"]
             for s in r["stages"]:
                 out.append(f"    {s['title']:<32} {s['status'] if s['time_ms'] is None else _ms(s['time_ms']) + ' ms (model)'}")
+            if r.get("torch_ops"):
+                t = r["torch_ops"]
+                out.append(f"    {'PyTorch ops around them':<32} {_ms(t['time_ms'])} ms (model: {t['launches']} launches, "
+                           f"{t['bytes'] / 1e9:.2f} GB)")
             roof = r["roofline"]
             out.append(f"  roofline floor: {_ms(roof['floor_ms'])} ms ({roof['bound']}-bound: {roof['bytes'] / 1e9:.2f} GB "
                        f"-> {_ms(roof['memory_ms'])} ms, {2 * roof['macs'] / 1e9:.0f} GFLOP -> {_ms(roof['compute_ms'])} ms)")

@@ -206,6 +206,37 @@ def _delta_rule_stages(per_key: bool) -> tuple:
     )
 
 
+def forward_call(op: str, shape: dict, dtype: str):
+    """The public op's no-grad forward at ``shape`` with the production switches (KDA: gate, beta
+    sigmoid and q / k l2norm in the kernel, safe gate, lower bound -5; GDN: gate and q / k l2norm in
+    the kernel) on random inputs made now: a callable running it (what the bench's PyTorch-operations
+    model measures around the kernels, the inputs' making left out)."""
+    import torch
+
+    import fla_npu
+
+    g, dt = _gen(4), _torch_dtype(dtype)
+    B, T, H, HV, K, V = (shape[x] for x in ("B", "T", "H", "HV", "K", "V"))
+    q, k = (torch.randn(B, T, H, K, generator=g).to(dt) for _ in range(2))
+    v = torch.randn(B, T, HV, V, generator=g).to(dt)
+    gate = torch.randn(B, T, HV, *((K,) if op == "kda" else ()), generator=g).to(dt)
+    A_log = torch.log(torch.empty(HV).uniform_(1, 16, generator=g))
+    dt_bias = torch.randn(HV * (K if op == "kda" else 1), generator=g) * 0.1
+    common = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
+                  output_final_state=True)
+    if op == "kda":
+        beta = torch.randn(B, T, HV, generator=g).to(dt)
+        extra = dict(use_beta_sigmoid_in_kernel=True, safe_gate=True, lower_bound=-5.0)
+        fn = fla_npu.chunk_kda
+    else:
+        beta, extra, fn = torch.rand(B, T, HV, generator=g).to(dt), {}, fla_npu.chunk_gated_delta_rule
+
+    def run():
+        with torch.no_grad():
+            fn(q, k, v, gate, beta, **common, **extra)
+    return run
+
+
 # op -> the stages of its forward, in order
 FWD_STAGES = {
     "kda": _delta_rule_stages(per_key=True),

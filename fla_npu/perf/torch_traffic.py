@@ -50,6 +50,7 @@ class TorchTraffic:
     """Bytes read and written by the ATen operations of one :func:`torch_traffic` block."""
     read_bytes: int = 0
     write_bytes: int = 0
+    launches: int = 0                               # operations that moved bytes (each a launch on an NPU)
     ops: Counter = field(default_factory=Counter)   # op name -> bytes read + written
 
     def by_op(self, top: int = 8) -> list:
@@ -85,6 +86,7 @@ class _Recorder(TorchDispatchMode):
             read, written = inputs, outputs
         self.traffic.read_bytes += _nbytes(read)
         self.traffic.write_bytes += _nbytes(written)
+        self.traffic.launches += 1
         self.traffic.ops[f"{namespace}.{name}"] += _nbytes(read) + _nbytes(written)
         return out
 

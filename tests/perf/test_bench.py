@@ -16,10 +16,11 @@ HEADLINE = "1,8192,96,128"
 MODEL_ROW = {"schema": str, "source": str, "impl": str, "op": str, "mode": str, "group": str, "shape": dict, "key": list,
              "dtype": str, "soc": str, "soc_part": str, "time_ms": float, "stages": list, "complete": bool,
              "stages_without_kernel": list, "stages_failed": list, "roofline": dict, "ratio_to_roofline": float,
-             "published": list, "trace_from": str, "trace_arch_matches": bool}
+             "published": list, "trace_from": str, "trace_arch_matches": bool, "torch_ops": dict}
 MODEL_STAGE = {"stage": str, "title": str, "status": str, "time_ms": float, "kernel": str, "scaled_shape": dict,
                "units_simulated": int, "units": int, "cores": int, "per_unit_us": float, "gm_bytes": int,
                "gm_bound_ms": float, "cube_macs": int, "busiest_pipe": str, "bound": str}
+TORCH_OPS = {"status": str, "time_ms": float, "bytes": int, "launches": int, "scaled_shape": dict}
 ROOF = {"bytes": int, "macs": int, "memory_ms": float, "compute_ms": float, "floor_ms": float, "bound": str}
 
 
@@ -55,7 +56,14 @@ def test_bench_rows_follow_the_schema(headline_run):
                 _check(s, MODEL_STAGE)
                 assert s["status"] == "model" and s["time_ms"] > 0 and s["units"] == 128 * 96 or s["stage"] == "gate_cumsum"
         modelled = [s["time_ms"] for s in r["stages"] if s["time_ms"] is not None]
-        assert r["time_ms"] == pytest.approx(sum(modelled))
+        # the PyTorch operations around the kernels: modelled from their bytes and launches, part of the total
+        t = r["torch_ops"]
+        _check(t, TORCH_OPS)
+        assert t["status"] == "model" and t["bytes"] > 0 and t["launches"] > 0
+        soc = SC.soc(r["soc"])
+        assert t["time_ms"] == pytest.approx(1e3 * (t["bytes"] / (soc.hbm_bytes_per_s * soc.hbm_efficiency) +
+                                                     t["launches"] * soc.launch_overhead_s))
+        assert r["time_ms"] == pytest.approx(sum(modelled) + t["time_ms"])
         assert r["complete"] == (not r["stages_without_kernel"]) and r["stages_failed"] == []
         assert r["ratio_to_roofline"] == pytest.approx(r["time_ms"] / r["roofline"]["floor_ms"])
     a2 = rows[0]
@@ -77,7 +85,8 @@ def test_bench_prints_the_headline(headline_run, capsys):
     assert "54.0 ms (published figure, 910B3)" in text and "8.800 ms (published figure, 910B3)" in text
     # Every stage of the chunked forward has a kernel: the modelled chain is all six of them.
     assert "for 6 of 6 stages (no kernel yet: none)" in text
-    for stage in ("1: gate", "2a: intra-chunk", "2b: triangular inverse", "3: w, u", "4: inter-chunk state", "5: output"):
+    for stage in ("1: gate", "2a: intra-chunk", "2b: triangular inverse", "3: w, u", "4: inter-chunk state", "5: output",
+                  "PyTorch ops around them"):
         assert stage in text, stage
 
 
