@@ -12,8 +12,9 @@ OP = {
   s      [NC, HV, K, V]    q's dtype, the chunk-start states (as the state kernel writes them in T)
   aqk    [NC, HV, BT, BT]  q's dtype, lower triangular (read as given)
   v_new  [NC, HV, BT, V]   q's dtype
-  out    [NC, HV, BT, V]   float32 or q's dtype (rounded once):  out = T(q * e_row) @ s + aqk @ v_new
-                           (fp32 accumulation)
+  out    [NC, BT, HV, V]   float32 or q's dtype (rounded once):  out = T(q * e_row) @ s + aqk @ v_new
+                           (fp32 accumulation), token-major: out[c, r, h] is row r of chunk c, head h
+                           (for B sequences of whole chunks, the token layout [B, T, HV, V] itself)
 All contiguous; BT 16, 32 or 64; K and V multiples of 16 in [16, 256]; NC or HV may be 0 (nothing
 runs). Every row of every chunk is computed, padding rows of tail chunks included (from whatever
 the inputs hold there). Float32 inputs are refused with a message: s and v_new reach the Cube
@@ -25,7 +26,7 @@ aclnnFlaNpuChunkOutput[GetWorkspaceSize](q, g, s, aqk, vNew, out) and ask for th
 package's workspace; nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("g", "in", "float32"), ("s", "in", "T"), ("aqk", "in", "T"),
-             ("v_new", "in", "T"), ("out", "out", "O", "v_new")],
+             ("v_new", "in", "T"), ("out", "out", "O", ["v_new[0]", "v_new[2]", "v_new[1]", "v_new[3]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},
     "kernel_type": "mix",

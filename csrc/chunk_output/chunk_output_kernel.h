@@ -78,7 +78,9 @@ class ChunkOutputCube {
         LoadA(aa, a1, BT, BT);
         // Both products into one L0C tile per V-tile: qe @ S (init), then Aqk @ v_new (accumulate).
         const CubeProduct<T> prods[2] = {{qea, s1, sb_.Get<T>(), K}, {aa, v1, vb_.Get<T>(), BT}};
-        TileProducts(oc_.Get<float>(), gO_[uint64_t(u) * BT * V], V, BT, V, t_.v_tile, prods);
+        // o token-major [NC, BT, HV, V]: row r of (chunk c, head h) at (c BT + r) HV V + h V (row pitch HV V)
+        const uint64_t at = (uint64_t(u / t_.HV) * BT * t_.HV + u % t_.HV) * V;
+        TileProducts(oc_.Get<float>(), gO_[at], t_.HV * V, BT, V, t_.v_tile, prods);
     }
 
   private:

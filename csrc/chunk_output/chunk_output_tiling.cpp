@@ -42,7 +42,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOu
     if (!RanksAre(a, {4, 4, 4, 4, 4, 4}))
         return "`q`, `g`, `s`, `aqk`, `v_new` and `out` must be 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], V = v_new.d[3], Kg = g.d[3];
-    if (!chunk_tiling::ShareUnitsOf(a, {1, 2, 3, 4, 5})) return "`s`, `aqk`, `v_new` and `out` must have the [NC, HV] of `g`";
+    if (!chunk_tiling::ShareUnitsOf(a, {1, 2, 3, 4})) return "`s`, `aqk` and `v_new` must have the [NC, HV] of `g`";
     int64_t lead[4];
     if (const char* bad = chunk_tiling::GroupedHeads("`q` must have the NC of `g` and a number of heads dividing its HV (GVA)", q,
                                                      g, lead, &p->groups))
@@ -51,7 +51,8 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOu
     if (s.d[2] != K || s.d[3] != V) return "`s` must be [NC, HV, K, V]";
     if (aqk.d[2] != BT || aqk.d[3] != BT) return "`aqk` must be [NC, HV, BT, BT]";
     if (v_new.d[2] != BT) return "`v_new` must be [NC, HV, BT, V]";
-    if (!SameShape(out, v_new)) return "`out` must have the shape of `v_new`";
+    if (out.d[0] != v_new.d[0] || out.d[1] != BT || out.d[2] != v_new.d[1] || out.d[3] != V)
+        return "`out` must be [NC, BT, HV, V] (token-major)";
     return chunk_tiling::SizedHeads(lead, V, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
 }
 

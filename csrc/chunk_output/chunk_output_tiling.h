@@ -7,8 +7,9 @@
 // q [NC, HV, BT, K], g [NC, HV, BT, Kg] (the chunk-local gate cumsum in log2 units; Kg = K: KDA;
 // Kg = 1: GDN, broadcast over K; its factor formed here, by Muls + Exp on the AIVs), S [NC, HV, K,
 // V] (chunk-start states, as the state kernel writes them rounded once to T), Aqk [NC, HV, BT, BT]
-// (lower triangular, read as given), v_new [NC, HV, BT, V]; o [NC, HV, BT, V] fp32 or T (rounded
-// once). q, S, Aqk, v_new are of the Cube input type T (fp16 or bf16); g is fp32.
+// (lower triangular, read as given), v_new [NC, HV, BT, V]; o [NC, BT, HV, V] fp32 or T (rounded
+// once; token-major: the chunks of B whole-chunk sequences are their token layout [B, T, HV, V]).
+// q, S, Aqk, v_new are of the Cube input type T (fp16 or bf16); g is fp32.
 //
 // Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2), chosen over a Cube-only kernel with a separate
 // vector pre-pass because the operand that needs vector work (q * e_row) then goes through GM once,
@@ -74,7 +75,7 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
 // The argument checks that depend only on shapes, shared by the op's two front ends (the C entry
 // point chunk_output_host.cpp checks dtypes and strides, then runs TilingFromShapes): on the call's
 // tensors (q [NC, HV, BT, K], g [NC, HV, BT, 1 or K], s [NC, HV, K, V], aqk [NC, HV, BT, BT],
-// v_new [NC, HV, BT, V], out the shape of v_new) their ranks (all 4), shapes and sizes (BT 16/32/64,
+// v_new [NC, HV, BT, V], out [NC, BT, HV, V]) their ranks (all 4), shapes and sizes (BT 16/32/64,
 // K and V multiples of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch facts.
 // nullptr, or the message of the first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkOutputProblem* p);

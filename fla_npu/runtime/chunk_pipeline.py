@@ -97,5 +97,6 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     if "stage 5: output" in skip:
         o = ref.output_fwd(qf, d, h.to(p.ct), Aqk.to(p.ct), v_new.to(p.ct))
     else:
-        o = ops.chunk_output(q, G, h.to(T), Aqk.to(T), v_new.to(T), T)
+        # token-major [NC, BT, HV, V]; as [NC, HV, BT, V] a view (whole chunks: the token layout as it is)
+        o = ops.chunk_output(q, G, h.to(T), Aqk.to(T), v_new.to(T), T).transpose(1, 2)
     return o, ChunkForward(Aqk, Akk, w, u, kg, h, v_new, final)

@@ -75,6 +75,8 @@ def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
     o = kernels.chunk_output(q, G, S, Aqk, v_new)
     launch = kernels.chunk_output.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
+    assert o.shape == (plan.num_chunks, BT, HV, V)   # token-major
+    o = o.transpose(1, 2)                            # as the reference's [NC, HV, BT, V]
     ref = _reference(q, G, S, Aqk, v_new)
     assert o.dtype == FP32 and torch.isfinite(o).all(), "an output element was not written (NaN-poisoned)"
     check_close("o (chunk layout, padding rows included)", o, ref, dtype)
@@ -83,7 +85,7 @@ def test_matches_reference_stage(B, T, HV, K, V, BT, per_key, dtype, cu):
     t = kernels.chunk_output.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["V"], t["Kg"]) == (plan.num_chunks, HV, BT, K, V, K if per_key else 1)
     # o written in the Cube type: the float32 result rounded once (Fixpipe's F322F16 / F322BF16)
-    o_t = kernels.chunk_output(q, G, S, Aqk, v_new, out_dtype=dtype)
+    o_t = kernels.chunk_output(q, G, S, Aqk, v_new, out_dtype=dtype).transpose(1, 2)
     assert o_t.dtype == dtype and torch.equal(o_t, o.to(dtype))
 
 
@@ -126,7 +128,7 @@ def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_s
 def test_no_chunk_launches_nothing():
     q, G, S, Aqk, v_new, _ = _stage_inputs(1, 64, 2, 64, 64, 64, True, BF16)
     o = kernels.chunk_output(q[:0], G[:0], S[:0], Aqk[:0], v_new[:0])
-    assert o.shape == (0, 2, 64, 64) and kernels.chunk_output.last_launch() is None
+    assert o.shape == (0, 64, 2, 64) and kernels.chunk_output.last_launch() is None
 
 
 def test_refusals():

@@ -404,7 +404,7 @@ def test_chunk_output_forwarded_exactly(bridge, fake):
     NC, HV, BT, K, V = 3, 2, 64, 128, 96
     tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT, 1), torch.randn(NC, HV, K, V).bfloat16(),
                torch.randn(NC, HV, BT, BT).bfloat16(), torch.randn(NC, HV, BT, V).bfloat16(),
-               torch.empty(NC, HV, BT, V))
+               torch.empty(NC, BT, HV, V))  # o token-major
     check_forwarded_exactly(bridge, fake, "flaNpuChunkOutput", tensors)
     check_forwarded_exactly(bridge, fake, "flaNpuChunkOutput", (*tensors[:5], tensors[5].bfloat16()))  # o in the Cube type
     # Refused before any aclnn call: fp32 Cube inputs.

@@ -41,7 +41,7 @@ static void TestArgs() {
     using tiling_test::Names;
     const auto q = Arg({3, 2, 64, 128}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
                s = Arg({3, 2, 128, 64}), a = Arg({3, 2, 64, 64}), v = Arg({3, 2, 64, 64}),
-               o = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
+               o = Arg({3, 64, 2, 64}, FLA_NPU_FLOAT32);  // token-major [NC, BT, HV, V]
     const auto dev = tiling_test::Device(8, 100000, 131072);
     ChunkOutputProblem p;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
@@ -49,7 +49,7 @@ static void TestArgs() {
     CHECK(check({q, e, s, a, v, o}) == nullptr);
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 64 && p.Kg == 1 && p.core_num == 8);
     CHECK(check({q, ek, s, a, v, o}) == nullptr && p.Kg == 128);
-    const auto badE = Arg({3, 2, 64, 7}), badS = Arg({3, 2, 128, 32}), badA = Arg({3, 2, 64, 32}), badOut = Arg({3, 2, 64, 32}),
+    const auto badE = Arg({3, 2, 64, 7}), badS = Arg({3, 2, 128, 32}), badA = Arg({3, 2, 64, 32}), badOut = Arg({3, 2, 64, 64}),
                badHead = Arg({3, 1, 64, 64});
     CHECK(Names(check({q, badE, s, a, v, o}), "`g`"));
     CHECK(Names(check({q, e, badS, a, v, o}), "`s`"));
@@ -61,7 +61,7 @@ static void TestArgs() {
     CHECK(check({q, e, s, a, v, o}) == nullptr && p.groups == 1);
     CHECK(Names(check({Arg({3, 3, 64, 128}), e, s, a, v, o}), "GVA"));
     const auto q48 = Arg({3, 2, 48, 128}), e48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48}), v48 = Arg({3, 2, 48, 64});
-    CHECK(Names(check({q48, e48, s, a48, v48, v48}), "BT"));
+    CHECK(Names(check({q48, e48, s, a48, v48, Arg({3, 48, 2, 64})}), "BT"));
 }
 
 int main() {
