@@ -5,9 +5,10 @@ OP = {
     "name": "ChunkIntra",
     "doc": """intra-chunk matrices (stage 2 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
 
-  q    [NC, HQ, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused); carries the scale.
-                         GVA: HQ divides HV, value head h reads q / k head h / (HV / HQ)
-  k    [NC, HQ, BT, K]   q's dtype
+  q    [NC, BT, HQ, K]   Cube input type T: float16 or bfloat16 (float32 is refused); carries the scale.
+                         Token-major (row r of chunk c, head h; for whole chunks the token layout
+                         itself). GVA: HQ divides HV, value head h reads q / k head h / (HV / HQ)
+  k    [NC, BT, HQ, K]   q's dtype
   beta [NC, HV, BT]      float32
   g    [NC, HV, BT, Kg]  float32, G: the chunk-local cumulative log2 decay; Kg = K (KDA) or 1 (GDN).
                          G must not increase along a chunk (a decay); padding rows hold the last value
@@ -27,7 +28,7 @@ floats). NPU flavours forward to
 aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
-             ("aqk", "out", "A", ["q[0]", "beta[1]", "q[2]", "q[2]"]), ("l", "out", "O", ["q[0]", "beta[1]", "q[2]", "q[2]"])],
+             ("aqk", "out", "A", ["q[0]", "beta[1]", "q[1]", "q[1]"]), ("l", "out", "O", ["q[0]", "beta[1]", "q[1]", "q[1]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "A": ["float32", "T"], "O": ["float32", "T"]},
     "dtype_args": {"A": ("aqk_dtype", "float32"), "O": ("l_dtype", "float32")},
     "kernel_type": "mix",

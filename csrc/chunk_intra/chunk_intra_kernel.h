@@ -49,6 +49,13 @@ struct ChunkIntraGm {
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
 
+// q and k, token-major [NC, BT, HV / groups, K]: the element of row r of value-head unit u, and
+// the distance between rows.
+__aicore__ inline uint64_t QkRowOf(const ChunkIntraTiling& t, uint32_t u, uint32_t r) {
+    return TokenRow(u, r, t.HV, t.groups, t.BT, t.K);
+}
+__aicore__ inline uint32_t QkPitchOf(const ChunkIntraTiling& t) { return t.HV / t.groups * t.K; }
+
 // An output (Aqk or L), bound as float and as T; f32 says which is written.
 template <class T>
 struct OutGm {
@@ -163,9 +170,9 @@ class ChunkIntraCube {
         LocalTensor<T> l1 = l1_.Get<T>();
         SlotConsumer::Acquire();  // the AIVs have read this result slot's previous results
         Sync<HardEvent::MTE1_MTE2>();
-        const uint64_t qk = uint64_t(QkUnit(u, t_.HV, t_.groups)) * BT * K;
-        LoadNz(l1, g_.q[qk], BT, K, 2 * BT);
-        LoadNz(l1[BT * 16], g_.k[qk], BT, K, 2 * BT);
+        const uint64_t qk = QkRowOf(t_, u, 0);  // q, k token-major: rows QkPitchOf(t_) apart
+        LoadNz(l1, g_.q[qk], BT, K, 2 * BT, QkPitchOf(t_));
+        LoadNz(l1[BT * 16], g_.k[qk], BT, K, 2 * BT, QkPitchOf(t_));
         SlotConsumer::Release(slotReused);
         Sync<HardEvent::MTE2_MTE1>();
         Products(2 * BT / 16, 0, 2 * BT, 1, BT / 16, BT, 0);
@@ -316,12 +323,11 @@ class ChunkIntraVector {
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t row0 = uint64_t(u) * t_.BT, base = uint64_t(slot) * t_.ws_op_elems;
-        const uint64_t qk0 = uint64_t(QkUnit(u, t_.HV, t_.groups)) * t_.BT;  // k's first row (GVA)
-        LocalTensor<float> gr = ChooseReferences(row0);                      // holds the reference row of each owned I
+        LocalTensor<float> gr = ChooseReferences(row0);  // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
         for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
             LocalTensor<float> gJ = CopyIn(inF_, gG_[(row0 + 16 * J) * K], n);
-            CastIn(inT_, g_.k[(qk0 + 16 * J) * K], kf, n);
+            CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
             OrderV();
             for (uint32_t o = 0; o < nOwned_; ++o) {
                 const uint32_t I = owned_[o];
@@ -369,7 +375,7 @@ class ChunkIntraVector {
         OrderV();
         inB_.FreeTensor(b);
         CastOut(outT_, g_.op[base + uint64_t(32 * I + 16) * K], x, n);
-        CastIn(inT_, g_.q[(uint64_t(QkUnit(u, t_.HV, t_.groups)) * t_.BT + 16 * I) * K], x, n);
+        CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], x, 16, K, QkPitchOf(t_));
         OrderV();
         Mul(x, x, f, n);
         OrderV();
@@ -499,11 +505,11 @@ class ChunkIntraVector {
     // (L / beta, j < a), into columns [0, a] of row a of the 16 x 16 tiles oa / ol (zero there before).
     __aicore__ inline void ExactDiagonal(uint32_t u, uint32_t I, const LocalTensor<float>& oa, const LocalTensor<float>& ol) {
         const uint32_t K = t_.K, n = 16 * K, BT = t_.BT;
-        const uint64_t at = (uint64_t(u) * BT + 16 * I) * K, qk = (uint64_t(QkUnit(u, t_.HV, t_.groups)) * BT + 16 * I) * K;
+        const uint64_t at = (uint64_t(u) * BT + 16 * I) * K, qk = QkRowOf(t_, u, 16 * I);
         LocalTensor<float> e = w0_.Get<float>(), x = w1_.Get<float>(), qf = w2_.Get<float>(), kf = w3_.Get<float>();
         LocalTensor<float> g = CopyIn(inF_, gG_[at], n);
-        CastIn(inT_, g_.q[qk], qf, n);
-        CastIn(inT_, g_.k[qk], kf, n);
+        CastInRows(inT_, g_.q[qk], qf, 16, K, QkPitchOf(t_));
+        CastInRows(inT_, g_.k[qk], kf, 16, K, QkPitchOf(t_));
         OrderV();
         for (uint32_t a = 0; a < 16; ++a) {
             const uint32_t rows = a + 1, cnt = rows * K;

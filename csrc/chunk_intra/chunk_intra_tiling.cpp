@@ -54,11 +54,13 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraProblem* p) {
-    const ShapeArg &q = a[0], &k = a[1], &beta = a[2], &g = a[3], &aqk = a[4], &l = a[5];
+    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &g = a[3], &aqk = a[4], &l = a[5];
+    const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q, k are token-major [NC, BT, HQ, K]
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4}))
         return "`beta` must be 3-D and `q`, `k`, `g`, `aqk`, `l` 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], Kg = g.d[3];
-    if (!SameShape(k, q)) return "`k` must have the shape of `q`";
+    if (!SameShape(k, qt)) return "`k` must have the shape of `q`";
+    if (!chunk_tiling::TokenPitchOk(qt)) return "`q` and `k`: HQ * K must be at most 65535 (a row stride of the loads)";
     if (!chunk_tiling::ShareUnitsOf(a, {2, 3, 4, 5})) return "`g`, `aqk` and `l` must have the [NC, HV] of `beta`";
     int64_t lead[4];
     if (const char* bad = chunk_tiling::GroupedHeads(

@@ -5,8 +5,9 @@ OP = {
     "name": "ChunkOutput",
     "doc": """chunk output (stage 5 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
 
-  q      [NC, HQ, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below).
-                           GVA: HQ divides HV, value head h reads q head h / (HV / HQ)
+  q      [NC, BT, HQ, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below).
+                           Token-major (row r of chunk c, head h; for whole chunks the token layout
+                           itself). GVA: HQ divides HV, value head h reads q head h / (HV / HQ)
   g      [NC, HV, BT, Kg]  float32, G: the chunk-local gate cumsum in log2 units; Kg = K (KDA) or 1
                            (GDN, one per row); e_row = 2^G, formed here
   s      [NC, HV, K, V]    q's dtype, the chunk-start states (as the state kernel writes them in T)

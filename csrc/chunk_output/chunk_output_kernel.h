@@ -130,7 +130,9 @@ class ChunkOutputVector {
     __aicore__ inline void FormQe(uint32_t u, uint64_t dst) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = at_.sub * R, n = R * K;
         LocalTensor<T> x = inT_.template AllocTensor<T>();
-        DataCopy(x, gQ_[(uint64_t(QkUnit(u, t_.HV, t_.groups)) * t_.BT + r0) * K], n);
+        DataCopy(x, gQ_[TokenRow(u, r0, t_.HV, t_.groups, t_.BT, K)],  // q token-major: rows HV / groups K apart
+                 DataCopyParams(static_cast<uint16_t>(R), static_cast<uint16_t>(K * sizeof(T) / 32),
+                                static_cast<uint16_t>((t_.HV / t_.groups - 1) * K * sizeof(T) / 32), 0));
         inT_.EnQue(x);
         LocalTensor<float> e = inF_.template AllocTensor<float>();
         DataCopy(e, gG_[(uint64_t(u) * t_.BT + r0) * t_.Kg], R * t_.Kg);

@@ -38,10 +38,12 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputProblem* p) {
-    const ShapeArg &q = a[0], &g = a[1], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
+    const ShapeArg &qt = a[0], &g = a[1], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
+    const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q is token-major [NC, BT, HQ, K]
     if (!RanksAre(a, {4, 4, 4, 4, 4, 4}))
         return "`q`, `g`, `s`, `aqk`, `v_new` and `out` must be 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], V = v_new.d[3], Kg = g.d[3];
+    if (!chunk_tiling::TokenPitchOk(qt)) return "`q`: HQ * K must be at most 65535 (a row stride of the loads)";
     if (!chunk_tiling::ShareUnitsOf(a, {1, 2, 3, 4})) return "`s`, `aqk` and `v_new` must have the [NC, HV] of `g`";
     int64_t lead[4];
     if (const char* bad = chunk_tiling::GroupedHeads("`q` must have the NC of `g` and a number of heads dividing its HV (GVA)", q,

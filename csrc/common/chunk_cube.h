@@ -56,9 +56,13 @@ __aicore__ inline void ForEachSlotUnit(Op& op, const Tiling& t, uint32_t block) 
     for (uint32_t i = 0; i < r.count; ++i) op.Unit(r.first + i, i % 2, i + 2 < r.count);
 }
 
-// GVA: the q / k unit (chunk, q / k head) that value-head unit u = c * HV + h reads: c * (HV /
-// groups) + h / groups (value heads per q / k head: groups).
-__aicore__ inline uint32_t QkUnit(uint32_t u, uint32_t HV, uint32_t groups) { return u / HV * (HV / groups) + u % HV / groups; }
+// Token-major chunk tensors ([NC, BT, H, D]: row r of chunk c, head h at (c BT + r) H D + h D; rows
+// H D apart): the element offset of row r of value-head unit u = c * HV + h in one with H = HV / groups
+// heads (GVA: value head h reads head h / groups; groups = 1 for the value heads' own tensors).
+__aicore__ inline uint64_t TokenRow(uint32_t u, uint32_t r, uint32_t HV, uint32_t groups, uint32_t BT, uint32_t D) {
+    const uint32_t H = HV / groups;
+    return (uint64_t(u / HV) * BT + r) * H * D + uint64_t(u % HV / groups) * D;
+}
 
 // Mmad.md: an Mmad accumulating into the L0C tile the previous Mmad wrote must be separated from it
 // by PipeBarrier<PIPE_M> when (m / 16) * (n / 16) < 10 (integer division of the sizes passed).

@@ -20,6 +20,19 @@ inline bool ShareUnits(const ShapeArg* a, int n) {
     return true;
 }
 
+// A token-major chunk tensor [NC, BT, H, D] (row r of chunk c, head h: the token layout itself for
+// whole chunks) described as its head-major [NC, H, BT, D], the order the shape checks read.
+inline ShapeArg HeadMajor(const ShapeArg& x) {
+    ShapeArg h = x;
+    h.d[1] = x.d[2];
+    h.d[2] = x.d[1];
+    return h;
+}
+
+// Whether the rows of a token-major tensor, H * D elements apart, are within the 16-bit strides of
+// the loads (LoadNz's source row pitch).
+inline bool TokenPitchOk(const ShapeArg& x) { return x.d[2] * x.d[3] <= 0xFFFF; }
+
 // Whether the tensors a[i] of `idx` all have the [NC, HV] of the first of them.
 inline bool ShareUnitsOf(const ShapeArg* a, std::initializer_list<int> idx) {
     const ShapeArg& first = a[*idx.begin()];

@@ -21,6 +21,28 @@ __aicore__ inline LocalTensor<X> CopyIn(Q& q, const GlobalTensor<X>& g, uint32_t
     return q.template DeQue<X>();
 }
 
+// rows x cols elements of g whose rows are `pitch` elements apart (cols, pitch: whole 32-byte blocks)
+// into a buffer of queue q, rows contiguous, dequeued (the caller frees it).
+template <class X, class Q>
+__aicore__ inline LocalTensor<X> CopyInRows(Q& q, const GlobalTensor<X>& g, uint32_t rows, uint32_t cols, uint32_t pitch) {
+    constexpr uint32_t perBlock = 32 / sizeof(X);
+    LocalTensor<X> x = q.template AllocTensor<X>();
+    DataCopy(x, g,
+             DataCopyParams(static_cast<uint16_t>(rows), static_cast<uint16_t>(cols / perBlock),
+                            static_cast<uint16_t>((pitch - cols) / perBlock), 0));
+    q.EnQue(x);
+    return q.template DeQue<X>();
+}
+
+// dst (fp32) = rows x cols elements of g, rows `pitch` apart (CopyInRows), widened exactly.
+template <class T, class Q>
+__aicore__ inline void CastInRows(Q& q, const GlobalTensor<T>& g, const LocalTensor<float>& dst, uint32_t rows, uint32_t cols,
+                                  uint32_t pitch) {
+    LocalTensor<T> x = CopyInRows(q, g, rows, cols, pitch);
+    Cast(dst, x, RoundMode::CAST_NONE, rows * cols);
+    q.FreeTensor(x);
+}
+
 // dst (fp32) = n elements of g (a narrower type, widened exactly), through a buffer of queue q.
 template <class T, class Q>
 __aicore__ inline void CastIn(Q& q, const GlobalTensor<T>& g, const LocalTensor<float>& dst, uint32_t n) {

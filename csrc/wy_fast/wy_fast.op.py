@@ -5,9 +5,10 @@ OP = {
     "name": "WyFast",
     "doc": """WY factors (stage 3 of chunked KDA / Gated DeltaNet; mixed Cube + vector)
 
-  k      [NC, HQ, BT, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below).
-                           GVA: HQ divides HV, value head h reads k head h / (HV / HQ)
-  v      [NC, HV, BT, V]   k's dtype
+  k      [NC, BT, HQ, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below).
+                           Token-major (row r of chunk c, head h; for whole chunks the token layout
+                           itself). GVA: HQ divides HV, value head h reads k head h / (HV / HQ)
+  v      [NC, BT, HV, V]   k's dtype, token-major
   beta   [NC, HV, BT]      float32
   akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
   g      [NC, HV, BT, Kg]  float32, G: the chunk-local gate cumsum in log2 units; Kg = K (KDA) or 1
@@ -29,8 +30,8 @@ aclnnFlaNpuWyFast[GetWorkspaceSize](k, v, beta, akk, g, w, u, kg) and ask for th
 operator package's workspace; nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("akk", "in", "T"),
-             ("g", "in", "float32"), ("w", "out", "O", ["k[0]", "v[1]", "k[2]", "k[3]"]),
-             ("u", "out", "float32", "v"), ("kg", "out", "O", ["k[0]", "v[1]", "k[2]", "k[3]"])],
+             ("g", "in", "float32"), ("w", "out", "O", ["k[0]", "v[2]", "k[1]", "k[3]"]),
+             ("u", "out", "float32", ["v[0]", "v[2]", "v[1]", "v[3]"]), ("kg", "out", "O", ["k[0]", "v[2]", "k[1]", "k[3]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "O": ["float32", "T"]},
     "dtype_args": {"O": ("out_dtype", "float32")},
     "kernel_type": "mix",

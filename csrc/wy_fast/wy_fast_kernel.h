@@ -126,9 +126,11 @@ class WyFastVector {
             BroadcastRows(bcB_.Get<float>(), b, R);
             OrderV();
             const uint64_t base = uint64_t(i % 2) * t_.ws_slot_elems;
-            const uint64_t kRow0 = uint64_t(QkUnit(r.first + i, t_.HV, t_.groups)) * t_.BT + at_.sub * R;  // k's (GVA)
-            FormK(row0, kRow0, c0 + t_.BT - 1, base + uint64_t(at_.sub) * R * t_.K, b);
-            FormV(row0, base + uint64_t(t_.BT) * t_.K + uint64_t(at_.sub) * R * t_.V);
+            // k and v token-major [NC, BT, H, D]: this AIV's first row of each (k: GVA, HV / groups heads)
+            const uint32_t u = r.first + i;
+            const uint64_t kAt = TokenRow(u, at_.sub * R, t_.HV, t_.groups, t_.BT, t_.K);
+            FormK(row0, kAt, c0 + t_.BT - 1, base + uint64_t(at_.sub) * R * t_.K, b);
+            FormV(TokenRow(u, at_.sub * R, t_.HV, 1, t_.BT, t_.V), base + uint64_t(t_.BT) * t_.K + uint64_t(at_.sub) * R * t_.V);
             inB_.FreeTensor(b);
             SlotProducer::Ready();
         }
@@ -165,12 +167,12 @@ class WyFastVector {
         }
     }
 
-    // kg = k e_tail to GM, then X1 = T(k e_row beta) into the slot (rows from row0, k's from kRow0,
-    // the chunk's last row `last`): e_tail first, while G is whole; e_row then in place of G.
-    __aicore__ inline void FormK(uint64_t row0, uint64_t kRow0, uint64_t last, uint64_t dst, const LocalTensor<float>& b) {
+    // kg = k e_tail to GM, then X1 = T(k e_row beta) into the slot (rows from row0, k's from element
+    // kAt, the chunk's last row `last`): e_tail first, while G is whole; e_row then in place of G.
+    __aicore__ inline void FormK(uint64_t row0, uint64_t kAt, uint64_t last, uint64_t dst, const LocalTensor<float>& b) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, n = R * K;
         LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
-        CastIn(inT_, gK_[kRow0 * K], kf, n);
+        CastInRows(inT_, gK_[kAt], kf, R, K, t_.HV / t_.groups * K);
         LocalTensor<float> g = CopyIn(inF_, gG_[row0 * t_.Kg], R * t_.Kg);
         TailFactors(s, g, last);  // s = e_tail
         if constexpr (IsSame<O, float>::value) {
@@ -200,10 +202,10 @@ class WyFastVector {
     }
 
     // X2 = T(v beta) into the slot.
-    __aicore__ inline void FormV(uint64_t row0, uint64_t dst) {
+    __aicore__ inline void FormV(uint64_t vAt, uint64_t dst) {
         const uint32_t R = t_.rows_per_aiv, V = t_.V, n = R * V;
         LocalTensor<float> vf = x_.Get<float>();
-        CastIn(inT_, gV_[row0 * V], vf, n);
+        CastInRows(inT_, gV_[vAt], vf, R, V, t_.HV * V);
         OrderV();
         MulRows(vf, vf, bcB_.Get<float>(), R, V);
         OrderV();

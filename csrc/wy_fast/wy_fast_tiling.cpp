@@ -47,17 +47,24 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastProblem* p) {
-    const ShapeArg &k = a[0], &v = a[1], &beta = a[2], &akk = a[3], &g = a[4], &w = a[5], &u = a[6], &kg = a[7];
+    const ShapeArg &kt = a[0], &vt = a[1], &beta = a[2], &akk = a[3], &g = a[4], &w = a[5], &u = a[6], &kg = a[7];
+    const ShapeArg k = chunk_tiling::HeadMajor(kt), v = chunk_tiling::HeadMajor(vt);  // token-major [NC, BT, H, D]
+    ShapeArg heads[8];  // the call with k and v head-major, for the shared checks
+    for (int i = 0; i < 8; ++i) heads[i] = a[i];
+    heads[0] = k;
+    heads[1] = v;
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 4, 4}))
         return "`beta` must be 3-D and `k`, `v`, `akk`, `g`, `w`, `u`, `kg` 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = k.d[2], K = k.d[3], V = v.d[3], Kg = g.d[3];
-    if (!chunk_tiling::ShareUnitsOf(a, {1, 2, 3, 4, 5, 6, 7}))
+    if (!chunk_tiling::TokenPitchOk(kt) || !chunk_tiling::TokenPitchOk(vt))
+        return "`k` and `v`: H * K and HV * V must be at most 65535 (a row stride of the loads)";
+    if (!chunk_tiling::ShareUnitsOf(heads, {1, 2, 3, 4, 5, 6, 7}))
         return "`beta`, `akk`, `g`, `w`, `u` and `kg` must have the [NC, HV] of `v`";
     int64_t lead[4];
     if (const char* bad = chunk_tiling::GroupedHeads("`k` must have the NC of `v` and a number of heads dividing its HV (GVA)", k,
                                                      v, lead, &p->groups))
         return bad;
-    if (v.d[2] != BT) return "`v` must be [NC, HV, BT, V]";
+    if (v.d[2] != BT) return "`v` must be [NC, BT, HV, V] (token-major)";
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (akk.d[2] != BT || akk.d[3] != BT) return "`akk` must be [NC, HV, BT, BT]";
     if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";

@@ -111,8 +111,8 @@ def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
     g = _gen(1)
     NC, HV, K, V = chunks(shape), shape["HV"], shape["K"], shape["V"]
     dt = _torch_dtype(dtype)
-    k = torch.nn.functional.normalize(torch.randn(NC, HV, BT, K, generator=g), dim=-1).to(dt)
-    v = torch.randn(NC, HV, BT, V, generator=g).to(dt)
+    k = torch.nn.functional.normalize(torch.randn(NC, BT, HV, K, generator=g), dim=-1).to(dt)   # token-major
+    v = torch.randn(NC, BT, HV, V, generator=g).to(dt)
     A = (torch.tril(torch.randn(NC, HV, BT, BT, generator=g), -1) * 0.05 + torch.eye(BT)).to(dt)
     G = -torch.rand(NC, HV, BT, K if per_key else 1, generator=g).cumsum(2)   # a decaying gate cumsum (log2)
     return k, v, A, G
@@ -124,7 +124,7 @@ def _launch_wy(per_key: bool):
 
         from ..runtime.kernels import wy_fast
         k, v, A, G = _chunk_tensors(shape, dtype, per_key)
-        beta = torch.rand(k.shape[:3], generator=_gen(2))
+        beta = torch.rand(A.shape[:3], generator=_gen(2))
         wy_fast(k, v, beta, A, G)
     return run
 
@@ -135,8 +135,9 @@ def _launch_output(per_key: bool):
 
         from ..runtime.kernels import chunk_output
         q, v, A, G = _chunk_tensors(shape, dtype, per_key)
-        S = torch.randn(q.shape[0], q.shape[1], shape["K"], shape["V"], generator=_gen(3)) * 0.1
-        chunk_output(q, G, S.to(q.dtype), A, v, out_dtype=q.dtype)  # as the chained forward calls it
+        S = torch.randn(A.shape[0], A.shape[1], shape["K"], shape["V"], generator=_gen(3)) * 0.1
+        v_new = v.transpose(1, 2).contiguous()   # head-major, as the state kernel writes it
+        chunk_output(q, G, S.to(q.dtype), A, v_new, out_dtype=q.dtype)  # as the chained forward calls it
     return run
 
 
@@ -147,8 +148,9 @@ def _launch_intra(per_key: bool):
         import torch
 
         from ..runtime.kernels import chunk_intra
-        q, k, _, e = _chunk_tensors(shape, dtype, per_key)
-        beta = torch.rand(q.shape[:3], generator=_gen(2))
+        q, _, A, e = _chunk_tensors(shape, dtype, per_key)
+        k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
+        beta = torch.rand(A.shape[:3], generator=_gen(2))
         G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=2)
         chunk_intra(q, k, beta, G, _torch_dtype(dtype), torch.float32)  # as the chained forward calls it
     return run

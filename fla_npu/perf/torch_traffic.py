@@ -79,7 +79,8 @@ class _Recorder(TorchDispatchMode):
         if func._schema.is_mutable:   # in place: the mutated tensors written, and read unless overwritten whole
             written = [t for t in outputs if t.untyped_storage().data_ptr() in held]
             mutated = {t.untyped_storage().data_ptr() for t in written}
-            read = [t for t in inputs if name not in _OVERWRITES or t.untyped_storage().data_ptr() not in mutated]
+            overwrites = name in _OVERWRITES or "out" in kwargs   # an out= result is written, not read
+            read = [t for t in inputs if not overwrites or t.untyped_storage().data_ptr() not in mutated]
         elif all(t.untyped_storage().data_ptr() in held for t in outputs):
             return out                # an alias of an input (a no-op .to, .contiguous, reshape of a view)
         else:

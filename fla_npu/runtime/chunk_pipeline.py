@@ -67,9 +67,10 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     f32 = torch.float32
     d = p.decay
     q, k, v = p.q.to(T), p.k.to(T), p.v.to(T)   # in T already (the chain's pre-processing rounds them once)
-    # q, k with HV / groups heads: the kernels read value head h's from head h / groups (GVA); a
-    # reference stage takes them expanded
-    qf, kf, vf = (expand_heads(q, p.groups).to(p.ct), expand_heads(k, p.groups).to(p.ct), v.to(p.ct)) if skip else (None,) * 3
+    # token-major [NC, BT, H, D], q and k with HV / groups heads: the kernels read value head h's from
+    # head h / groups (GVA); a reference stage takes them head-major and expanded
+    qf, kf, vf = ((expand_heads(q.transpose(1, 2), p.groups).to(p.ct), expand_heads(k.transpose(1, 2), p.groups).to(p.ct),
+                   v.transpose(1, 2).to(p.ct)) if skip else (None,) * 3)
     b = p.b.to(f32)
     G = d.G.to(f32)
 

@@ -52,14 +52,15 @@ def _gate(kind: str, B, T, HV, Kg, gen):
 
 
 def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0):
-    """Stage-2 inputs in the chunk layout: (q, k, beta, G, plan), q / k in ``dtype`` (padding rows
-    zero), beta and G float32 (G the chunk-local log2 cumsum, padding rows the chunk's last value)."""
+    """Stage-2 inputs in the chunk layout: (q, k, beta, G, plan), q / k in ``dtype``, token-major
+    [NC, BT, HV, K] as the kernel reads them (padding rows zero), beta and G float32 head-major (G the
+    chunk-local log2 cumsum, padding rows the chunk's last value)."""
     gen = torch.Generator().manual_seed(seed)
     cu_t = None if cu is None else torch.tensor(cu)
     plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
     Kg = K if per_key else 1
-    q = plan.to_chunks(torch.randn(B, T, HV, K, generator=gen) * K ** -0.5)
-    k = plan.to_chunks(torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen), dim=-1))
+    q = plan.to_chunks(torch.randn(B, T, HV, K, generator=gen) * K ** -0.5, token_major=True)
+    k = plan.to_chunks(torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen), dim=-1), token_major=True)
     beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen))
     g = plan.to_chunks(fwd.clamp_gate(_gate(gate, B, T, HV, Kg, gen)))
     G = plan.fill_padding(fwd.chunk_local_cumsum(g, torch.float64)).float()
@@ -68,6 +69,7 @@ def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0)
 
 def _reference(q, k, beta, G):
     """The reference stage in float64 on the kernel's inputs: Aqk and L (before the inverse)."""
+    q, k = q.transpose(1, 2), k.transpose(1, 2)   # head-major, as the reference takes them
     d = lambda t: t.double()  # noqa: E731
     decay = ChunkDecay(d(G), torch.float64)
     return decay.tril(d(q), d(k), diagonal=True), d(beta).unsqueeze(-1) * decay.tril(d(k), d(k), diagonal=False)
@@ -83,7 +85,7 @@ def _gm_bytes(q, k, beta, G, out_dtype):
     to the outputs and the two 16 x 16 fp32 diagonal blocks to the workspace, which the AIV reads
     back. GDN: the AIC reads q and k and writes 2 BT x BT fp32 results; the AIV reads per block row
     the 32 x 16 (I + 1) it needs and g of the chunk."""
-    NC, HV, BT, K = q.shape
+    NC, BT, HV, K = q.shape
     Kg, eb, ob, units, nb = G.shape[-1], q.element_size(), torch.finfo(out_dtype).bits // 8, NC * HV, BT // 16
     minimum = 2 * q.numel() * eb + beta.numel() * 4 + G.numel() * 4 + 2 * units * BT * BT * ob
     per_unit = 2 * BT * BT * ob + BT * 4  # outputs, beta
@@ -193,10 +195,10 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
         outs.append(kernels.chunk_intra(q, k, beta, G))
-        assert kernels.chunk_intra.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
+        assert kernels.chunk_intra.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[2])
         launch = kernels.chunk_intra.last_launch()
         assert launch.ok and len(launch.cores) == 3 * kernels.chunk_intra.last_tiling()["block_dim"]
-        NC, HV, BT, K = q.shape
+        NC, BT, HV, K = q.shape
         _, expected = _gm_bytes(q, k, beta, G, FP32)
         tot = launch.totals
         assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected
@@ -250,7 +252,7 @@ def test_refusals():
     with pytest.raises(_native.KernelError, match="multiple of 16"):
         kernels.chunk_intra(q[..., :40], k[..., :40], beta, G[..., :40])
     with pytest.raises(_native.KernelError, match="BT must be 16, 32 or 64"):
-        kernels.chunk_intra(q[:, :, :48], k[:, :, :48], beta[:, :, :48], G[:, :, :48])
+        kernels.chunk_intra(q[:, :48], k[:, :48], beta[:, :, :48], G[:, :, :48])
     unsupported = kernels.chunk_intra.unsupported
     assert unsupported(FP32, 64, 128) and unsupported(BF16, 128, 128) and unsupported(BF16, 64, 100)
     assert unsupported(BF16, 64, 128) is None and unsupported(FP16, 16, 256) is None
@@ -266,10 +268,10 @@ def test_gva_reads_q_and_k_by_head_group(per_key):
     """GVA: q and k with HV / groups heads, value head h reading head h // groups: the results are
     those of the call on q and k expanded to the value heads, bit for bit."""
     q, k, beta, G, _ = _stage_inputs(1, 100, 4, 64, 32, per_key, BF16, "strong")
-    qs, ks = q[:, ::2].contiguous(), k[:, ::2].contiguous()   # 2 q / k heads for 4 value heads
+    qs, ks = q[:, :, ::2].contiguous(), k[:, :, ::2].contiguous()   # 2 q / k heads for 4 value heads
     A, L = kernels.chunk_intra(qs, ks, beta, G, aqk_dtype=BF16)
     assert kernels.chunk_intra.last_tiling()["groups"] == 2
-    A_ref, L_ref = kernels.chunk_intra(qs.repeat_interleave(2, 1), ks.repeat_interleave(2, 1), beta, G, aqk_dtype=BF16)
+    A_ref, L_ref = kernels.chunk_intra(qs.repeat_interleave(2, 2), ks.repeat_interleave(2, 2), beta, G, aqk_dtype=BF16)
     assert torch.equal(A, A_ref) and torch.equal(L, L_ref)
     with pytest.raises(_native.KernelError, match="GVA"):
-        kernels.chunk_intra(q[:, :3].contiguous(), k[:, :3].contiguous(), beta, G)
+        kernels.chunk_intra(q[:, :, :3].contiguous(), k[:, :, :3].contiguous(), beta, G)

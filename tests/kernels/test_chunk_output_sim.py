@@ -44,12 +44,14 @@ def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
     NC = plan.num_chunks
     v_new = torch.randn(NC, HV, BT, V, generator=gen)  # padding rows hold junk (the reference's are u - w S)
     S = torch.randn(NC, HV, K, V, generator=gen) * 0.3
+    q = q.transpose(1, 2).contiguous()   # token-major [NC, BT, HV, K], as the kernel reads it
     return q.to(dtype), decay.G.contiguous(), S.to(dtype), Aqk.to(dtype), v_new.to(dtype), plan
 
 
 def _reference(q, G, S, Aqk, v_new):
     """The reference stage in float64 on the kernel's inputs (2^G in float64)."""
     d = lambda t: t.double()  # noqa: E731
+    q = q.transpose(1, 2)   # head-major, as the reference takes it
     return fwd.output_fwd(d(q), SimpleNamespace(e_row=torch.exp2(d(G))), d(S), d(Aqk), d(v_new))
 
 
@@ -57,7 +59,7 @@ def _gm_bytes(q, G, S, Aqk, v_new):
     """Compulsory minimum (each input read once, o written once in float32), the kernel's own (plus
     the workspace slot round trip of T(q * 2^G): written by the AIVs, read by the AIC) and the
     workspace bytes each way."""
-    NC, HV, BT, K = q.shape
+    NC, BT, HV, K = q.shape
     V = v_new.shape[-1]
     minimum = sum(t.numel() * t.element_size() for t in (q, G, S, Aqk, v_new)) + NC * HV * BT * V * 4
     workspace = NC * HV * BT * K * q.element_size()
@@ -96,10 +98,10 @@ def test_core_count_invariance_and_counters(monkeypatch):
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
         outs.append(kernels.chunk_output(q, G, S, Aqk, v_new))
-        assert kernels.chunk_output.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[1])
+        assert kernels.chunk_output.last_tiling()["block_dim"] == min(cores, q.shape[0] * q.shape[2])
         launch = kernels.chunk_output.last_launch()
         assert launch.ok and len(launch.cores) == 3 * kernels.chunk_output.last_tiling()["block_dim"]
-        NC, HV, BT, K = q.shape
+        NC, BT, HV, K = q.shape
         V = v_new.shape[-1]
         minimum, expected, workspace = _gm_bytes(q, G, S, Aqk, v_new)
         tot = launch.totals
@@ -186,9 +188,9 @@ def test_gva_reads_q_by_head_group(per_key):
     """GVA: q with HV / groups heads, value head h reading head h // groups: the result is that of
     the call on q expanded to the value heads, bit for bit."""
     q, G, S, Aqk, v_new, _ = _stage_inputs(1, 100, 4, 64, 32, 32, per_key, BF16, seed=2)
-    qs = q[:, ::2].contiguous()
+    qs = q[:, :, ::2].contiguous()
     o = kernels.chunk_output(qs, G, S, Aqk, v_new, out_dtype=BF16)
     assert kernels.chunk_output.last_tiling()["groups"] == 2
-    assert torch.equal(o, kernels.chunk_output(qs.repeat_interleave(2, 1), G, S, Aqk, v_new, out_dtype=BF16))
+    assert torch.equal(o, kernels.chunk_output(qs.repeat_interleave(2, 2), G, S, Aqk, v_new, out_dtype=BF16))
     with pytest.raises(_native.KernelError, match="GVA"):
-        kernels.chunk_output(q[:, :3].contiguous(), G, S, Aqk, v_new)
+        kernels.chunk_output(q[:, :, :3].contiguous(), G, S, Aqk, v_new)

@@ -99,7 +99,7 @@ def test_router_on_cpu(monkeypatch):
 def _wy_inputs(dtype=torch.bfloat16):
     torch.manual_seed(0)
     NC, HV, BT, K, V = 2, 2, 32, 32, 48
-    k, v = torch.randn(NC, HV, BT, K).to(dtype), torch.randn(NC, HV, BT, V).to(dtype)
+    k, v = torch.randn(NC, BT, HV, K).to(dtype), torch.randn(NC, BT, HV, V).to(dtype)   # token-major
     beta = torch.rand(NC, HV, BT) + 0.1
     Akk = (torch.randn(NC, HV, BT, BT) * 0.1).tril(-1) + torch.eye(BT)
     G = -torch.rand(NC, HV, BT, K).cumsum(2)   # the gate cumsum (log2)
@@ -113,7 +113,7 @@ def test_custom_ops_pass_opcheck():
         torch.library.opcheck(torch.ops.fla_npu.wy_fast.default, (*_wy_inputs(), out_dtype))
     NC, HV, BT, K, V = 2, 2, 32, 32, 48
     torch.manual_seed(1)
-    q = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
+    q = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
     args = (q, torch.rand(NC, HV, BT, K) + 0.5, torch.randn(NC, HV, K, V).to(torch.bfloat16),
             torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16), torch.randn(NC, HV, BT, V).to(torch.bfloat16))
     for out_dtype in (torch.float32, torch.bfloat16):  # o: float32 or the Cube type
@@ -133,7 +133,7 @@ def test_every_kernel_custom_op_passes_opcheck():
     ops = torch.ops.fla_npu
     NC, HV, BT, K, V = 2, 2, 32, 32, 48
     torch.manual_seed(2)
-    q = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
+    q = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
     G = torch.cumsum(-torch.rand(NC, HV, BT, K) * 0.1, dim=2)
     torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, torch.bfloat16, torch.float32))
     torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))

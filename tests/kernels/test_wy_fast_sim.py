@@ -31,8 +31,9 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
 def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
-    """Stage-3 inputs in the chunk layout: (k, v, beta, Akk, G, plan), k / v / Akk in ``dtype``, the
-    rest float32; Akk from stage 2 of the reference on these keys."""
+    """Stage-3 inputs in the chunk layout: (k, v, beta, Akk, G, plan), k / v / Akk in ``dtype`` (k and v
+    token-major [NC, BT, HV, D], as the kernel reads them), the rest float32 head-major; Akk from stage
+    2 of the reference on these keys."""
     gen = torch.Generator().manual_seed(seed)
     cu_t = None if cu is None else torch.tensor(cu)
     plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
@@ -45,7 +46,8 @@ def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
     _, Akk = fwd.chunk_intra_fwd(k, k, beta, decay)
     v = plan.to_chunks(torch.randn(B, T, HV, V, generator=gen))
     v = v + _padding_mask(plan, v) * 7.0  # junk in the padding rows
-    return k.to(dtype), v.to(dtype), beta.contiguous(), Akk.to(dtype), decay.G.contiguous(), plan
+    tm = lambda x: x.transpose(1, 2).contiguous()  # noqa: E731  (token-major)
+    return tm(k.to(dtype)), tm(v.to(dtype)), beta.contiguous(), Akk.to(dtype), decay.G.contiguous(), plan
 
 
 def _padding_mask(plan, xc):
@@ -56,6 +58,7 @@ def _padding_mask(plan, xc):
 def _reference(k, v, beta, Akk, G):
     """The reference stage in float64 on the kernel's inputs (the decay factors of G in float64)."""
     d = lambda t: t.double()  # noqa: E731
+    k, v = k.transpose(1, 2), v.transpose(1, 2)   # head-major, as the reference takes them
     return fwd.wy_fwd(d(k), d(v), d(beta), ChunkDecay(d(G), torch.float64), d(Akk))
 
 
@@ -63,7 +66,7 @@ def _gm_bytes(k, v, beta, Akk, G):
     """Compulsory minimum (each input read once, w, u, kg written once) and the kernel's own: plus
     the workspace slot round trip of T(beta k e_row) and T(beta v) (written by the AIVs, read by the
     AIC) and the chunk's last row of G, which each AIV reads again (KDA: a row; GDN: one scalar)."""
-    NC, HV, BT, K = k.shape
+    NC, BT, HV, K = k.shape
     V, Kg = v.shape[-1], G.shape[-1]
     minimum = sum(t.numel() * t.element_size() for t in (k, v, beta, Akk, G)) + NC * HV * BT * (2 * K + V) * 4
     return minimum, minimum + 2 * NC * HV * BT * (K + V) * k.element_size() + NC * HV * 2 * Kg * 4
@@ -116,10 +119,10 @@ def test_core_count_invariance_and_counters(monkeypatch):
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
         outs.append(kernels.wy_fast(k, v, beta, Akk, G))
-        assert kernels.wy_fast.last_tiling()["block_dim"] == min(cores, k.shape[0] * k.shape[1])
+        assert kernels.wy_fast.last_tiling()["block_dim"] == min(cores, k.shape[0] * k.shape[2])
         launch = kernels.wy_fast.last_launch()
         assert launch.ok and len(launch.cores) == 3 * kernels.wy_fast.last_tiling()["block_dim"]
-        NC, HV, BT, K = k.shape
+        NC, BT, HV, K = k.shape
         V = v.shape[-1]
         _, expected = _gm_bytes(k, v, beta, Akk, G)
         tot = launch.totals
@@ -231,11 +234,11 @@ def test_gva_reads_k_by_head_group(per_key):
     """GVA: k with HV / groups heads, value head h reading head h // groups: the results are those
     of the call on k expanded to the value heads, bit for bit."""
     k, v, beta, Akk, G, _ = _stage_inputs(1, 100, 4, 64, 32, 32, per_key, BF16, seed=2)
-    ks = k[:, ::2].contiguous()
+    ks = k[:, :, ::2].contiguous()
     out = kernels.wy_fast(ks, v, beta, Akk, G, out_dtype=BF16)
     assert kernels.wy_fast.last_tiling()["groups"] == 2 and out[0].shape == (k.shape[0], 4, 32, 64)
-    ref = kernels.wy_fast(ks.repeat_interleave(2, 1), v, beta, Akk, G, out_dtype=BF16)
+    ref = kernels.wy_fast(ks.repeat_interleave(2, 2), v, beta, Akk, G, out_dtype=BF16)
     for x, r in zip(out, ref):
         assert torch.equal(x, r)
     with pytest.raises(_native.KernelError, match="GVA"):
-        kernels.wy_fast(k[:, :3].contiguous(), v, beta, Akk, G)
+        kernels.wy_fast(k[:, :, :3].contiguous(), v, beta, Akk, G)

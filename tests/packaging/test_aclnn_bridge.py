@@ -402,7 +402,7 @@ def test_prefix_shared_attention_forwarded_exactly(bridge, fake):
 
 def test_chunk_output_forwarded_exactly(bridge, fake):
     NC, HV, BT, K, V = 3, 2, 64, 128, 96
-    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT, 1), torch.randn(NC, HV, K, V).bfloat16(),
+    tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT, 1), torch.randn(NC, HV, K, V).bfloat16(),
                torch.randn(NC, HV, BT, BT).bfloat16(), torch.randn(NC, HV, BT, V).bfloat16(),
                torch.empty(NC, BT, HV, V))  # o token-major
     check_forwarded_exactly(bridge, fake, "flaNpuChunkOutput", tensors)
@@ -414,7 +414,7 @@ def test_chunk_output_forwarded_exactly(bridge, fake):
 
 def test_wy_fast_forwarded_exactly(bridge, fake):
     NC, HV, BT, K, V = 3, 2, 64, 128, 96
-    tensors = (torch.randn(NC, HV, BT, K).half(), torch.randn(NC, HV, BT, V).half(), torch.rand(NC, HV, BT),
+    tensors = (torch.randn(NC, BT, HV, K).half(), torch.randn(NC, BT, HV, V).half(), torch.rand(NC, HV, BT),
                torch.randn(NC, HV, BT, BT).half(), -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, K),
                torch.empty(NC, HV, BT, V), torch.empty(NC, HV, BT, K))
     check_forwarded_exactly(bridge, fake, "flaNpuWyFast", tensors, workspace_size=8192)
@@ -439,7 +439,7 @@ def test_chunk_state_forwarded_exactly(bridge, fake):
 
 def test_chunk_intra_forwarded_exactly(bridge, fake):
     NC, HV, BT, K = 3, 2, 64, 128
-    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, K).bfloat16(), torch.rand(NC, HV, BT),
+    tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT),
                -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16())
     check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors)
     # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's.
@@ -674,5 +674,5 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
     assert (gate[3] is None and gate[4] is None) if not varlen else (
         list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
     intra = tensors_of(calls[2])
-    assert list(intra[0].view_dims)[:4] == [NC, H, 64, K]   # q in the chunk layout
+    assert list(intra[0].view_dims)[:4] == [NC, 64, H, K]   # q in the token-major chunk layout
     assert fake.created == fake.destroyed

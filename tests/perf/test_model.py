@@ -158,8 +158,8 @@ def test_a_real_mixed_kernel_replays_consistently():
     from fla_npu.runtime.kernels import wy_fast
 
     NC, HV, BT, K, V = 4, 2, 64, 64, 64
-    k = torch.randn(NC, HV, BT, K).to(torch.bfloat16)
-    v = torch.randn(NC, HV, BT, V).to(torch.bfloat16)
+    k = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
+    v = torch.randn(NC, BT, HV, V).to(torch.bfloat16)
     A = (torch.tril(torch.randn(NC, HV, BT, BT), -1) * 0.05 + torch.eye(BT)).to(torch.bfloat16)
     G = -torch.rand(NC, HV, BT, K).cumsum(2)   # the gate cumsum (log2)
     with T.tracing():

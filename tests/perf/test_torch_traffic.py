@@ -19,9 +19,10 @@ def test_counts_each_operation_once_and_views_not_at_all():
         v.contiguous()                   # a copy: reads 400, writes 400
         c.mul_(2.0)                      # in place: reads 400, writes 400
         c.fill_(1.0)                     # overwrites: writes 400
-    assert t.read_bytes == 800 + 200 + 400 + 400 and t.write_bytes == 400 + 400 + 400 + 400 + 400
+        torch.mul(a, 2.0, out=c)         # into out=: reads 400, writes 400
+    assert t.read_bytes == 800 + 200 + 400 + 400 + 400 and t.write_bytes == 400 + 400 + 400 + 400 + 400 + 400
     assert dict(t.by_op()) == {"aten.add": 1200, "aten._to_copy": 600, "aten.clone": 800, "aten.mul_": 800,
-                               "aten.fill_": 400}
+                               "aten.fill_": 400, "aten.mul": 800}
     assert d.dtype == torch.float32 and e.numel() == 1000
 
 

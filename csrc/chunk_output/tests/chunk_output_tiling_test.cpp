@@ -39,9 +39,11 @@ static void TestRefusals() { tiling_test::CheckChunkRefusals<ChunkOutputTiling>(
 static void TestArgs() {
     using tiling_test::Arg;
     using tiling_test::Names;
-    const auto q = Arg({3, 2, 64, 128}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
-               s = Arg({3, 2, 128, 64}), a = Arg({3, 2, 64, 64}), v = Arg({3, 2, 64, 64}),
-               o = Arg({3, 64, 2, 64}, FLA_NPU_FLOAT32);  // token-major [NC, BT, HV, V]
+    const auto q = Arg({3, 64, 2, 128}),
+               e =  // q token-major
+               Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
+               ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), s = Arg({3, 2, 128, 64}), a = Arg({3, 2, 64, 64}),
+               v = Arg({3, 2, 64, 64}), o = Arg({3, 64, 2, 64}, FLA_NPU_FLOAT32);  // token-major [NC, BT, HV, V]
     const auto dev = tiling_test::Device(8, 100000, 131072);
     ChunkOutputProblem p;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
@@ -57,10 +59,10 @@ static void TestArgs() {
     CHECK(Names(check({q, e, s, a, v, badOut}), "`out`"));
     CHECK(Names(check({q, e, s, a, badHead, o}), "[NC, HV]"));
     // GVA: q with a number of heads dividing g's HV.
-    CHECK(check({Arg({3, 1, 64, 128}), e, s, a, v, o}) == nullptr && p.HV == 2 && p.groups == 2);
+    CHECK(check({Arg({3, 64, 1, 128}), e, s, a, v, o}) == nullptr && p.HV == 2 && p.groups == 2);
     CHECK(check({q, e, s, a, v, o}) == nullptr && p.groups == 1);
-    CHECK(Names(check({Arg({3, 3, 64, 128}), e, s, a, v, o}), "GVA"));
-    const auto q48 = Arg({3, 2, 48, 128}), e48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48}), v48 = Arg({3, 2, 48, 64});
+    CHECK(Names(check({Arg({3, 64, 3, 128}), e, s, a, v, o}), "GVA"));
+    const auto q48 = Arg({3, 48, 2, 128}), e48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48}), v48 = Arg({3, 2, 48, 64});
     CHECK(Names(check({q48, e48, s, a48, v48, Arg({3, 48, 2, 64})}), "BT"));
 }
 

@@ -9,11 +9,11 @@ namespace {
 using opp_test::CallSpec;
 using opp_test::Floats;
 
-// k [NC, HV, BT, K], v [NC, HV, BT, V], beta [NC, HV, BT] (positive), akk [NC, HV, BT, BT], g [NC,
+// k [NC, BT, HV, K], v [NC, BT, HV, V] (token-major), beta [NC, HV, BT] (positive), akk [NC, HV, BT, BT], g [NC,
 // HV, BT, Kg] (log2 decays in [-2, 0]); w and kg k's shape, u v's shape.
 CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
     const int32_t f32 = FLA_NPU_FLOAT32;
-    return {{Floats(dtype, {NC, HV, BT, K}), Floats(dtype, {NC, HV, BT, V}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
+    return {{Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, V}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
              Floats(dtype, {NC, HV, BT, BT}), Floats(f32, {NC, HV, BT, Kg}, -2.0f, 0.0f), Floats(f32, {NC, HV, BT, K}),
              Floats(f32, {NC, HV, BT, V}), Floats(f32, {NC, HV, BT, K})},
             {}};

@@ -47,9 +47,10 @@ static void TestRefusals() {
 static void TestArgs() {
     using tiling_test::Arg;
     using tiling_test::Names;
-    const auto k = Arg({3, 2, 64, 128}), v = Arg({3, 2, 64, 64}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}),
-               e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
-               w = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), u = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
+    const auto k = Arg({3, 64, 2, 128}), v = Arg({3, 64, 2, 64}),  // k, v token-major
+        b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
+               ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), w = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
+               u = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 100000, 131072);
     WyFastProblem p;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
@@ -58,7 +59,7 @@ static void TestArgs() {
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 64 && p.Kg == 1 && p.core_num == 8);
     CHECK(check({k, v, b, a, ek, w, u, w}) == nullptr && p.Kg == 128);
     const auto badE = Arg({3, 2, 64, 7}), badB = Arg({3, 2, 32}), badA = Arg({3, 2, 64, 32}), badU = Arg({3, 2, 64, 32}),
-               badHead = Arg({3, 1, 64, 64});
+               badHead = Arg({3, 64, 1, 64});
     CHECK(Names(check({k, v, b, a, badE, w, u, w}), "`g`"));
     CHECK(Names(check({k, v, badB, a, e, w, u, w}), "`beta`"));
     CHECK(Names(check({k, v, b, badA, e, w, u, w}), "`akk`"));
@@ -66,13 +67,13 @@ static void TestArgs() {
     CHECK(Names(check({k, v, b, a, e, u, u, w}), "`w`"));
     CHECK(Names(check({k, badHead, b, a, e, w, u, w}), "[NC, HV]"));
     // GVA: k with a number of heads dividing v's HV; w and kg over the value heads.
-    CHECK(check({Arg({3, 1, 64, 128}), v, b, a, e, w, u, w}) == nullptr && p.HV == 2 && p.groups == 2);
+    CHECK(check({Arg({3, 64, 1, 128}), v, b, a, e, w, u, w}) == nullptr && p.HV == 2 && p.groups == 2);
     CHECK(check({k, v, b, a, e, w, u, w}) == nullptr && p.groups == 1);
-    CHECK(Names(check({Arg({3, 3, 64, 128}), v, b, a, e, w, u, w}), "GVA"));
-    CHECK(Names(check({Arg({3, 1, 64, 128}), v, b, a, e, Arg({3, 1, 64, 128}, FLA_NPU_FLOAT32), u, w}), "[NC, HV]"));
-    const auto k48 = Arg({3, 2, 48, 128}), v48 = Arg({3, 2, 48, 64}), b48 = Arg({3, 2, 48}), a48 = Arg({3, 2, 48, 48}),
+    CHECK(Names(check({Arg({3, 64, 3, 128}), v, b, a, e, w, u, w}), "GVA"));
+    CHECK(Names(check({Arg({3, 64, 1, 128}), v, b, a, e, Arg({3, 1, 64, 128}, FLA_NPU_FLOAT32), u, w}), "[NC, HV]"));
+    const auto k48 = Arg({3, 48, 2, 128}), v48 = Arg({3, 48, 2, 64}), b48 = Arg({3, 2, 48}), a48 = Arg({3, 2, 48, 48}),
                e48 = Arg({3, 2, 48, 1});
-    CHECK(Names(check({k48, v48, b48, a48, e48, k48, v48, k48}), "BT"));
+    CHECK(Names(check({k48, v48, b48, a48, e48, Arg({3, 2, 48, 128}), Arg({3, 2, 48, 64}), Arg({3, 2, 48, 128})}), "BT"));
 }
 
 int main() {

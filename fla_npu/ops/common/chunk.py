@@ -57,18 +57,18 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     """Pre-processing and chunk layout. With ``sim``, stage 1 (gate activation + chunk-local cumsum)
     runs as the Ascend C kernel (float32 cumsum, as on the device); otherwise the cumsum is
     accumulated in float64. With ``cube`` (the kernel chain's Cube dtype), ``q``, ``k`` and ``v`` come
-    out in it, in the chunk layout: l2norm and scale in one float32 product, rounded once, in place
-    on the chunk layout (what the kernels read, with the fewest passes over the tensors), q and k
-    with their own heads (the kernels read value head h's from head h / groups: GVA); the
-    token-layout fields the backward would read are not formed (it recomputes after the kernels)."""
+    out in it, token-major ``[NC, BT, H, D]`` (what the kernels read; for whole chunks the caller's
+    tensors as they are): l2norm and scale in one float32 product rounded once, q and k with their
+    own heads (the kernels read value head h's from head h / groups: GVA); the token-layout fields
+    the backward would read are not formed (it recomputes after the kernels)."""
     ct = compute_dtype(q, k, v)
     bf = beta.to(ct)
     bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
     groups = v.shape[2] // q.shape[2]
-    if cube is not None:
-        qc, kc = (_normalize_(_owned(plan.to_chunks(x.to(cube)), x), cfg.use_qk_l2norm, s) for x, s in ((q, cfg.scale), (k, 1.0)))
+    if cube is not None:  # token-major [NC, BT, H, D]: for whole chunks views of the caller's tensors
+        qc, kc = (_normalized(x.to(cube), plan, cfg.use_qk_l2norm, s) for x, s in ((q, cfg.scale), (k, 1.0)))
         qn = kn = q_rstd = k_rstd = None
-        vc = plan.to_chunks(v.to(cube))
+        vc = plan.to_chunks(v.to(cube), token_major=True)
     else:
         qn, kn = q.to(ct), k.to(ct)
         q_rstd = k_rstd = None
@@ -83,20 +83,21 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
         decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct))
 
 
-def _owned(xc: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``xc``, or a copy of it when it is a view of the caller's ``x`` (the chunk layout of one head
-    is ``x`` itself): it is written in place next."""
-    return xc.clone() if xc.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() else xc
-
-
-def _normalize_(x: torch.Tensor, l2norm: bool, scale: float) -> torch.Tensor:
-    """``x`` (16-bit) times ``scale`` and, with ``l2norm``, its rows' reciprocal l2 norms (as
-    :func:`l2norm_fwd` forms them), in place: each product formed in float32 and rounded once to
-    ``x``'s dtype (two passes over ``x``: the norms, the product; zero padding rows stay zero)."""
+def _normalized(x: torch.Tensor, plan: ChunkPlan, l2norm: bool, scale: float) -> torch.Tensor:
+    """``x`` (16-bit, token layout) in the token-major chunk layout, times ``scale`` and, with
+    ``l2norm``, its rows' reciprocal l2 norms (as :func:`l2norm_fwd` forms them): each product formed in
+    float32 and rounded once to ``x``'s dtype, into a new tensor (the caller's is never written). Two
+    passes over ``x`` (the norms, the product); ``x``'s chunk layout as it is when there is nothing
+    to multiply."""
+    xc = plan.to_chunks(x, token_major=True)
+    if not l2norm and scale == 1.0:
+        return xc
     if l2norm:
-        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True, dtype=torch.float32)
-        return x.mul_(torch.rsqrt(norm.square() + L2NORM_EPS) * scale)
-    return x.mul_(torch.tensor(scale, dtype=torch.float32)) if scale != 1.0 else x
+        norm = torch.linalg.vector_norm(xc, dim=-1, keepdim=True, dtype=torch.float32)
+        f = torch.rsqrt(norm.square() + L2NORM_EPS) * scale
+    else:
+        f = torch.tensor(scale, dtype=torch.float32, device=x.device)
+    return torch.mul(xc, f, out=torch.empty_like(xc))
 
 
 def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, sim: bool) -> torch.Tensor:

@@ -151,19 +151,20 @@ class ChunkPlan:
             return value
         return S.index_copy_(0, self.steps[s][1], value)
 
-    def to_chunks(self, x: torch.Tensor) -> torch.Tensor:
-        """``[B, T, H, *D]`` -> ``[NC, H, BT, *D]``, padding rows zero."""
+    def to_chunks(self, x: torch.Tensor, token_major: bool = False) -> torch.Tensor:
+        """``[B, T, H, *D]`` -> ``[NC, H, BT, *D]``, padding rows zero. ``token_major``: ``[NC, BT, H,
+        *D]`` (row r of chunk c, head h), which for B sequences of whole chunks is ``x`` itself (a view)."""
         if self.dense:
             NT = self.num_chunks // max(self.B, 1)
             pad = NT * self.BT - self.T
             if pad:
                 x = torch.cat([x, x.new_zeros(self.B, pad, *x.shape[2:])], 1)
             xc = x.reshape(self.B * NT, self.BT, *x.shape[2:])
-            return xc.transpose(1, 2).contiguous()
-        flat = x.reshape(self.B * self.T, *x.shape[2:])
-        flat = torch.cat([flat, flat.new_zeros(1, *flat.shape[1:])])
-        xc = flat.index_select(0, self.slot_token).view(self.num_chunks, self.BT, *x.shape[2:])
-        return xc.transpose(1, 2).contiguous()
+        else:
+            flat = x.reshape(self.B * self.T, *x.shape[2:])
+            flat = torch.cat([flat, flat.new_zeros(1, *flat.shape[1:])])
+            xc = flat.index_select(0, self.slot_token).view(self.num_chunks, self.BT, *x.shape[2:])
+        return xc if token_major else xc.transpose(1, 2).contiguous()
 
     def from_chunks(self, xc: torch.Tensor) -> torch.Tensor:
         """``[NC, H, BT, *D]`` -> ``[B, T, H, *D]`` (padding rows dropped)."""

@@ -33,9 +33,9 @@ class ChunkInputs:
     k_rstd: torch.Tensor | None
     beta: torch.Tensor              # activated beta, token layout
     q: torch.Tensor                 # [NC, HV, BT, K] ct, times the attention scale, heads expanded;
-                                    # for the kernels [NC, HV / groups, BT, K] in their Cube dtype
+                                    # for the kernels token-major [NC, BT, HV / groups, K] in their Cube dtype
     k: torch.Tensor                 # [NC, HV, BT, K] ct, heads expanded (kernels: as q)
-    v: torch.Tensor                 # [NC, HV, BT, V] ct (kernels: the Cube dtype)
+    v: torch.Tensor                 # [NC, HV, BT, V] ct (kernels: token-major [NC, BT, HV, V], Cube dtype)
     b: torch.Tensor                 # [NC, HV, BT] beta
     decay: ChunkDecay               # factors of G, the stage-1 result [NC, HV, BT, K or 1] (log2 units)
 
