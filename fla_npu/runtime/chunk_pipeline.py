@@ -15,7 +15,9 @@ layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dt
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
 
 ``h`` and ``o`` are written in T, rounded once: stage 5 multiplies ``h`` in T on the Cube, and the op
-returns ``o`` in its input dtype T.
+returns ``o`` in its input dtype T. q, k, v go in and o comes out token-major ``[NC, BT, H, D]`` (for
+sequences of whole chunks the token layout itself), q and k with their own heads (GVA); the other
+chunk tensors are head-major ``[NC, HV, BT, D]``.
 
 A stage whose kernel cannot take the call (:func:`stage_reasons`) runs its reference stage instead on
 the host simulation (logged once as a warning by the caller); on an NPU the caller refuses the call.
