@@ -39,11 +39,10 @@ static void TestRefusals() { tiling_test::CheckChunkRefusals<ChunkOutputTiling>(
 static void TestArgs() {
     using tiling_test::Arg;
     using tiling_test::Names;
-    const auto q = Arg({3, 64, 2, 128}),
-               e =  // q token-major
-               Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
-               ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), s = Arg({3, 2, 128, 64}), a = Arg({3, 2, 64, 64}),
-               v = Arg({3, 2, 64, 64}), o = Arg({3, 64, 2, 64}, FLA_NPU_FLOAT32);  // token-major [NC, BT, HV, V]
+    // q and o token-major ([NC, BT, H, D]), the rest head-major
+    const auto q = Arg({3, 64, 2, 128}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
+               s = Arg({3, 2, 128, 64}), a = Arg({3, 2, 64, 64}), v = Arg({3, 2, 64, 64}),
+               o = Arg({3, 64, 2, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 100000, 131072);
     ChunkOutputProblem p;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };

@@ -47,10 +47,10 @@ static void TestRefusals() {
 static void TestArgs() {
     using tiling_test::Arg;
     using tiling_test::Names;
-    const auto k = Arg({3, 64, 2, 128}), v = Arg({3, 64, 2, 64}),  // k, v token-major
-        b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
-               ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), w = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
-               u = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
+    // k and v token-major ([NC, BT, H, D]), the rest head-major
+    const auto k = Arg({3, 64, 2, 128}), v = Arg({3, 64, 2, 64}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}),
+               e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
+               w = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), u = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 100000, 131072);
     WyFastProblem p;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
