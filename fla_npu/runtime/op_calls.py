@@ -16,6 +16,8 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from ..ops.common.chunk_plan import chunk_list
+
 
 @dataclass(frozen=True)
 class OpCall:
@@ -25,17 +27,6 @@ class OpCall:
 
 # ---- gate_chunk_cumsum: the activation by name, A_log / dt_bias as float32, varlen chunk rows ----
 ACTIVATIONS = {"none": 0, "softplus": 1, "sigmoid": 2}
-
-
-def chunk_list(cu_seqlens_cpu: torch.Tensor, chunk_size: int) -> torch.Tensor:
-    """FLA's ``chunk_indices`` for ``cu_seqlens``: ``[NC, 2]`` int32 rows (sequence, chunk of the
-    sequence), in sequence order; zero-length sequences have no row."""
-    cu = cu_seqlens_cpu.to(torch.int64)
-    counts = (cu[1:] - cu[:-1] + chunk_size - 1) // chunk_size
-    seq = torch.repeat_interleave(torch.arange(counts.numel()), counts)
-    first = torch.cumsum(counts, 0) - counts
-    within = torch.arange(seq.numel()) - first[seq]
-    return torch.stack([seq, within], 1).to(torch.int32).contiguous()
 
 
 def gate_chunk_cumsum(g: Tensor, chunk_size: int, activation: str = "none", A_log: Tensor | None = None,

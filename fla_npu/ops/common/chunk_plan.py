@@ -20,6 +20,17 @@ from functools import cached_property
 import torch
 
 
+def chunk_list(cu_seqlens_cpu: torch.Tensor, chunk_size: int) -> torch.Tensor:
+    """FLA's ``chunk_indices`` for ``cu_seqlens``: ``[NC, 2]`` int32 rows (sequence, chunk of the
+    sequence), in sequence order; zero-length sequences have no row."""
+    cu = cu_seqlens_cpu.to(torch.int64)
+    counts = (cu[1:] - cu[:-1] + chunk_size - 1) // chunk_size
+    seq = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+    first = torch.cumsum(counts, 0) - counts
+    within = torch.arange(seq.numel()) - first[seq]
+    return torch.stack([seq, within], 1).to(torch.int32).contiguous()
+
+
 @dataclass(frozen=True)
 class ChunkPlan:
     B: int
@@ -72,9 +83,8 @@ class ChunkPlan:
             ids = torch.nonzero(pos_t == s).squeeze(1)
             steps.append((ids.to(device), seq_t[ids].to(device)))
         offsets = torch.tensor((0, *counts), dtype=torch.int64).cumsum(0).to(device=device, dtype=torch.int32)
-        chunks = torch.stack([seq_t, pos_t], 1).reshape(-1, 2).to(device=device, dtype=torch.int32)
         return ChunkPlan(B, T, BT, len(lengths), len(seq_of_chunk), slot.to(device), token_slot.to(device),
-                         tuple(steps), tuple(counts), False, cu_seqlens, offsets, chunks,
+                         tuple(steps), tuple(counts), False, cu_seqlens, offsets, chunk_list(cu_seqlens, BT).to(device),
                          cu_seqlens.to(device=device, dtype=torch.int32))
 
     @staticmethod
