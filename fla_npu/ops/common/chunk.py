@@ -75,11 +75,10 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
         if cfg.use_qk_l2norm:
             qn, q_rstd = l2norm_fwd(qn)
             kn, k_rstd = l2norm_fwd(kn)
-        qc, kc, vc = (plan.to_chunks(x) for x in (qn * cfg.scale, kn, v.to(ct)))
+        qc, kc = (expand_heads(plan.to_chunks(x), groups) for x in (qn * cfg.scale, kn))
+        vc = plan.to_chunks(v.to(ct))
     return ChunkInputs(
-        ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf,
-        q=qc if cube is not None else expand_heads(qc, groups), k=kc if cube is not None else expand_heads(kc, groups),
-        v=vc, b=plan.to_chunks(bf),
+        ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf, q=qc, k=kc, v=vc, b=plan.to_chunks(bf),
         decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim), ct))
 
 
