@@ -46,33 +46,18 @@ import torch
 import torch.nn.functional as F
 
 import fla_npu
+from fla_npu.perf.stages import production_forward, production_inputs
 from fla_npu.perf.torch_traffic import torch_traffic
 from fla_npu.testing import TOLERANCES, rel_rms
 
 K = V = 128
 
 
-def inputs(op: str, T: int, H: int, dtype=torch.bfloat16, seed=0, gate_shift=0.0, groups=1):
-    """``[1, T, H, ...]`` inputs; with ``groups`` > 1, GVA: q and k have ``H // groups`` heads."""
-    g = torch.Generator().manual_seed(seed)
-    q, k = (torch.randn(1, T, H // groups, K, generator=g).to(dtype) for _ in range(2))
-    v = torch.randn(1, T, H, V, generator=g).to(dtype)
-    beta = torch.randn(1, T, H, generator=g)   # KDA: logits (beta sigmoid in the kernel); GDN: post-sigmoid
-    beta = (beta if op == "kda" else torch.sigmoid(beta)).to(dtype)
-    gate = (torch.randn(1, T, H, *((K,) if op == "kda" else ()), generator=g) + gate_shift).to(dtype)
-    A_log = torch.log(torch.empty(H).uniform_(1, 16, generator=g))
-    dt_bias = torch.randn(H * (K if op == "kda" else 1), generator=g) * 0.1
-    return q, k, v, gate, beta, A_log, dt_bias
-
-
-def call(op: str, x, initial_state=None):
-    q, k, v, gate, beta, A_log, dt_bias = x
-    common = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
-                  initial_state=initial_state, output_final_state=True)
-    if op == "kda":
-        return fla_npu.chunk_kda(q, k, v, gate, beta, use_beta_sigmoid_in_kernel=True, safe_gate=True,
-                                 lower_bound=-5.0, **common)
-    return fla_npu.chunk_gated_delta_rule(q, k, v, gate, beta, **common)
+def inputs(op: str, T: int, H: int, seed=0, gate_shift=0.0, groups=1):
+    """``[1, T, H, 128, 128]`` bf16 inputs (:func:`~fla_npu.perf.stages.production_inputs`); with
+    ``groups`` > 1, GVA: q and k have ``H // groups`` heads."""
+    shape = {"B": 1, "T": T, "H": H // groups, "HV": H, "K": K, "V": V}
+    return production_inputs(op, shape, "bf16", seed=seed, gate_shift=gate_shift)
 
 
 def compulsory_bytes(x) -> int:
@@ -88,7 +73,7 @@ def profile_op(op: str, T: int, H: int, grad: bool, gate_shift=0.0, groups=1) ->
     if grad:
         x = tuple(t.requires_grad_() for t in x)
     with torch.set_grad_enabled(grad), fla_npu.profile() as prof, torch_traffic() as torch_ops:
-        call(op, x)
+        production_forward(op, x)
     cube, vec = prof.total("cube_macs"), prof.total("vector_ops")
     gm = prof.total("gm_read_bytes") + prof.total("gm_write_bytes")
     ws = prof.total("ws_read_bytes") + prof.total("ws_write_bytes")
@@ -112,7 +97,7 @@ def state_error(op: str, T: int) -> float:
     from fla_npu.ops.kda.naive import naive_recurrent_kda
 
     x = inputs(op, T, 1, seed=1)
-    _, final = call(op, x)
+    _, final = production_forward(op, x)
     # The gold on the same activated inputs, in float64.
     q, k, v, gate, beta, A_log, dt_bias = (t.double() for t in x)
     qn, kn = F.normalize(q, dim=-1), F.normalize(k, dim=-1)

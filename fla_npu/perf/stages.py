@@ -208,34 +208,50 @@ def _delta_rule_stages(per_key: bool) -> tuple:
     )
 
 
-def forward_call(op: str, shape: dict, dtype: str):
-    """The public op's no-grad forward at ``shape`` with the production switches (KDA: gate, beta
-    sigmoid and q / k l2norm in the kernel, safe gate, lower bound -5; GDN: gate and q / k l2norm in
-    the kernel) on random inputs made now: a callable running it (what the bench's PyTorch-operations
-    model measures around the kernels, the inputs' making left out)."""
+def production_inputs(op: str, shape: dict, dtype: str, seed: int = 0, gate_shift: float = 0.0) -> tuple:
+    """Random inputs ``(q, k, v, gate, beta, A_log, dt_bias)`` of ``chunk_kda`` / ``chunk_gated_delta_rule``
+    at ``shape`` (``B, T, H, HV, K, V``: GVA when ``HV > H``) for :func:`production_forward`: the raw gate
+    ~ N(0, 1) (plus ``gate_shift``) with ``A_log = log U(1, 16)``, as models initialise them; KDA's beta
+    as logits (its sigmoid in the kernel), GDN's after the sigmoid."""
     import torch
 
-    import fla_npu
-
-    g, dt = _gen(4), _torch_dtype(dtype)
+    g, dt = _gen(seed), _torch_dtype(dtype)
     B, T, H, HV, K, V = (shape[x] for x in ("B", "T", "H", "HV", "K", "V"))
     q, k = (torch.randn(B, T, H, K, generator=g).to(dt) for _ in range(2))
     v = torch.randn(B, T, HV, V, generator=g).to(dt)
-    gate = torch.randn(B, T, HV, *((K,) if op == "kda" else ()), generator=g).to(dt)
+    beta = torch.randn(B, T, HV, generator=g)
+    beta = (beta if op == "kda" else torch.sigmoid(beta)).to(dt)
+    gate = (torch.randn(B, T, HV, *((K,) if op == "kda" else ()), generator=g) + gate_shift).to(dt)
     A_log = torch.log(torch.empty(HV).uniform_(1, 16, generator=g))
     dt_bias = torch.randn(HV * (K if op == "kda" else 1), generator=g) * 0.1
+    return q, k, v, gate, beta, A_log, dt_bias
+
+
+def production_forward(op: str, x: tuple, initial_state=None):
+    """The op on :func:`production_inputs` with the production switches (KDA: gate, beta sigmoid and
+    q / k l2norm in the kernel, safe gate, lower bound -5; GDN: gate and q / k l2norm in the kernel),
+    the final state returned: ``(o, final)``."""
+    import fla_npu
+
+    q, k, v, gate, beta, A_log, dt_bias = x
     common = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
-                  output_final_state=True)
+                  initial_state=initial_state, output_final_state=True)
     if op == "kda":
-        beta = torch.randn(B, T, HV, generator=g).to(dt)
-        extra = dict(use_beta_sigmoid_in_kernel=True, safe_gate=True, lower_bound=-5.0)
-        fn = fla_npu.chunk_kda
-    else:
-        beta, extra, fn = torch.rand(B, T, HV, generator=g).to(dt), {}, fla_npu.chunk_gated_delta_rule
+        return fla_npu.chunk_kda(q, k, v, gate, beta, use_beta_sigmoid_in_kernel=True, safe_gate=True,
+                                 lower_bound=-5.0, **common)
+    return fla_npu.chunk_gated_delta_rule(q, k, v, gate, beta, **common)
+
+
+def forward_call(op: str, shape: dict, dtype: str):
+    """A callable running the op's no-grad production forward at ``shape`` on inputs made now (what
+    the bench's PyTorch-operations model measures around the kernels, the inputs' making left out)."""
+    import torch
+
+    x = production_inputs(op, shape, dtype, seed=4)
 
     def run():
         with torch.no_grad():
-            fn(q, k, v, gate, beta, **common, **extra)
+            production_forward(op, x)
     return run
 
 
