@@ -54,7 +54,7 @@ constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in 
 __aicore__ inline uint64_t QkRowOf(const ChunkIntraTiling& t, uint32_t u, uint32_t r) {
     return TokenRow(u, r, t.HV, t.groups, t.BT, t.K);
 }
-__aicore__ inline uint32_t QkPitchOf(const ChunkIntraTiling& t) { return t.HV / t.groups * t.K; }
+__aicore__ inline uint32_t QkPitchOf(const ChunkIntraTiling& t) { return TokenPitch(t.HV, t.groups, t.K); }
 
 // An output (Aqk or L), bound as float and as T; f32 says which is written.
 template <class T>

@@ -78,9 +78,8 @@ class ChunkOutputCube {
         LoadA(aa, a1, BT, BT);
         // Both products into one L0C tile per V-tile: qe @ S (init), then Aqk @ v_new (accumulate).
         const CubeProduct<T> prods[2] = {{qea, s1, sb_.Get<T>(), K}, {aa, v1, vb_.Get<T>(), BT}};
-        // o token-major [NC, BT, HV, V]: row r of (chunk c, head h) at (c BT + r) HV V + h V (row pitch HV V)
-        const uint64_t at = (uint64_t(u / t_.HV) * BT * t_.HV + u % t_.HV) * V;
-        TileProducts(oc_.Get<float>(), gO_[at], t_.HV * V, BT, V, t_.v_tile, prods);
+        // o token-major [NC, BT, HV, V]: the unit's rows HV V apart
+        TileProducts(oc_.Get<float>(), gO_[TokenRow(u, 0, t_.HV, 1, BT, V)], TokenPitch(t_.HV, 1, V), BT, V, t_.v_tile, prods);
     }
 
   private:
@@ -132,7 +131,7 @@ class ChunkOutputVector {
         LocalTensor<T> x = inT_.template AllocTensor<T>();
         DataCopy(x, gQ_[TokenRow(u, r0, t_.HV, t_.groups, t_.BT, K)],  // q token-major: rows HV / groups K apart
                  DataCopyParams(static_cast<uint16_t>(R), static_cast<uint16_t>(K * sizeof(T) / 32),
-                                static_cast<uint16_t>((t_.HV / t_.groups - 1) * K * sizeof(T) / 32), 0));
+                                static_cast<uint16_t>((TokenPitch(t_.HV, t_.groups, K) - K) * sizeof(T) / 32), 0));
         inT_.EnQue(x);
         LocalTensor<float> e = inF_.template AllocTensor<float>();
         DataCopy(e, gG_[(uint64_t(u) * t_.BT + r0) * t_.Kg], R * t_.Kg);

@@ -64,6 +64,9 @@ __aicore__ inline uint64_t TokenRow(uint32_t u, uint32_t r, uint32_t HV, uint32_
     return (uint64_t(u / HV) * BT + r) * H * D + uint64_t(u % HV / groups) * D;
 }
 
+// Its distance between rows, in elements: H D.
+__aicore__ inline uint32_t TokenPitch(uint32_t HV, uint32_t groups, uint32_t D) { return HV / groups * D; }
+
 // Mmad.md: an Mmad accumulating into the L0C tile the previous Mmad wrote must be separated from it
 // by PipeBarrier<PIPE_M> when (m / 16) * (n / 16) < 10 (integer division of the sizes passed).
 __aicore__ inline void AccumulateBarrier(uint32_t m, uint32_t n) {

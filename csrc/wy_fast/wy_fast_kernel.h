@@ -172,7 +172,7 @@ class WyFastVector {
     __aicore__ inline void FormK(uint64_t row0, uint64_t kAt, uint64_t last, uint64_t dst, const LocalTensor<float>& b) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, n = R * K;
         LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
-        CastInRows(inT_, gK_[kAt], kf, R, K, t_.HV / t_.groups * K);
+        CastInRows(inT_, gK_[kAt], kf, R, K, TokenPitch(t_.HV, t_.groups, K));
         LocalTensor<float> g = CopyIn(inF_, gG_[row0 * t_.Kg], R * t_.Kg);
         TailFactors(s, g, last);  // s = e_tail
         if constexpr (IsSame<O, float>::value) {
@@ -205,7 +205,7 @@ class WyFastVector {
     __aicore__ inline void FormV(uint64_t vAt, uint64_t dst) {
         const uint32_t R = t_.rows_per_aiv, V = t_.V, n = R * V;
         LocalTensor<float> vf = x_.Get<float>();
-        CastInRows(inT_, gV_[vAt], vf, R, V, t_.HV * V);
+        CastInRows(inT_, gV_[vAt], vf, R, V, TokenPitch(t_.HV, 1, V));
         OrderV();
         MulRows(vf, vf, bcB_.Get<float>(), R, V);
         OrderV();
