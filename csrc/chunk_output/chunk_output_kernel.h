@@ -124,37 +124,12 @@ class ChunkOutputVector {
     }
 
   private:
-    // Rows [r0, r0 + R) of qe = T(fp32(q) * e_row), e_row = 2^g formed in place: one fp32 multiply,
-    // one rounding to T.
+    // Rows [r0, r0 + R) of unit u's qe (FormQe) to the slot at dst; q token-major: rows HV / groups K apart.
     __aicore__ inline void FormQe(uint32_t u, uint64_t dst) {
-        const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = at_.sub * R, n = R * K;
-        LocalTensor<T> x = inT_.template AllocTensor<T>();
-        DataCopy(x, gQ_[TokenRow(u, r0, t_.HV, t_.groups, t_.BT, K)],  // q token-major: rows HV / groups K apart
-                 DataCopyParams(static_cast<uint16_t>(R), static_cast<uint16_t>(K * sizeof(T) / 32),
-                                static_cast<uint16_t>((TokenPitch(t_.HV, t_.groups, K) - K) * sizeof(T) / 32), 0));
-        inT_.EnQue(x);
-        LocalTensor<float> e = inF_.template AllocTensor<float>();
-        DataCopy(e, gG_[(uint64_t(u) * t_.BT + r0) * t_.Kg], R * t_.Kg);
-        inF_.EnQue(e);
-        x = inT_.template DeQue<T>();
-        e = inF_.template DeQue<float>();
-        LocalTensor<float> w = work_.Get<float>();
-        Cast(w, x, RoundMode::CAST_NONE, n);
-        Pow2(e, e, 1.0f, R * t_.Kg);
-        OrderV();
-        inT_.FreeTensor(x);
-        if (t_.Kg == K) {
-            Mul(w, w, e, static_cast<int32_t>(n));
-            OrderV();
-        } else {  // GDN: row r times e[r]; Brcb puts e[r] in its own 32-byte block, read with stride 0
-            LocalTensor<float> bc = brcb_.Get<float>();
-            BroadcastRows(bc, e, R);
-            OrderV();
-            MulRows(w, w, bc, R, K);
-            OrderV();
-        }
-        inF_.FreeTensor(e);
-        CastOut(outT_, gWs_[dst + uint64_t(r0) * K], w, n);
+        const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = at_.sub * R;
+        chunk_cube::FormQe(inT_, inF_, outT_, work_.Get<float>(), (t_.Kg == 1 ? brcb_ : work_).Get<float>(),  // bc: GDN only
+                           gQ_[TokenRow(u, r0, t_.HV, t_.groups, t_.BT, K)], TokenPitch(t_.HV, t_.groups, K),
+                           gG_[(uint64_t(u) * t_.BT + r0) * t_.Kg], gWs_[dst + uint64_t(r0) * K], R, K, t_.Kg);
     }
 
     const ChunkOutputTiling t_;

@@ -24,14 +24,17 @@ using namespace AscendC;
 using namespace chunk_cube;
 using namespace vector_io;
 
-// The kernel's GM arguments (both sides read their own).
+// The kernel's GM arguments (both sides read their own). h and vNew: the state kernel's outputs; q,
+// g, aqk and o: the fused output's (chunk_state_output.op.py); the others null.
 struct ChunkStateGm {
     GmAddr w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws;
+    GmAddr q, g, aqk, o;
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
-// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written).
-constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4;
+// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written). With
+// the fused output, once per chunk: AIV -> AIC kFlagQe (the rows of qe written).
+constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagQe = 8;
 
 // A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
 // interleave: while the Cube works on one lane the vector cores work on the other, so neither
@@ -59,7 +62,8 @@ __aicore__ inline Unit DecodeUnit(const ChunkStateTiling& t, uint32_t u) {
     return Unit{nh / t.HV, nh % t.HV, vb * t.v_block, vb + 1 == t.num_vb ? t.v_last : t.v_block};
 }
 
-// The workspace slice of AI core `block`: elements of T (S_hi, S_lo, v_hi, v_lo), then floats (wS, dS).
+// The workspace slice of AI core `block`: elements of T (S_hi, S_lo, v_hi, v_lo[, qe]), then floats
+// (wS, dS).
 template <class T>
 __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& wsF, GM_ADDR ws, uint32_t block,
                                      const ChunkStateTiling& t) {
@@ -68,21 +72,40 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
     wsF.SetGlobalBuffer((__gm__ float*)(base + uint64_t(t.ws_t_elems) * sizeof(T)), t.ws_f_elems);
 }
 
+// The workspace element (of T) where qe starts: after S_hi, S_lo, v_hi, v_lo.
+__aicore__ inline uint64_t QeAt(const ChunkStateTiling& t) { return 2ull * (t.K + t.BT) * t.v_block; }
+
+// The fused output's o, token-major [NC, BT, HV, V]: the element of row 0 of chunk c, head h, column
+// v0, and the distance between rows.
+__aicore__ inline uint64_t OutRow(const ChunkStateTiling& t, uint32_t c, uint32_t h, uint32_t v0) {
+    return TokenRow(c * t.HV + h, 0, t.HV, 1, t.BT, t.V) + v0;
+}
+
 // ------------------------------------------------------------------------------------------------
-// AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace.
+// AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace;
+// with the fused output (kOut) then o = qe @ S_hi + Aqk @ v_hi (the unfused chain's h and v_new in T).
 // ------------------------------------------------------------------------------------------------
-template <class T>
+template <class T, bool kOut>
 class ChunkStateCube {
   public:
     __aicore__ inline ChunkStateCube(const ChunkStateGm& a, const ChunkStateTiling& t) : t_(t) {
-        Bind(uint64_t(t_.NC) * t_.HV * t_.BT * t_.K, gW_, a.w, gKg_, a.kg);
+        const uint64_t rows = uint64_t(t_.NC) * t_.HV * t_.BT;
+        Bind(rows * t_.K, gW_, a.w, gKg_, a.kg);
         Bind(t_.N + 1, gCo_, a.chunkOffsets);
         BindWorkspace(gWsT_, gWsF_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_);
         const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block, rows0 = K > BT ? K : BT;
         InitBufs(pipe_, BT * K * sizeof(T), w1_, kg1_);  // L1
         InitBufs(pipe_, K * Vb * sizeof(T), sHi1_, sLo1_);
         InitBufs(pipe_, BT * Vb * sizeof(T), vHi1_, vLo1_);
-        InitBufs(pipe_, BT * K * sizeof(T), wa_, kga_);  // L0A
+        if (kOut) {
+            Bind(rows * t_.BT, gAqk_, a.aqk);
+            Bind(rows * t_.V, gO_, a.o);
+            InitBufs(pipe_, BT * K * sizeof(T), qe1_);
+            InitBufs(pipe_, BT * BT * sizeof(T), aqk1_);
+        }
+        // L0A: w, kg^T; the fused output's qe and Aqk take their places after the chunk's dS products
+        InitBufs(pipe_, BT * K * sizeof(T), wa_);
+        InitBufs(pipe_, (kOut && BT > K ? BT : K) * BT * sizeof(T), kga_);
         InitBufs(pipe_, rows0 * t_.n_tile * sizeof(T), b2a_, b2b_);
         InitBufs(pipe_, rows0 * t_.n_tile * sizeof(float), oc_);
     }
@@ -109,6 +132,7 @@ class ChunkStateCube {
         Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
         LoadNz(w1, gW_[tile], BT, K);
         LoadNz(kg1, gKg_[tile], BT, K);
+        if (kOut) LoadNz(aqk1_.Get<T>(), gAqk_[(uint64_t(c) * t_.HV + u.h) * BT * BT], BT, BT);
         for (uint32_t l = 0; l < L.n; ++l) {  // wS = w @ S_hi + w @ S_lo, per lane
             const uint32_t w = L.w[l], s0 = K * L.c[l];
             CrossCoreWaitFlag(LaneFlag(kFlagS, l));
@@ -124,6 +148,10 @@ class ChunkStateCube {
             TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
         }
+        if (kOut) {  // qe in before the dS products: their flags then tell the AIVs its slot was read
+            CrossCoreWaitFlag(kFlagQe);
+            LoadNz(qe1_.Get<T>(), gWsT_[QeAt(t_)], BT, K);
+        }
         for (uint32_t l = 0; l < L.n; ++l) {  // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
             const uint32_t w = L.w[l], v0 = BT * L.c[l];
             CrossCoreWaitFlag(LaneFlag(kFlagV, l));
@@ -134,25 +162,44 @@ class ChunkStateCube {
             TileProducts(oc, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
         }
+        if (kOut) Output(c, u, L);
+    }
+
+    // o[c, :, h, lane columns] = qe @ S_hi + Aqk @ v_hi per lane, one L0C tile per V tile, rounded
+    // once to T (qe and Aqk into L0A over w and kg^T, after the dS products read those).
+    __aicore__ inline void Output(uint32_t c, const Unit& u, const Lanes& L) {
+        const uint32_t BT = t_.BT, K = t_.K;
+        LocalTensor<T> qa = wa_.Get<T>(), aa = kga_.Get<T>();
+        Sync<HardEvent::MTE2_MTE1>();
+        Sync<HardEvent::M_MTE1>();
+        LoadA(qa, qe1_.Get<T>(), BT, K);
+        LoadA(aa, aqk1_.Get<T>(), BT, BT);
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const CubeProduct<T> o[2] = {{qa, sHi1_.Get<T>()[K * L.c[l]], b2a_.Get<T>(), K},
+                                         {aa, vHi1_.Get<T>()[BT * L.c[l]], b2b_.Get<T>(), BT}};
+            TileProducts(oc_.Get<float>(), gO_[OutRow(t_, c, u.h, u.v0 + L.c[l])], TokenPitch(t_.HV, 1, t_.V), BT, L.w[l],
+                         t_.n_tile, o);
+        }
     }
 
     const ChunkStateTiling t_;
     TPipe pipe_;
-    TBuf<TPosition::A1> w1_, kg1_;
+    TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_;
     TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_;
     TBuf<TPosition::A2> wa_, kga_;
     TBuf<TPosition::B2> b2a_, b2b_;
     TBuf<TPosition::CO1> oc_;
-    GlobalTensor<T> gW_, gKg_, gWsT_;
+    GlobalTensor<T> gW_, gKg_, gWsT_, gAqk_, gO_;
     GlobalTensor<float> gWsF_;
     GlobalTensor<int32_t> gCo_;
 };
 
 // ------------------------------------------------------------------------------------------------
 // AIV: the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub BT/2, (sub+1) BT/2)),
-// the hi / lo halves for the Cube and every output.
+// the hi / lo halves for the Cube and every output; with the fused output (kOut) also its rows of qe
+// for the Cube, and neither h nor v_new.
 // ------------------------------------------------------------------------------------------------
-template <class T>
+template <class T, bool kOut>
 class ChunkStateVector {
   public:
     __aicore__ inline ChunkStateVector(const ChunkStateGm& a, const ChunkStateTiling& t) : t_(t) {
@@ -161,21 +208,27 @@ class ChunkStateVector {
         Bind(chunks * t_.Kg, gE_, a.eLast);
         Bind(t_.N + 1, gCo_, a.chunkOffsets);
         if (t_.has_h0) Bind(states, gH0_, a.h0);
-        // h and v_new: bound as float or as T, whichever the output is (the other view gets no element).
-        Bind(t_.h_f32 ? chunks * t_.K * t_.V : 0, gHf_, a.h);
-        Bind(t_.h_f32 ? 0 : chunks * t_.K * t_.V, gHt_, a.h);
-        Bind(t_.v_new_f32 ? chunks * t_.BT * t_.V : 0, gVf_, a.vNew);
-        Bind(t_.v_new_f32 ? 0 : chunks * t_.BT * t_.V, gVt_, a.vNew);
+        if (kOut) {
+            Bind(chunks / t_.groups * t_.BT * t_.K, gQ_, a.q);  // q: HV / groups heads (GVA)
+            Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
+        } else {  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
+            Bind(t_.h_f32 ? chunks * t_.K * t_.V : 0, gHf_, a.h);
+            Bind(t_.h_f32 ? 0 : chunks * t_.K * t_.V, gHt_, a.h);
+            Bind(t_.v_new_f32 ? chunks * t_.BT * t_.V : 0, gVf_, a.vNew);
+            Bind(t_.v_new_f32 ? 0 : chunks * t_.BT * t_.V, gVt_, a.vNew);
+        }
         Bind(states, gFin_, a.fin);
         BindWorkspace(gWsT_, gWsF_, a.ws, at_.block, t_);
-        const uint32_t Vb = t_.v_block, rk = t_.rows_k, m = t_.vec_rows;
+        // The fused output's qe rows (chunk_state_tiling.cpp's UbBytes: the same sizes) pass through
+        // inB_ (q), inA_ (G), res_ (fp32), outT_ (qe) and bc_ (GDN's row factors).
+        const uint32_t Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, m = t_.vec_rows, qe = kOut ? rv * t_.K : 0;
         InitBufs(pipe_, rk * Vb * sizeof(float), s_);
-        InitQues(pipe_, 1, m * Vb * sizeof(float), inA_);
-        InitQues(pipe_, 1, t_.rows_v * Vb * sizeof(float), inB_);
+        InitQues(pipe_, 1, Max(m * Vb, kOut ? rv * t_.Kg : 0) * sizeof(float), inA_);
+        InitQues(pipe_, 1, Max(rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
         InitQues(pipe_, 1, rk * sizeof(float), inE_);
-        InitBufs(pipe_, rk * 8 * sizeof(float), bc_);
-        InitBufs(pipe_, m * Vb * sizeof(float), res_);
-        InitQues(pipe_, 2, m * Vb * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
+        InitBufs(pipe_, Max(rk, kOut ? rv : 0) * 8 * sizeof(float), bc_);
+        InitBufs(pipe_, Max(m * Vb, qe) * sizeof(float), res_);
+        InitQues(pipe_, 2, Max(m * Vb, qe) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
         InitQues(pipe_, 1, m * Vb * sizeof(float), outF_);
     }
 
@@ -191,6 +244,8 @@ class ChunkStateVector {
     }
 
   private:
+    __aicore__ static inline uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
     // rows x cols from UB (pitch cols) to GM rows of pitch `pitch` (cols, pitch multiples of 32 bytes).
     template <class X>
     __aicore__ inline void CopyRows(const GlobalTensor<X>& dst, const LocalTensor<X>& src, uint32_t rows, uint32_t cols,
@@ -338,13 +393,19 @@ class ChunkStateVector {
         LocalTensor<float> S = s_.Get<float>();
         LocalTensor<T> hi;
 
-        // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi).
+        // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi). With
+        // the fused output, no h: this AIV's rows of qe to the Cube instead.
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l];
             const uint64_t at = uint64_t(K) * L.c[l] + uint64_t(k0) * w;
-            Split(S[rk * L.c[l]], rk, w, at, uint64_t(K) * Vb + at, t_.h_f32 ? nullptr : &hi);
+            Split(S[rk * L.c[l]], rk, w, at, uint64_t(K) * Vb + at, kOut || t_.h_f32 ? nullptr : &hi);
             CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagS, l));
-            WriteOut(t_.h_f32, gHf_, gHt_, hOff + L.c[l], S[rk * L.c[l]], hi, rk, w);
+            if (!kOut) WriteOut(t_.h_f32, gHf_, gHt_, hOff + L.c[l], S[rk * L.c[l]], hi, rk, w);
+        }
+        if (kOut) {  // its slot is free: the Cube read it before the previous chunk's dS flags
+            FormQe(inB_, inA_, outT_, res_.Get<float>(), bc_.Get<float>(), gQ_[TokenRow(ch, r0, t_.HV, t_.groups, BT, K)],
+                   TokenPitch(t_.HV, t_.groups, K), gG_[(ch * BT + r0) * t_.Kg], gWsT_[QeAt(t_) + uint64_t(r0) * K], rv, K, t_.Kg);
+            CrossCoreSetFlag<2, PIPE_MTE3>(kFlagQe);
         }
 
         // 2. While the Cube forms w S: fetch u and e_last, S = diag(e_last) S (the decay needs no dS).
@@ -375,9 +436,9 @@ class ChunkStateVector {
             LocalTensor<float> vn = CopyIn(inB_, gWsF_[at], n);
             Sub(vn, a[rv * L.c[l]], vn, static_cast<int32_t>(n));
             OrderV();
-            Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, t_.v_new_f32 ? nullptr : &hi);
+            Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, kOut || t_.v_new_f32 ? nullptr : &hi);
             CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagV, l));
-            WriteOut(t_.v_new_f32, gVf_, gVt_, vOff + L.c[l], vn, hi, rv, w);
+            if (!kOut) WriteOut(t_.v_new_f32, gVf_, gVt_, vOff + L.c[l], vn, hi, rv, w);
             inB_.FreeTensor(vn);
         }
         inA_.FreeTensor(a);
@@ -401,8 +462,8 @@ class ChunkStateVector {
     TQue<QuePosition::VECOUT, 2> outT_;
     TQue<QuePosition::VECOUT, 1> outF_;
     TBuf<TPosition::VECCALC> s_, bc_, res_;
-    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_;
-    GlobalTensor<T> gHt_, gVt_, gWsT_;
+    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_;
+    GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_;
     GlobalTensor<int32_t> gCo_;
 };
 
@@ -416,7 +477,8 @@ __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR e
     ChunkStateTiling t = tiling;
     t.h_f32 = IsSame<H, float>::value ? 1u : 0u;
     t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
-    RunMixed<ChunkStateCube<T>, ChunkStateVector<T>>(ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws}, t);
+    RunMixed<ChunkStateCube<T, false>, ChunkStateVector<T, false>>(
+        ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws, nullptr, nullptr, nullptr, nullptr}, t);
 }
 
 }  // namespace chunk_state

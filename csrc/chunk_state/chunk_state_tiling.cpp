@@ -10,16 +10,20 @@ namespace {
 uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 uint32_t Ceil16(uint32_t x) { return (x + 15) / 16 * 16; }
 uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
+uint64_t Max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 constexpr uint64_t kUnitOverhead = 32;  // in V columns
 
 // UB of one AIV for V blocks of vb columns: S, the u / dS / h0 input, the wS input (turned into
 // v_new in place), e_last and its Brcb rows, the hi-lo residual, two T output buffers (x_hi held
-// for the output while x_lo goes out) and the fp32 output buffer.
-uint64_t UbBytes(uint32_t K, uint32_t BT, uint32_t vb) {
-    const uint64_t rk = K / 2, rv = BT / 2, m = Max(K / 2, BT / 2);
-    return Pad32(rk * vb * 4) + Pad32(m * vb * 4) + Pad32(rv * vb * 4) + Pad32(rk * 4) + Pad32(rk * 8 * 4) + Pad32(m * vb * 4) +
-           2 * Pad32(m * vb * 2) + Pad32(m * vb * 4);
+// for the output while x_lo goes out) and the fp32 output buffer. The fused output's qe rows pass
+// through them too (G, q, the Brcb rows, fp32 qe, qe in T): each the larger of its two uses, as the
+// kernel sizes them.
+uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
+    const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
+    const uint64_t qe = f * rv * K;
+    return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max(rv * vb * 4, qe * 2)) + Pad32(rk * 4) +
+           Pad32(Max(rk, f * rv) * 8 * 4) + Pad32(Max(m * vb, qe) * 4) + 2 * Pad32(Max(m * vb, qe) * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
 
@@ -37,6 +41,8 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->state_v_first = p.state_v_first;
     t->h_f32 = p.h_f32;
     t->v_new_f32 = p.v_new_f32;
+    t->fused_output = p.fused_output;
+    t->groups = p.groups;
     t->rows_k = p.K / 2;
     t->rows_v = p.BT / 2;
     t->vec_rows = Max(t->rows_k, t->rows_v);
@@ -45,7 +51,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     // The widest V block whose AIV buffers fit UB.
     uint32_t widest = 0;
     for (uint32_t vb = Min(p.V, kMaxVBlock) / 16 * 16; vb >= 16; vb -= 16)
-        if (p.ub_bytes == 0 || UbBytes(p.K, p.BT, vb) <= p.ub_bytes) {
+        if (p.ub_bytes == 0 || UbBytes(p, vb) <= p.ub_bytes) {
             widest = vb;
             break;
         }
@@ -53,7 +59,11 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 
     // V blocks: from the fewest that fit to one per 16 columns, the count whose busiest core has the
     // least to run, counting a unit as its columns plus kUnitOverhead (each unit reads w and kg and
-    // runs the four hand-offs per chunk whatever its width); ties: fewer blocks.
+    // runs the four hand-offs per chunk whatever its width) plus, with the fused output, its reads
+    // of q, G and Aqk in V columns (each column reads u and writes o: 6 bytes per row); ties: fewer
+    // blocks.
+    const uint64_t overhead =
+        kUnitOverhead + (p.fused_output ? (uint64_t(p.K) * p.elem_bytes + p.Kg * 4ull + uint64_t(p.BT) * p.elem_bytes) / 6 : 0);
     uint32_t best_nvb = 0, best_vb = 0;
     uint64_t best_cost = ~0ull;
     if (heads > 0) {
@@ -62,7 +72,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
             const uint32_t n = CeilDiv(p.V, vb);
             if (n != nvb) continue;  // the same blocks as a smaller count
             const uint64_t units = heads * n;
-            const uint64_t cost = (units + p.core_num - 1) / p.core_num * (vb + kUnitOverhead);
+            const uint64_t cost = (units + p.core_num - 1) / p.core_num * (vb + overhead);
             if (cost < best_cost) {
                 best_cost = cost;
                 best_nvb = n;
@@ -79,7 +89,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     core_split::SplitUnits(static_cast<uint32_t>(heads * best_nvb), p.core_num, t);
 
     const uint32_t vb = t->v_block;
-    t->ub_bytes_used = static_cast<uint32_t>(UbBytes(p.K, p.BT, vb));
+    t->ub_bytes_used = static_cast<uint32_t>(UbBytes(p, vb));
 
     // AIC: w and kg^T in L0A together; two B tiles (hi, lo) of max(K, BT) rows in L0B; one fp32
     // result tile of max(K, BT) rows in L0C.
@@ -87,25 +97,25 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     uint32_t nt = soc::kL0abBytes / (2 * rows * p.elem_bytes) / 16 * 16;
     nt = Min(nt, p.l0c_bytes / (rows * 4) / 16 * 16);
     t->n_tile = Min(nt, vb);
-    t->l0a_bytes_used = 2 * p.BT * p.K * p.elem_bytes;
+    // the fused output's qe and Aqk take w's and kg^T's places (Aqk is wider when BT > K)
+    t->l0a_bytes_used = (p.K + (p.fused_output ? Max(p.K, p.BT) : p.K)) * p.BT * p.elem_bytes;
     t->l0b_bytes_used = 2 * rows * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = rows * t->n_tile * 4;
-    t->l1_bytes_used = (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb) * p.elem_bytes;
+    t->l1_bytes_used = (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? p.BT * (p.K + p.BT) : 0)) * p.elem_bytes;
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    t->ws_t_elems = 2 * (p.K + p.BT) * vb;
+    t->ws_t_elems = 2 * (p.K + p.BT) * vb + (p.fused_output ? p.BT * p.K : 0);
     t->ws_f_elems = (p.BT + p.K) * vb;
     t->ws_bytes_per_core = t->ws_t_elems * p.elem_bytes + t->ws_f_elems * 4;
     return 0;
 }
 
-// The messages are the C entry point's (include/fla_npu/kernels.h).
-const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
-    const ShapeArg &w = a[0], &u = a[1], &kg = a[2], &e_last = a[3], &chunk_offsets = a[4], &h0 = a[5], &h = a[6], &v_new = a[7],
-                   &final_state = a[8];
+// The messages are the C entry points' (include/fla_npu/kernels.h).
+const char* StateProblem(const ShapeArg* a, uint32_t fin, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
+    const ShapeArg &w = a[0], &u = a[1], &kg = a[2], &e_last = a[3], &chunk_offsets = a[4], &h0 = a[5], &final_state = a[fin];
     if (state_v_first != 0 && state_v_first != 1) return "`state_v_first` must be 0 or 1";
-    if (!RanksAre(a, {4, 4, 4}) || !RanksAre(&h, {4, 4, 4}) || (h0.ndim != -1 && h0.ndim != 4))
-        return "`w`, `u`, `kg`, `h`, `v_new`, `final` and `h0` must be 4-D";
+    if (!RanksAre(a, {4, 4, 4}) || final_state.ndim != 4 || (h0.ndim != -1 && h0.ndim != 4))
+        return "`w`, `u`, `kg`, `final` and `h0` must be 4-D";
     if (e_last.ndim != 3) return "`e_last` must be 3-D [NC, HV, K or 1]";
     if (chunk_offsets.ndim != 1) return "`chunk_offsets` must be 1-D [N + 1]";
     const int64_t NC = w.d[0], HV = w.d[1], BT = w.d[2], K = w.d[3], V = u.d[3], Kg = e_last.d[2];
@@ -114,8 +124,6 @@ const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const De
     if (!DimsAre(e_last, {NC, HV}) || (Kg != 1 && Kg != K)) return "`e_last` must be [NC, HV, 1] or [NC, HV, K]";
     if (chunk_offsets.d[0] < 1) return "`chunk_offsets` must hold N + 1 >= 1 offsets";
     const int64_t N = chunk_offsets.d[0] - 1;
-    if (!DimsAre(h, {NC, HV, K, V})) return "`h` must be [NC, HV, K, V]";
-    if (!SameShape(v_new, u)) return "`v_new` must have the shape of `u`";
     const bool v_first = state_v_first != 0;
     const int64_t rows = v_first ? V : K, cols = v_first ? K : V;
     if (!DimsAre(final_state, {N, HV, rows, cols}))
@@ -126,10 +134,19 @@ const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const De
     p->N = static_cast<uint32_t>(N);
     p->has_h0 = h0.present();
     p->state_v_first = v_first;
+    return chunk_tiling::SizedHeads(w.d, V, Kg, 2, dev, p);
+}
+
+const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
+    const ShapeArg &w = a[0], &u = a[1], &h = a[6], &v_new = a[7];
+    if (h.ndim != 4 || v_new.ndim != 4) return "`h` and `v_new` must be 4-D";
+    if (const char* bad = StateProblem(a, 8, state_v_first, dev, p)) return bad;
+    if (!DimsAre(h, {w.d[0], w.d[1], w.d[3], u.d[3]})) return "`h` must be [NC, HV, K, V]";
+    if (!SameShape(v_new, u)) return "`v_new` must have the shape of `u`";
     // The registration takes float16 / bfloat16 w and kg, h and v_new float32 or w's dtype.
     p->h_f32 = h.dtype == FLA_NPU_FLOAT32;
     p->v_new_f32 = v_new.dtype == FLA_NPU_FLOAT32;
-    return chunk_tiling::SizedHeads(w.d, V, Kg, 2, dev, p);
+    return nullptr;
 }
 
 const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {

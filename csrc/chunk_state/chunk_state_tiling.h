@@ -43,6 +43,13 @@
 //   one DataCopyPad of 4-byte blocks (each element in its own 32-byte block: WholeReduceSum of one
 //   lane compacts them, Brcb spreads them), once per unit.
 //
+// - Fused output (chunk_state_output.op.py: the chain's stages 4 and 5 in one launch, when nothing
+//   needs h or v_new): per chunk the AIVs also hand the Cube their rows of qe = T(q 2^G) (after S,
+//   while the Cube forms w S), and after the dS products the Cube forms o = qe @ S_hi + Aqk @ v_hi
+//   per lane, Fixpipe'd to o (token-major, rounded once to T): the products the chunk output kernel
+//   forms from the h and v_new the state kernel writes in T, so both routes give the same o. Neither
+//   h nor v_new is written; q, G and Aqk are read once per unit (per V block).
+//
 // Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]; Kg in {1, K}.
 #ifndef FLA_NPU_CHUNK_STATE_TILING_H
 #define FLA_NPU_CHUNK_STATE_TILING_H
@@ -62,6 +69,8 @@ struct ChunkStateTiling {
     uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t has_h0, state_v_first;
     uint32_t h_f32, v_new_f32;  // output dtypes: 1 float32, 0 T
+    uint32_t fused_output;      // 1: o from q, g, aqk (chunk_state_output), no h / v_new
+    uint32_t groups;            // GVA of q (the fused output): value heads per q head
     uint32_t num_vb;            // V blocks per (sequence, head)
     uint32_t v_block;           // columns of every V block but the last
     uint32_t v_last;            // columns of the last one (multiple of 16)
@@ -73,7 +82,7 @@ struct ChunkStateTiling {
     uint32_t vec_rows;     // max(rows_k, rows_v): rows of the AIV's staging buffers
     uint32_t spread_rows;  // rows of S per state_v_first piece (8 x v_block floats each)
     uint32_t n_tile;       // columns per L0B / L0C tile (multiple of 16)
-    uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block]
+    uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block][, qe [BT, K]]
     uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block]
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
@@ -92,6 +101,7 @@ struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     uint32_t N = 0;
     bool has_h0 = false, state_v_first = false;
     bool h_f32 = true, v_new_f32 = true;
+    bool fused_output = false;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
@@ -104,6 +114,11 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 // device's launch facts, h and v_new float32 or not by their dtypes. nullptr, or the message of the
 // first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
+
+// The checks both state ops make, of w, u, kg, e_last, chunk_offsets, h0 and final (`a` the call's
+// tensors, `fin` the index of final), then *p but for the output dtypes: ProblemFromShapes', less
+// h and v_new.
+const char* StateProblem(const ShapeArg* a, uint32_t fin, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
 
 }  // namespace chunk_state
 }  // namespace fla_npu

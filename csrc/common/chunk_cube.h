@@ -16,6 +16,7 @@
 
 #include "kernel_frame.h"
 #include "kernel_operator.h"
+#include "vector_io.h"
 #include "vector_order.h"
 
 namespace fla_npu {
@@ -287,6 +288,35 @@ __aicore__ inline void Pow2(const LocalTensor<float>& dst, const LocalTensor<flo
 // bc = Brcb(f): R fp32 factors, each into its own 32-byte block (whole groups of 8: R rounded up).
 __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTensor<float>& f, uint32_t R) {
     Brcb(bc, f, static_cast<uint8_t>((R + 7) / 8), BrcbRepeatParams(1, 8));
+}
+
+// R rows of qe = T(fp32(q) * e_row), e_row = 2^G formed in place, to dst (R x K, contiguous): one fp32
+// multiply, one rounding to T (KDA: element-wise, Kg = K; GDN: one factor per row, Kg = 1, broadcast
+// with Brcb and read with stride 0). q: its first row, rows `qPitch` elements apart; g: the rows' G,
+// Kg floats each, contiguous. Queues: inT R K elements of T, inF R Kg floats, outT R K elements of T;
+// work R K floats; bc 8 R floats (GDN). The Cube operand of the chunk output (chunk_output, and the
+// state kernel's fused output).
+template <class T, class QT, class QF, class QO>
+__aicore__ inline void FormQe(QT& inT, QF& inF, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
+                              const GlobalTensor<T>& q, uint32_t qPitch, const GlobalTensor<float>& g, const GlobalTensor<T>& dst,
+                              uint32_t R, uint32_t K, uint32_t Kg) {
+    const uint32_t n = R * K;
+    LocalTensor<T> x = vector_io::CopyInRows(inT, q, R, K, qPitch);
+    LocalTensor<float> e = vector_io::CopyIn(inF, g, R * Kg);
+    Cast(work, x, RoundMode::CAST_NONE, n);
+    Pow2(e, e, 1.0f, R * Kg);
+    OrderV();
+    inT.FreeTensor(x);
+    if (Kg == K) {
+        Mul(work, work, e, static_cast<int32_t>(n));
+    } else {
+        BroadcastRows(bc, e, R);
+        OrderV();
+        MulRows(work, work, bc, R, K);
+    }
+    OrderV();
+    inF.FreeTensor(e);
+    vector_io::CastOut(outT, dst, work, n);
 }
 
 }  // namespace chunk_cube

@@ -231,9 +231,18 @@ def declares_workspace(header: Path) -> bool:
 
 def tiling_fields(header: Path, struct: str) -> tuple:
     """The fields of ``struct`` (unqualified name) in ``header``, in order: ``((name, kind), ...)``.
-    Only ``uint32_t`` and ``float`` members are accepted (the tiling is read back as 32-bit words)."""
+    Only ``uint32_t`` and ``float`` members are accepted (the tiling is read back as 32-bit words).
+    A header that takes the struct of another op of its directory in (``using ns::Struct;``) is read
+    through its local includes (``#include "x_tiling.h"`` beside it): two ops sharing one tiling."""
     text = re.sub(r"//[^\n]*", "", header.read_text())
     m = re.search(r"\bstruct\s+" + re.escape(struct) + r"\s*\{(.*?)\};", text, re.S)
+    if m is None and re.search(r"\busing\s+[\w:]*::" + re.escape(struct) + r"\s*;", text):
+        for inc in re.findall(r'#include\s+"([\w.]+)"', text):
+            if (header.parent / inc).is_file():
+                try:
+                    return tiling_fields(header.parent / inc, struct)
+                except DescriptorError:
+                    continue
     if m is None:
         raise DescriptorError(f"{header}: no `struct {struct} {{...}};`")
     fields = []

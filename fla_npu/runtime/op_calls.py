@@ -126,7 +126,26 @@ def _chunk_state_host(values: dict) -> None:
         raise ValueError(f"chunk_state: `chunk_offsets` must be non-decreasing within [0, NC = {NC}], got {offsets.tolist()}")
 
 
+# ---- chunk_state_output: stages 4 and 5 in one launch, the Cube dtype that of w --------------------
+def chunk_state_output(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_offsets: Tensor, q: Tensor, g: Tensor,
+                       aqk: Tensor, h0: Tensor | None = None, state_v_first: bool = False) -> tuple[Tensor, Tensor]:
+    """The kernel's call: :func:`chunk_state`'s recurrence (``w``, ``u``, ``kg``, ``e_last``,
+    ``chunk_offsets``, ``h0``, ``state_v_first`` as there) with the chunk output formed where the
+    chunk-start state is: returns ``o`` ``[NC, BT, HV, V]`` (token-major, in ``w``'s dtype) and ``final``
+    (float32), but neither ``h`` nor ``v_new``. ``o[c] = T(q * 2^G) @ T(S) + aqk @ T(v_new)`` (the chunk
+    output kernel's products on the state kernel's h and v_new in T: the same o); ``q`` ``[NC, BT,
+    HQ, K]`` token-major (GVA: HQ divides HV) and ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``w``'s
+    dtype (float16 or bfloat16: the Cube's, as ``kg``), ``g`` (G, ``[NC, HV, BT, K or 1]``, log2) to
+    float32. Rows of chunks outside every sequence's range are not written."""
+    if w.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"chunk_state_output: `w` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {w.dtype}")
+    values, _ = chunk_state(w, u, kg, e_last, chunk_offsets, h0, state_v_first, cube_dtype=w.dtype)
+    values.update(q=q.to(w.dtype), g=g.to(torch.float32), aqk=aqk.to(w.dtype))
+    return values, {"T": w.dtype}
+
+
 OP_CALLS = {
     "gate_chunk_cumsum": OpCall(gate_chunk_cumsum, _gate_host),
     "chunk_state": OpCall(chunk_state, _chunk_state_host),
+    "chunk_state_output": OpCall(chunk_state_output, _chunk_state_host),
 }

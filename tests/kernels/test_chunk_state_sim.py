@@ -21,44 +21,19 @@ import pytest
 import torch
 
 from fla_npu.ops.common import chunk_fwd as fwd
-from fla_npu.ops.common.chunk_plan import ChunkPlan
-from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, kernels
 from fla_npu.testing import TOLERANCES, check_close, rel_rms
 
+import sim_helpers
 from sim_helpers import check_chunk_layout_limits, run_tiling_unit_test
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
 def _inputs(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=0):
-    """Stage-4 inputs in float64 as the reference stages make them: (w, u, kg, e_last, chunk_offsets,
-    h0, plan); chunk_offsets int32, h0 float32 or None."""
-    gen = torch.Generator().manual_seed(seed)
-    plan = ChunkPlan.build(B, T, BT, None if cu is None else torch.tensor(cu), "cpu")
-    tokens = _tokens(B, T, HV, K, V, per_key, gen)
-    k, v, beta, g = (plan.to_chunks(x) for x in tokens)
-    d = torch.float64
-    decay = ChunkDecay(plan.fill_padding(fwd.chunk_local_cumsum(g, d)), d)
-    _, Akk = fwd.chunk_intra_fwd(k, k, beta, decay)
-    w, u, kg = fwd.wy_fwd(k, v, beta, decay, Akk)
-    offsets = torch.tensor([0, *torch.tensor(plan.chunk_counts, dtype=torch.long).cumsum(0).tolist()], dtype=torch.int32)
-    s0 = None
-    if h0:
-        s0 = torch.randn(plan.num_seqs, HV, V, K, generator=gen).mul_(0.5)
-        s0 = s0 if v_first else s0.transpose(-1, -2).contiguous()
-    return w, u, kg, decay.e_last.contiguous(), offsets, s0, plan
-
-
-def _tokens(B, T, HV, K, V, per_key, gen):
-    """Token inputs in float64: unit keys, values, betas in [0.1, 1), per-step log decays in
-    [-0.21, -0.01) ([B, T, HV, K] for KDA, [B, T, HV, 1] for GDN)."""
-    d = torch.float64
-    k = torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen, dtype=d), dim=-1)
-    v = torch.randn(B, T, HV, V, generator=gen, dtype=d)
-    beta = torch.rand(B, T, HV, generator=gen, dtype=d) * 0.9 + 0.1
-    g = -torch.rand(B, T, HV, K if per_key else 1, generator=gen, dtype=d) * 0.2 - 0.01
-    return k, v, beta, g
+    """Stage-4 inputs (sim_helpers.state_stage): (w, u, kg, e_last, chunk_offsets, h0, plan)."""
+    st = sim_helpers.state_stage(B, T, HV, K, V, BT, per_key, cu, h0, v_first, seed)
+    return st.w, st.u, st.kg, st.e_last, st.offsets, st.h0, st.plan
 
 
 def _reference(w, u, kg, e_last, h0, v_first, plan, cube_dtype):
@@ -121,7 +96,7 @@ def test_final_state_matches_naive_gold(per_key):
     B, T, HV, K, V, BT, cu = 1, 150, 2, 64, 48, 32, (0, 61, 61, 150)
     w, u, kg, e_last, offsets, s0, plan = _inputs(B, T, HV, K, V, BT, per_key, cu, h0=True, seed=9)
     _, _, final = _run(w, u, kg, e_last, offsets, s0, cube_dtype=FP16)
-    k, v, beta, g = _tokens(B, T, HV, K, V, per_key, torch.Generator().manual_seed(9))
+    k, v, beta, g = sim_helpers.state_tokens(B, T, HV, K, V, per_key, torch.Generator().manual_seed(9))
     q = torch.zeros_like(k)
     gates = dict(gk=g) if per_key else dict(g=g[..., 0])
     _, gold = naive_recurrent_batch(q, k, v, beta, 1.0, initial_state=s0.double(), cu_seqlens=torch.tensor(cu), **gates)

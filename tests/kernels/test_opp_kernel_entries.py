@@ -8,7 +8,8 @@ combination (DTYPE_<TENSOR> as the OPP build defines it) and the generated op_ho
 stand-in of CANN's op_host API, runs the registered tiling function, puts its tiling bytes in a GM buffer and
 launches the entry with them, the block count and the workspace it asked for. Every output must be
 bit-identical to the direct entry point's (flaNpuGateChunkCumsum / flaNpuPrefixSharedAttention /
-flaNpuChunkOutput / flaNpuWyFast / flaNpuSolveTril / flaNpuChunkState / flaNpuChunkIntra), the
+flaNpuChunkOutput / flaNpuWyFast / flaNpuSolveTril / flaNpuChunkState / flaNpuChunkIntra /
+flaNpuChunkStateOutput), the
 tiling identical word for word, and an invalid call refused by both with the same message. Each case
 runs in its own process; both simulated SoC profiles (a2: 2201, a5: 3510).
 """
@@ -66,6 +67,11 @@ CASES = {
         "registration",
         "kda_f16", "kda_bf16_out_bf16", "gdn_bt32_bf16", "gdn_bt16_f16_out_f16", "wide_bf16", "many_units_f16", "empty_bf16",
         "refuse_chunk_size", "refuse_head_dim", "refuse_g_shape", "refuse_l_shape",
+    ],
+    "chunk_state_output_opp_test": [
+        "registration",
+        "kda_h0_f16", "kda_v_first_bf16", "gdn_gva_no_h0_bf16", "gdn_bt16_f16", "wide_bf16", "many_units_f16", "empty_bf16",
+        "refuse_chunk_size", "refuse_q_heads", "refuse_o_shape",
     ],
 }
 SOCS = ["a2", "a5"]

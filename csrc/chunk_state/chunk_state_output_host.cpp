@@ -1,0 +1,38 @@
+// Checks and tiling of the fused state + output kernel's C entry point (flaNpuChunkStateOutput,
+// include/fla_npu/kernels.h). The entry points around them are generated from
+// chunk_state_output.op.py by csrc/tools/gen_op_entry.py.
+#include "../common/api_common.h"
+#include "chunk_state_output_entry.h"
+
+namespace fla_npu {
+namespace chunk_state_output {
+
+namespace {
+int Invalid(const char* msg) { return InvalidArgument(kEntry, msg); }
+}  // namespace
+
+int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTensor* kg, const FlaNpuTensor* e_last,
+                    const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* q, const FlaNpuTensor* g,
+                    const FlaNpuTensor* aqk, const FlaNpuTensor* o, const FlaNpuTensor* final, int32_t state_v_first,
+                    EntryCall* call) {
+    if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
+    // The descriptor's dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
+    // package's hook (called by name: its signature is the state op's, in its own namespace).
+    if (w->dtype == FLA_NPU_FLOAT32)
+        return Invalid(
+            "float32 `w` and `kg` are not supported: the Cube reads them as float16 or bfloat16 (its transposing "
+            "load of kg exists for 2-byte types only); round them once to the Cube dtype");
+    if (!CheckDtype(kEntry, "w", w, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
+    for (const FlaNpuTensor* x : {kg, q, aqk, o})
+        if (x->dtype != w->dtype) return Invalid("`w`, `kg`, `q`, `aqk` and `o` must have one dtype");
+    for (const FlaNpuTensor* x : {u, e_last, g, final})
+        if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`u`, `e_last`, `g` and `final` must be float32");
+    if (h0 != nullptr && h0->dtype != FLA_NPU_FLOAT32) return Invalid("`h0` must be float32");
+    if (chunk_offsets->dtype != FLA_NPU_INT32) return Invalid("`chunk_offsets` must be int32");
+    return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors, [call, state_v_first](const ShapeArg* a, const DeviceFacts& dev) {
+        return chunk_state_output::TilingFromShapes(a, state_v_first, dev, &call->tiling);
+    });
+}
+
+}  // namespace chunk_state_output
+}  // namespace fla_npu

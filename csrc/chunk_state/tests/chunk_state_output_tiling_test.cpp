@@ -1,0 +1,95 @@
+// Unit tests of the fused state + output kernel's host tiling (plain C++, no simulation, no CANN):
+// the state kernel's tiling with the fused output's buffers, V split and shape checks.
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+
+#include "../../common/tests/tiling_test_util.h"
+#include "chunk_state_output_tiling.h"
+
+using namespace fla_npu::chunk_state;
+namespace soc = fla_npu::soc;
+
+static ChunkStateProblem Problem(uint32_t N, uint32_t HV, uint32_t NC, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg,
+                                 uint32_t cores, const soc::SocFacts& s = soc::kA2) {
+    auto p = tiling_test::HeadsProblem<ChunkStateProblem>(NC, HV, BT, K, V, Kg, cores);
+    p.N = N;
+    p.ub_bytes = s.ubBytes;
+    p.l0c_bytes = s.l0cBytes;
+    p.fused_output = true;
+    p.h_f32 = p.v_new_f32 = false;
+    return p;
+}
+
+// Every shape the state kernel takes fits with the fused output's buffers: qe in the workspace after
+// the hand-off, qe and Aqk in L1, qe and Aqk over w and kg^T in L0A.
+static void TestShapes() {
+    const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 80, 128, 256};
+    for (const soc::SocFacts* s : {&soc::kA2, &soc::kA5})
+        for (uint32_t BT : bts)
+            for (uint32_t K : dims)
+                for (uint32_t V : dims)
+                    for (uint32_t Kg : {1u, K})
+                        for (uint32_t cores : {1u, 24u}) {
+                            const ChunkStateProblem p = Problem(2, 4, 5, BT, K, V, Kg, cores, *s);
+                            ChunkStateTiling t;
+                            const char* err = nullptr;
+                            CHECK(ComputeTiling(p, &t, &err) == 0);
+                            CHECK(t.fused_output == 1 && t.groups == 1);
+                            CHECK(t.ub_bytes_used <= p.ub_bytes && t.l0a_bytes_used <= soc::kL0abBytes);
+                            CHECK(t.l0a_bytes_used == (K + (K > BT ? K : BT)) * BT * 2);
+                            CHECK(t.l1_bytes_used <= 512u * 1024 - 256);
+                            CHECK(t.ws_t_elems == 2 * (K + BT) * t.v_block + BT * K);
+                            CHECK((t.num_vb - 1) * t.v_block + t.v_last == V && t.v_block % 16 == 0);
+                            tiling_test::CheckCover(t);
+                        }
+}
+
+// The V split counts the fused output's per-unit reads: the production shape keeps one block per
+// head, few heads still split (each block re-reads q, G and Aqk), less than the state kernel alone.
+static void TestSplit() {
+    ChunkStateTiling t;
+    const char* err = nullptr;
+    CHECK(ComputeTiling(Problem(1, 96, 128, 64, 128, 128, 128, 24), &t, &err) == 0 && t.num_vb == 1 && t.block_dim == 24);
+    CHECK(ComputeTiling(Problem(1, 96, 128, 64, 128, 128, 128, 20), &t, &err) == 0 && t.num_vb == 1);
+    CHECK(ComputeTiling(Problem(1, 4, 16, 64, 128, 128, 128, 24), &t, &err) == 0 && t.num_vb == 4 && t.block_dim == 16);
+    ChunkStateProblem alone = Problem(1, 16, 16, 64, 128, 128, 128, 24);
+    alone.fused_output = false;
+    ChunkStateTiling ta;
+    CHECK(ComputeTiling(alone, &ta, &err) == 0 && ComputeTiling(Problem(1, 16, 16, 64, 128, 128, 128, 24), &t, &err) == 0);
+    CHECK(t.num_vb <= ta.num_vb);
+}
+
+static void TestArgs() {
+    using tiling_test::Arg;
+    using tiling_test::Names;
+    constexpr int32_t F32 = FLA_NPU_FLOAT32;
+    // NC 3, HV 4, BT 64, K 128, V 80; q with 2 heads (GVA)
+    const auto w = Arg({3, 4, 64, 128}), u = Arg({3, 4, 64, 80}, F32), e = Arg({3, 4, 1}, F32), co = Arg({3}, FLA_NPU_INT32),
+               q = Arg({3, 64, 2, 128}), g = Arg({3, 4, 64, 1}, F32), a = Arg({3, 4, 64, 64}), o = Arg({3, 64, 4, 80}),
+               s = Arg({2, 4, 128, 80}, F32);
+    const fla_npu::ShapeArg none;
+    const auto dev = tiling_test::Device(8, 100000, 131072);
+    ChunkStateTiling t;
+    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t v_first = 0) {
+        return fla_npu::chunk_state_output::TilingFromShapes(call.begin(), v_first, dev, &t);
+    };
+    CHECK(check({w, u, w, e, co, none, q, g, a, o, s}) == nullptr);
+    CHECK(t.fused_output == 1 && t.groups == 2 && t.N == 2 && t.Kg == 1 && t.V == 80 && !t.has_h0);
+    CHECK(check({w, u, w, e, co, s, Arg({3, 64, 4, 128}), g, a, o, s}) == nullptr && t.groups == 1 && t.has_h0);
+    CHECK(Names(check({w, u, w, e, co, none, Arg({3, 4, 64, 128}), g, a, o, s}), "`q`"));  // head-major
+    CHECK(Names(check({w, u, w, e, co, none, Arg({3, 64, 3, 128}), g, a, o, s}), "`q`"));  // 3 does not divide 4
+    CHECK(Names(check({w, u, w, e, co, none, q, Arg({3, 4, 64, 128}, F32), a, o, s}), "`g`"));
+    CHECK(Names(check({w, u, w, e, co, none, q, g, Arg({3, 4, 64, 32}), o, s}), "`aqk`"));
+    CHECK(Names(check({w, u, w, e, co, none, q, g, a, Arg({3, 4, 64, 80}), s}), "`o`"));
+    CHECK(Names(check({w, u, w, e, co, none, q, g, a, o, Arg({2, 4, 80, 128}, F32)}), "`final`"));
+    CHECK(Names(check({w, u, w, e, co, none, q, g, a, o, s}, 2), "`state_v_first`"));
+    CHECK(check({w, u, w, e, co, none, Arg({3, 64, 1, 128}), g, a, o, s}) == nullptr && t.groups == 4);
+}
+
+int main() {
+    TestShapes();
+    TestSplit();
+    TestArgs();
+    return tiling_test::Report("chunk_state_output tiling");
+}
