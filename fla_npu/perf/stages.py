@@ -129,19 +129,7 @@ def _launch_wy(per_key: bool):
     return run
 
 
-def _launch_output(per_key: bool):
-    def run(shape: dict, dtype: str):
-        import torch
-
-        from ..runtime.kernels import chunk_output
-        q, v, A, G = _chunk_tensors(shape, dtype, per_key)
-        S = torch.randn(A.shape[0], A.shape[1], shape["K"], shape["V"], generator=_gen(3)) * 0.1
-        v_new = v.transpose(1, 2).contiguous()   # head-major, as the state kernel writes it
-        chunk_output(q, G, S.to(q.dtype), A, v_new, out_dtype=q.dtype)  # as the chained forward calls it
-    return run
-
-
-# Stages 2 and 4: the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout); active
+# Stages 2 and 4 + 5: the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout); active
 # once the build has the kernel.
 def _launch_intra(per_key: bool):
     def run(shape: dict, dtype: str):
@@ -165,20 +153,22 @@ def _launch_solve_tril(shape: dict, dtype: str):
     solve_tril(L, _torch_dtype(dtype))
 
 
-def _launch_state(per_key: bool):
+def _launch_state_output(per_key: bool):
     def run(shape: dict, dtype: str):
         import torch
 
-        from ..runtime.kernels import chunk_state
+        from ..runtime.kernels import chunk_state_output
         g = _gen(7)
         NC, HV, K, V = chunks(shape), shape["HV"], shape["K"], shape["V"]
-        w = torch.randn(NC, HV, BT, K, generator=g) * 0.1
+        dt = _torch_dtype(dtype)
+        w = (torch.randn(NC, HV, BT, K, generator=g) * 0.1).to(dt)
         u = torch.randn(NC, HV, BT, V, generator=g)
-        kg = torch.randn(NC, HV, BT, K, generator=g) * 0.1
+        kg = (torch.randn(NC, HV, BT, K, generator=g) * 0.1).to(dt)
         e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
         per_seq = math.ceil(shape["T"] / BT)
         offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
-        chunk_state(w, u, kg, e_last, offsets, None, False, h_dtype=_torch_dtype(dtype), v_new_dtype=_torch_dtype(dtype))
+        q, _, A, G = _chunk_tensors(shape, dtype, per_key)
+        chunk_state_output(w, u, kg, e_last, offsets, q, G, A)  # as the chained forward calls it
     return run
 
 
@@ -202,9 +192,8 @@ def _delta_rule_stages(per_key: bool) -> tuple:
         Stage("chunk_intra", "2a: intra-chunk Aqk, L", "chunk_intra", _launch_intra(per_key), units_chunks, s),
         Stage("solve_tril", "2b: triangular inverse", "solve_tril", _launch_solve_tril, units_chunks, s),
         Stage("wy_fast", "3: w, u (WY)", "wy_fast", _launch_wy(per_key), units_chunks, s),
-        Stage("chunk_state", "4: inter-chunk state", "chunk_state", _launch_state(per_key),
-              units_chunks, s),
-        Stage("chunk_output", "5: output", "chunk_output", _launch_output(per_key), units_chunks, s),
+        Stage("chunk_state_output", "4+5: inter-chunk state + output", "chunk_state_output",
+              _launch_state_output(per_key), units_chunks, s),
     )
 
 

@@ -13,11 +13,14 @@ layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dt
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
+  4+5  ``o`` (T), ``final`` (fp32) = chunk_state_output(w, u, kg, e_last, chunk_offsets, q, G, Aqk, h0)
 
-``h`` and ``o`` are written in T, rounded once: stage 5 multiplies ``h`` in T on the Cube, and the op
-returns ``o`` in its input dtype T. q, k, v go in and o comes out token-major ``[NC, BT, H, D]`` (for
-sequences of whole chunks the token layout itself), q and k with their own heads (GVA); the other
-chunk tensors are head-major ``[NC, HV, BT, D]``.
+Stages 4 and 5 run as one launch (``chunk_state_output``: the same o, neither h nor v_new in GM)
+unless the caller keeps ``h`` (``return_intermediate_states``). ``h`` and ``o`` are written in T,
+rounded once: stage 5 multiplies ``h`` in T on the Cube, and the op returns ``o`` in its input dtype
+T. q, k, v go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole chunks the
+token layout itself), q and k with their own heads (GVA); the other chunk tensors are head-major
+``[NC, HV, BT, D]``.
 
 A stage whose kernel cannot take the call (:func:`stage_reasons`) runs its reference stage instead on
 the host simulation (logged once as a warning by the caller); on an NPU the caller refuses the call.
@@ -57,12 +60,17 @@ def stage_reasons(dtype: torch.dtype, BT: int, K: int, V: int) -> dict:
     return reasons
 
 
+FUSED_STATE_OUTPUT = "chunk_state_output"  # stages 4 and 5 in one launch
+
+
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
-            skip: dict) -> tuple[torch.Tensor, ChunkForward]:
+            skip: dict, keep_h: bool = False) -> tuple[torch.Tensor, ChunkForward]:
     """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage results. ``T``: the
     Cube input dtype (float16 / bfloat16); ``h0`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if
     ``state_v_first``) or ``None``; ``skip``: the stages that run their reference instead
-    (:func:`stage_reasons`). ``final`` is returned in the layout ``state_v_first`` asks for."""
+    (:func:`stage_reasons`); ``keep_h``: return the chunk-start states ``h`` (otherwise stages 4 and 5
+    on their kernels run as one launch and ``h`` / ``v_new`` are ``None``). ``final`` is returned in
+    the layout ``state_v_first`` asks for."""
     from . import torch_ops  # noqa: F401  (registers torch.ops.fla_npu)
 
     ops = torch.ops.fla_npu
@@ -87,6 +95,12 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
         w, u, kg = ref.wy_fwd(kf, vf, p.b, d, Akk.to(p.ct))
     else:
         w, u, kg = ops.wy_fast(k, v, b, Akk.to(T), G, T)  # w, kg in T: the state kernel's Cube type
+
+    fused = not keep_h and not ({"stage 4: state recurrence", "stage 5: output"} & skip.keys()) and \
+        kernels.get(FUSED_STATE_OUTPUT) is not None
+    if fused:  # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view
+        o, final = ops.chunk_state_output(w, u, kg, d.e_last, plan.offsets, q, G, Aqk.to(T), h0, state_v_first)
+        return o.transpose(1, 2), ChunkForward(Aqk, Akk, w, u, kg, None, None, final)
 
     if "stage 4: state recurrence" in skip:
         h0_k = None if h0 is None else (h0.transpose(-1, -2) if state_v_first else h0)

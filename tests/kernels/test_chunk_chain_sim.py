@@ -1,6 +1,7 @@
 """``chunk_kda`` / ``chunk_gated_delta_rule`` with ``FLA_NPU_CPU_IMPL=sim``: the whole forward on the
 Ascend C kernels (stage 1 gate cumsum, stage 2 intra-chunk + triangular inverse, stage 3 WY, stage 4
-state recurrence, stage 5 output; ``fla_npu.profile()`` proves every one launched, once, in order)
+state recurrence and stage 5 output in one launch; ``fla_npu.profile()`` proves every one launched, once,
+in order)
 across the switches, varlen (lengths 1, non-multiples of the chunk, zero), GVA, chunk sizes, initial
 states and ``state_v_first``; output, final state and every gradient (the backward is the reference)
 against the float64 gold at the dtype's tolerance."""
@@ -15,8 +16,7 @@ import fla_npu
 from sim_helpers import Switches, check_chunk_op
 
 BF16, FP16 = torch.bfloat16, torch.float16
-CHAIN = ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuSolveTril", "flaNpuWyFast", "flaNpuChunkState",
-         "flaNpuChunkOutput"]
+CHAIN = ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuSolveTril", "flaNpuWyFast", "flaNpuChunkStateOutput"]
 PRODUCTION_KDA = Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                           disable_recompute=True)
 
@@ -89,3 +89,35 @@ def test_kernel_route_leaves_the_inputs_untouched(monkeypatch, H, l2norm):
     assert prof.kernels() == CHAIN and torch.isfinite(o).all()
     for x, x0 in zip((q, k, v, g, beta), before):
         assert torch.equal(x, x0)
+
+
+@pytest.mark.parametrize("op", ["kda", "gdn"])
+def test_keeping_the_chunk_states_takes_the_unfused_pair(monkeypatch, op):
+    """``return_intermediate_states`` (KDA; GDN's call has no such switch, its forward is the fused one
+    only): stages 4 and 5 then run as chunk_state (writing h) and chunk_output, with o and the final
+    state bit-identical to the fused launch, and h within the bf16 tolerance of the reference's."""
+    from fla_npu.testing import check_close
+
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    gen = torch.Generator().manual_seed(11)
+    B, T, H, K, V = 1, 150, 2, 64, 64
+    q, k, v = (torch.randn(B, T, H, D, generator=gen).to(BF16) for D in (K, K, V))
+    beta = torch.rand(B, T, H, generator=gen).to(BF16)
+    g = -torch.rand(B, T, H, *((K,) if op == "kda" else ()), generator=gen).mul(0.3).to(BF16)
+    h0 = torch.randn(B, H, K, V, generator=gen)
+    fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
+    kw = dict(initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True)
+    with torch.inference_mode(), fla_npu.profile() as fused:
+        o, final = fn(q, k, v, g, beta, **kw)
+    assert fused.kernels() == CHAIN
+    if op != "kda":
+        return
+    with torch.inference_mode(), fla_npu.profile() as pair:
+        o2, final2, h = fn(q, k, v, g, beta, return_intermediate_states=True, **kw)
+    assert pair.kernels() == CHAIN[:-1] + ["flaNpuChunkState", "flaNpuChunkOutput"]
+    assert torch.equal(o, o2) and torch.equal(final, final2)
+    monkeypatch.delenv("FLA_NPU_CPU_IMPL")
+    with torch.inference_mode():
+        ref_h = fn(q.double(), k.double(), v.double(), g.double(), beta.double(), return_intermediate_states=True,
+                   **kw)[2]
+    check_close("h", h, ref_h, BF16)

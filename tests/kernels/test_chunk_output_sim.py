@@ -7,7 +7,8 @@ token tensors (``ChunkPlan``: tails and varlen, padding rows of tail chunks zero
 reference has them, and filled with junk in v_new to show it cannot leak into a token row); outputs
 NaN-poisoned before the launch (tests/conftest.py); bit-identical for 1, 3 and 16 AI cores; hazard
 checker clean (a hazard fails the launch); the GM bytes and Cube multiply-adds from the counters.
-Then the public chunk ops with FLA_NPU_CPU_IMPL=sim (stage 5 on this kernel) against the float64 gold.
+The chained forward runs stage 5 here when it keeps the chunk-start states (``return_intermediate_states``),
+otherwise in the fused state + output kernel (tests/kernels/test_chunk_state_output_sim.py).
 """
 
 from __future__ import annotations
@@ -155,32 +156,6 @@ def test_refusals():
 def test_tiling_unit_tests(native_build):
     """The C++ unit tests of the host tiling (csrc/chunk_output/tests/), from the session's native build."""
     sim_helpers.run_tiling_unit_test(native_build, "chunk_output")
-
-
-# ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 5 on this kernel -----------------------
-
-@pytest.fixture
-def launches(monkeypatch):
-    """Route the chunk ops to the simulated kernels and record the stage-5 launches."""
-    return sim_helpers.record_launches(monkeypatch, kernels, "chunk_output", before=lambda args, kwargs: args[0].dtype)
-
-
-@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", sim_helpers.STAGE_OP_CASES)
-def test_chunk_op_with_simulated_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    sim_helpers.check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
-    # Stage 5 runs in the forward only (the backward recomputes what it needs, never o).
-    assert launches == [dtype]
-
-
-def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
-    """The kernel takes no fp32 Cube inputs: stage 5 stays on the reference, logged once as a warning."""
-    sim_helpers.check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 5: output")
-
-
-def test_verify_sim_row_runs_the_output_kernel(launches):
-    """`fla-npu verify`'s sim implementation covers stage 5: its first bf16 KDA and GDN rows pass."""
-    sim_helpers.verify_sim_first_rows()
-    assert len(launches) >= 2 and set(launches) == {BF16}
 
 
 @pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])

@@ -155,3 +155,29 @@ def test_refusals():
         kernels.chunk_state_output(x.w, x.u, x.kg, x.e_last, x.offsets, q3, x.G, x.Aqk)
     with pytest.raises(KernelError, match="`aqk` must be"):
         kernels.chunk_state_output(x.w, x.u, x.kg, x.e_last, x.offsets, x.q, x.G, x.Aqk[..., :32])
+
+
+# ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stages 4 and 5 on this kernel ----------------
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Route the chunk ops to the simulated kernels and record the fused kernel's launches."""
+    return sim_helpers.record_launches(monkeypatch, kernels, "chunk_state_output", before=lambda args, kwargs: args[0].dtype)
+
+
+@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", sim_helpers.STAGE_OP_CASES)
+def test_chunk_op_with_simulated_state_and_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
+    sim_helpers.check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
+    # In the forward only (the backward recomputes what it needs with the reference, never o).
+    assert launches == [dtype]
+
+
+def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
+    """The kernels take no fp32 Cube inputs: stages 4 and 5 stay on the reference, logged once as a warning."""
+    sim_helpers.check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 5: output")
+
+
+def test_verify_sim_row_runs_the_fused_kernel(launches):
+    """`fla-npu verify`'s sim implementation covers stages 4 and 5: its first bf16 KDA and GDN rows pass."""
+    sim_helpers.verify_sim_first_rows()
+    assert len(launches) >= 2 and set(launches) == {BF16}

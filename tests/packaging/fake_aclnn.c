@@ -408,3 +408,31 @@ EXPORT int32_t aclnnFlaNpuChunkIntraGetWorkspaceSize(const void* q, const void* 
 EXPORT int32_t aclnnFlaNpuChunkIntra(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
     return second_phase("aclnnFlaNpuChunkIntra", workspace, workspace_size, executor, stream);
 }
+
+EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* w, const void* u, const void* kg, const void* e_last,
+                                                           const void* chunk_offsets, const void* h0, const void* q,
+                                                           const void* g, const void* aqk, const void* o,
+                                                           const void* final_state, int64_t state_v_first,
+                                                           uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkStateOutputGetWorkspaceSize");
+    add_tensor(c, w);
+    add_tensor(c, u);
+    add_tensor(c, kg);
+    add_tensor(c, e_last);
+    add_tensor(c, chunk_offsets);
+    add_tensor(c, h0);
+    add_tensor(c, q);
+    add_tensor(c, g);
+    add_tensor(c, aqk);
+    add_tensor(c, o);
+    add_tensor(c, final_state);
+    if (c != NULL) {
+        c->num_ints = 1;
+        c->ints[0] = state_v_first;
+    }
+    return first_phase(c, "aclnnFlaNpuChunkStateOutput", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkStateOutput(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkStateOutput", workspace, workspace_size, executor, stream);
+}

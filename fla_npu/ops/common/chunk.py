@@ -205,7 +205,8 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
             qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
             p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim, q.dtype if kernels else None)
             if kernels:
-                oc, f = chunk_pipeline.forward(p, h0s, plan, q.dtype, cfg.state_v_first, skip)
+                oc, f = chunk_pipeline.forward(p, h0s, plan, q.dtype, cfg.state_v_first, skip,
+                                               keep_h=cfg.return_intermediate_states)
                 final_s = f.final.to(torch.float32) if cfg.output_final_state else None
             else:
                 f = _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan)

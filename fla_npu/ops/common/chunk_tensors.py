@@ -2,15 +2,15 @@
 inputs in the chunk layout ``[NC, HV, BT, D]`` (:class:`ChunkInputs`) and the stage results
 (:class:`ChunkForward`). Stage numbers and names, one per stage, as the kernels and docs use them:
 
-====  ==================  ==========================  ==================================
+====  ==================  ==========================  ======================================================
  no.  name                reference (chunk_fwd.py)     kernel (fla_npu/runtime/, csrc/)
-====  ==================  ==========================  ==================================
+====  ==================  ==========================  ======================================================
   1   gate cumsum         ``chunk_local_cumsum``       ``gate`` (GateChunkCumsum)
   2   intra-chunk         ``chunk_intra_fwd``          ``chunk_intra`` + ``solve_tril``
   3   WY factors          ``wy_fwd``                   ``wy_fast``
-  4   state recurrence    ``state_fwd``                ``chunk_state``
+  4   state recurrence    ``state_fwd``                ``chunk_state`` (or with 5: ``chunk_state_output``)
   5   output              ``output_fwd``               ``chunk_output``
-====  ==================  ==========================  ==================================
+====  ==================  ==========================  ======================================================
 """
 
 from __future__ import annotations
@@ -49,12 +49,13 @@ def expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
 class ChunkForward:
     """Results of stages 2-4 (``o`` is returned, not kept): ``Aqk``, ``Akk`` ``[NC, HV, BT, BT]``;
     ``w``, ``kg`` ``[NC, HV, BT, K]``; ``u``, ``v_new`` ``[NC, HV, BT, V]``; ``h`` ``[NC, HV, K, V]``
-    (chunk-start states); ``final`` ``[N, HV, K, V]``."""
+    (chunk-start states; ``h`` and ``v_new`` ``None`` after the fused state + output kernel);
+    ``final`` ``[N, HV, K, V]``."""
     Aqk: torch.Tensor
     Akk: torch.Tensor
     w: torch.Tensor
     u: torch.Tensor
     kg: torch.Tensor
-    h: torch.Tensor
-    v_new: torch.Tensor
+    h: torch.Tensor | None
+    v_new: torch.Tensor | None
     final: torch.Tensor
