@@ -29,9 +29,10 @@ int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTe
         if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`u`, `e_last`, `g` and `final` must be float32");
     if (h0 != nullptr && h0->dtype != FLA_NPU_FLOAT32) return Invalid("`h0` must be float32");
     if (chunk_offsets->dtype != FLA_NPU_INT32) return Invalid("`chunk_offsets` must be int32");
-    return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors, [call, state_v_first](const ShapeArg* a, const DeviceFacts& dev) {
-        return chunk_state_output::TilingFromShapes(a, state_v_first, dev, &call->tiling);
-    });
+    return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors,
+                               [call, state_v_first](const ShapeArg* a, const DeviceFacts& dev) {
+                                   return chunk_state_output::TilingFromShapes(a, state_v_first, dev, &call->tiling);
+                               });
 }
 
 }  // namespace chunk_state_output

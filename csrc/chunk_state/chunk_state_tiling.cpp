@@ -101,7 +101,8 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->l0a_bytes_used = (p.K + (p.fused_output ? Max(p.K, p.BT) : p.K)) * p.BT * p.elem_bytes;
     t->l0b_bytes_used = 2 * rows * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = rows * t->n_tile * 4;
-    t->l1_bytes_used = (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? p.BT * (p.K + p.BT) : 0)) * p.elem_bytes;
+    t->l1_bytes_used =
+        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? p.BT * (p.K + p.BT) : 0)) * p.elem_bytes;
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
     t->ws_t_elems = 2 * (p.K + p.BT) * vb + (p.fused_output ? p.BT * p.K : 0);

@@ -144,6 +144,11 @@ def test_every_kernel_custom_op_passes_opcheck():
     args = (w, u, w.clone(), e_last + 0.5, offsets, h0, True, torch.float32, torch.bfloat16, torch.bfloat16)
     torch.library.opcheck(ops.chunk_state.default, args)
     assert ops.chunk_state(*args)[2].shape == (2, HV, V, K)  # state_v_first: [N, HV, V, K]
+    aqk = torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16)
+    args = (w, u, w.clone(), e_last + 0.5, offsets, q, G, aqk, h0, True)
+    torch.library.opcheck(ops.chunk_state_output.default, args)
+    o, final = ops.chunk_state_output(*args)
+    assert o.shape == (NC, BT, HV, V) and final.shape == (2, HV, V, K)  # o token-major; state_v_first
     q, kv = torch.randn(1, 2, 3, 64).to(torch.bfloat16), torch.randn(1, 5, 64).to(torch.bfloat16)
     torch.library.opcheck(ops.prefix_shared_attention.default, (q, kv, kv.clone(), 0.125))
 

@@ -50,8 +50,7 @@ const std::map<std::string, std::function<int()>> kCases = {
     // Refused by both front ends with the same message.
     {"refuse_chunk_size", [] { return Refused(Call(f16, {2, 2, 48, 64, 64, 1, {0, 1}}, true, false), "BT"); }},
     {"refuse_q_heads", [] { return Refused(Call(f16, {4, 3, 64, 64, 64, 1, {0, 1}}, true, false), "`q`"); }},
-    {"refuse_o_shape",
-     [] { return Refused(opp_test::Reshaped(Call(f16, kKda, true, false), 9, {3, 2, 64, 128}), "`o`"); }},
+    {"refuse_o_shape", [] { return Refused(opp_test::Reshaped(Call(f16, kKda, true, false), 9, {3, 2, 64, 128}), "`o`"); }},
 };
 
 }  // namespace
