@@ -18,10 +18,7 @@ int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTe
     if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
     // The descriptors' dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook.
-    if (w->dtype == FLA_NPU_FLOAT32)
-        return Invalid(
-            "float32 `w` and `kg` are not supported: the Cube reads them as float16 or bfloat16 (its transposing "
-            "load of kg exists for 2-byte types only); round them once to the Cube dtype");
+    if (w->dtype == FLA_NPU_FLOAT32) return Invalid(kFloat32CubeMessage);
     if (!CheckDtype(kEntry, "w", w, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (kg->dtype != w->dtype) return Invalid("`w` and `kg` must have one dtype");
     for (const FlaNpuTensor* x : {u, e_last, final})

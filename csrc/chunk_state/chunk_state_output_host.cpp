@@ -18,10 +18,7 @@ int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTe
     if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
     // The descriptor's dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook (called by name: its signature is the state op's, in its own namespace).
-    if (w->dtype == FLA_NPU_FLOAT32)
-        return Invalid(
-            "float32 `w` and `kg` are not supported: the Cube reads them as float16 or bfloat16 (its transposing "
-            "load of kg exists for 2-byte types only); round them once to the Cube dtype");
+    if (w->dtype == FLA_NPU_FLOAT32) return Invalid(chunk_state::kFloat32CubeMessage);
     if (!CheckDtype(kEntry, "w", w, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     for (const FlaNpuTensor* x : {kg, q, aqk, o})
         if (x->dtype != w->dtype) return Invalid("`w`, `kg`, `q`, `aqk` and `o` must have one dtype");

@@ -115,6 +115,11 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 // first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
 
+// The C entry points' refusal of float32 w / kg (both state ops).
+constexpr const char* kFloat32CubeMessage =
+    "float32 `w` and `kg` are not supported: the Cube reads them as float16 or bfloat16 (its transposing "
+    "load of kg exists for 2-byte types only); round them once to the Cube dtype";
+
 // The checks both state ops make, of w, u, kg, e_last, chunk_offsets, h0 and final (`a` the call's
 // tensors, `fin` the index of final), then *p but for the output dtypes: ProblemFromShapes', less
 // h and v_new.

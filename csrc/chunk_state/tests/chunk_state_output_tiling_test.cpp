@@ -6,16 +6,15 @@
 
 #include "../../common/tests/tiling_test_util.h"
 #include "chunk_state_output_tiling.h"
+#include "state_test_problem.h"
 
 using namespace fla_npu::chunk_state;
 namespace soc = fla_npu::soc;
 
+// The state kernel's problem with the fused output (neither h nor v_new).
 static ChunkStateProblem Problem(uint32_t N, uint32_t HV, uint32_t NC, uint32_t BT, uint32_t K, uint32_t V, uint32_t Kg,
                                  uint32_t cores, const soc::SocFacts& s = soc::kA2) {
-    auto p = tiling_test::HeadsProblem<ChunkStateProblem>(NC, HV, BT, K, V, Kg, cores);
-    p.N = N;
-    p.ub_bytes = s.ubBytes;
-    p.l0c_bytes = s.l0cBytes;
+    ChunkStateProblem p = state_test::Problem(N, HV, NC, BT, K, V, Kg, cores, s);
     p.fused_output = true;
     p.h_f32 = p.v_new_f32 = false;
     return p;
