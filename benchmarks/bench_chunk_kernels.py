@@ -31,9 +31,15 @@ kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` 
 - the float32 state error: the final state against the float64 token-by-token gold, at ``--state-T``
   (default 8192, one head), with the bf16 tolerance of ``fla_npu/testing.py``.
 
+The simulated machine is scaled with the heads (``--heads-per-core``, default 4: the production shape's
+96 heads on 20-24 AI cores have at least that many each), so the state kernel splits V no more than
+it would there (each V block re-reads the unit's per-chunk inputs); ``FLA_NPU_SIM_CORES`` in the
+environment takes precedence.
+
 Not a test: nothing here gates CI. Needs the sim flavour's native library (``pip install .``).
 
-    python benchmarks/bench_chunk_kernels.py [--T 512] [--H 2] [--state-T 8192] [--ops kda,gdn] [--per-kernel]
+    python benchmarks/bench_chunk_kernels.py [--T 512] [--H 2] [--heads-per-core 4] [--state-T 8192] [--ops kda,gdn]
+                                             [--per-kernel]
 """
 
 from __future__ import annotations
@@ -117,9 +123,13 @@ def main() -> None:
     ap.add_argument("--H", type=int, default=2)
     ap.add_argument("--state-T", type=int, default=8192)
     ap.add_argument("--ops", default="kda,gdn")
+    ap.add_argument("--heads-per-core", type=int, default=4, help="value heads per simulated AI core")
     ap.add_argument("--per-kernel", action="store_true", help="each launch's counters too")
     args = ap.parse_args()
     os.environ["FLA_NPU_CPU_IMPL"] = "sim"
+    if "FLA_NPU_SIM_CORES" not in os.environ:  # vector cores: two per AI core
+        os.environ["FLA_NPU_SIM_CORES"] = str(2 * max(1, args.H // max(1, args.heads_per_core)))
+    print(f"simulated AI cores: {int(os.environ['FLA_NPU_SIM_CORES']) // 2} ({args.H} value heads)", flush=True)
     tol = TOLERANCES[torch.bfloat16]
     for op in args.ops.split(","):
         runs = [("inference", False, 0.0, 1), ("training", True, 0.0, 1)] + (
