@@ -166,11 +166,11 @@ class ChunkStateCube {
     }
 
     // o[c, :, h, lane columns] = qe @ S_hi + Aqk @ v_hi per lane, one L0C tile per V tile, rounded
-    // once to T (qe and Aqk into L0A over w and kg^T, after the dS products read those).
+    // once to T (qe and Aqk into L0A over w and kg^T, after the dS products read those; their loads
+    // into L1 came before the dS loop's MTE2 -> MTE1 order).
     __aicore__ inline void Output(uint32_t c, const Unit& u, const Lanes& L) {
         const uint32_t BT = t_.BT, K = t_.K;
         LocalTensor<T> qa = wa_.Get<T>(), aa = kga_.Get<T>();
-        Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();
         LoadA(qa, qe1_.Get<T>(), BT, K);
         LoadA(aa, aqk1_.Get<T>(), BT, BT);
