@@ -10,7 +10,8 @@ OP = {
                          itself). GVA: HQ divides HV, value head h reads q / k head h / (HV / HQ)
   k    [NC, BT, HQ, K]   q's dtype
   beta [NC, HV, BT]      float32
-  g    [NC, HV, BT, Kg]  float32, G: the chunk-local cumulative log2 decay; Kg = K (KDA) or 1 (GDN).
+  g    [NC, BT, HV, K]   float32, G: the chunk-local cumulative log2 decay; KDA token-major (as the
+       or [NC, HV, BT, 1]  gate kernel writes it), GDN (one per row) head-major.
                          G must not increase along a chunk (a decay); padding rows hold the last value
   aqk  [NC, HV, BT, BT]  A, float32 or T:  aqk[i, j] = sum_d q_id k_jd 2^(G_id - G_jd)  (j <= i, else 0)
   l    [NC, HV, BT, BT]  O, float32 or T:  l[i, j] = beta_i sum_d k_id k_jd 2^(G_id - G_jd)  (j < i, else 0)

@@ -293,13 +293,13 @@ class ChunkIntraVector {
     // max(G_first - G_m, G_m - G_last). Reads those three rows of every owned block row once, into the
     // returned tensor (rows 3 o, 3 o + 1, 3 o + 2: first, m, last; the caller frees it), in which the
     // reference row of o is row RefRow(o). Sets midRef_[o].
-    __aicore__ inline LocalTensor<float> ChooseReferences(uint64_t row0) {
+    __aicore__ inline LocalTensor<float> ChooseReferences(uint32_t u) {
         constexpr uint32_t kRows[3] = {0, 8, 15};  // first, middle, last row of a block row
         const uint32_t K = t_.K;
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>();
         LocalTensor<float> r = inR_.template AllocTensor<float>();
         for (uint32_t o = 0; o < nOwned_; ++o)
-            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * o + i) * K], gG_[(row0 + 16 * owned_[o] + kRows[i]) * K], K);
+            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * o + i) * K], gG_[GateOf(u, 16 * owned_[o] + kRows[i])], K);
         inR_.EnQue(r);
         r = inR_.template DeQue<float>();
         for (uint32_t o = 0; o < nOwned_; ++o) {
@@ -312,6 +312,9 @@ class ChunkIntraVector {
         return r;
     }
 
+    // The element of G (KDA: token-major, common/chunk_cube.h's GateRow) of row r of unit u.
+    __aicore__ inline uint64_t GateOf(uint32_t u, uint32_t r) const { return GateRow(u, r, t_.HV, t_.BT, t_.Kg); }
+
     // The row of ChooseReferences' tensor that is owned block row o's reference row.
     __aicore__ inline uint32_t RefRow(uint32_t o) const { return 3 * o + (midRef_[o] ? 1 : 0); }
 
@@ -322,11 +325,11 @@ class ChunkIntraVector {
     // reference rows).
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
-        const uint64_t row0 = uint64_t(u) * t_.BT, base = uint64_t(slot) * t_.ws_op_elems;
-        LocalTensor<float> gr = ChooseReferences(row0);  // holds the reference row of each owned I
+        const uint64_t base = uint64_t(slot) * t_.ws_op_elems;
+        LocalTensor<float> gr = ChooseReferences(u);  // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
         for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
-            LocalTensor<float> gJ = CopyIn(inF_, gG_[(row0 + 16 * J) * K], n);
+            LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
             CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
             OrderV();
             for (uint32_t o = 0; o < nOwned_; ++o) {
@@ -504,10 +507,10 @@ class ChunkIntraVector {
     // every j <= a of the block, sum_d x_a[d] k_j[d] 2^(G_a[d] - G_j[d]) with x = q (Aqk) and x = k
     // (L / beta, j < a), into columns [0, a] of row a of the 16 x 16 tiles oa / ol (zero there before).
     __aicore__ inline void ExactDiagonal(uint32_t u, uint32_t I, const LocalTensor<float>& oa, const LocalTensor<float>& ol) {
-        const uint32_t K = t_.K, n = 16 * K, BT = t_.BT;
-        const uint64_t at = (uint64_t(u) * BT + 16 * I) * K, qk = QkRowOf(t_, u, 16 * I);
+        const uint32_t K = t_.K;
+        const uint64_t qk = QkRowOf(t_, u, 16 * I);
         LocalTensor<float> e = w0_.Get<float>(), x = w1_.Get<float>(), qf = w2_.Get<float>(), kf = w3_.Get<float>();
-        LocalTensor<float> g = CopyIn(inF_, gG_[at], n);
+        LocalTensor<float> g = CopyInGate(inF_, gG_[GateOf(u, 16 * I)], 16, t_.HV, K);
         CastInRows(inT_, g_.q[qk], qf, 16, K, QkPitchOf(t_));
         CastInRows(inT_, g_.k[qk], kf, 16, K, QkPitchOf(t_));
         OrderV();

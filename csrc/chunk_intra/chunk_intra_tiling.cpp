@@ -54,20 +54,24 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraProblem* p) {
-    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &g = a[3], &aqk = a[4], &l = a[5];
+    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[4], &l = a[5];
     const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q, k are token-major [NC, BT, HQ, K]
+    ShapeArg heads[6];                               // the call with g head-major, for the shared checks
+    for (int i = 0; i < 6; ++i) heads[i] = a[i];
+    const ShapeArg& g = heads[3] = chunk_tiling::GateHeadMajor(a[3]);
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4}))
         return "`beta` must be 3-D and `q`, `k`, `g`, `aqk`, `l` 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], Kg = g.d[3];
     if (!SameShape(k, qt)) return "`k` must have the shape of `q`";
     if (!chunk_tiling::TokenPitchOk(qt)) return "`q` and `k`: HQ * K must be at most 65535 (a row stride of the loads)";
-    if (!chunk_tiling::ShareUnitsOf(a, {2, 3, 4, 5})) return "`g`, `aqk` and `l` must have the [NC, HV] of `beta`";
+    if (!chunk_tiling::ShareUnitsOf(heads, {2, 3, 4, 5})) return "`g`, `aqk` and `l` must have the [NC, HV] of `beta`";
     int64_t lead[4];
     if (const char* bad = chunk_tiling::GroupedHeads(
             "`q` and `k` must have the NC of `beta` and a number of heads dividing its HV (GVA)", q, beta, lead, &p->groups))
         return bad;
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
-    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
+    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return chunk_tiling::kGateShapeMessage;
+    if (Kg != 1 && !chunk_tiling::TokenPitchOk(a[3])) return "`g`: HV * K must be at most 65535 (a row stride of the loads)";
     if (aqk.d[2] != BT || aqk.d[3] != BT || l.d[2] != BT || l.d[3] != BT) return "`aqk` and `l` must be [NC, HV, BT, BT]";
     // The registration takes float16 / bfloat16 q and k, aqk and l each float32 or q's dtype.
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;

@@ -7,7 +7,8 @@
 //   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])            j <= i (0 above)
 //   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] 2^(G[i, d] - G[j, d])    j <  i (0 on and above)
 // q, k [NC, HV, BT, K] of the Cube input type T (fp16 or bf16); beta [NC, HV, BT] fp32; G [NC, HV,
-// BT, Kg] fp32 (Kg = K: KDA's per-key gate; Kg = 1: GDN's scalar gate); Aqk, L [NC, HV, BT, BT] fp32
+// BT, Kg] fp32 (Kg = K: KDA's per-key gate, given token-major [NC, BT, HV, K]; Kg = 1: GDN's scalar
+// gate; common/chunk_shapes.h's GateHeadMajor); Aqk, L [NC, HV, BT, BT] fp32
 // or T (rounded once on write). G must not increase along a chunk (every FLA gate is a decay).
 //
 // Exactness for any decaying gate, floored ones included (a per-step log decay of -1000): the

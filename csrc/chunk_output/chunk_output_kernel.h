@@ -129,7 +129,7 @@ class ChunkOutputVector {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, r0 = at_.sub * R;
         chunk_cube::FormQe(inT_, inF_, outT_, work_.Get<float>(), (t_.Kg == 1 ? brcb_ : work_).Get<float>(),  // bc: GDN only
                            gQ_[TokenRow(u, r0, t_.HV, t_.groups, t_.BT, K)], TokenPitch(t_.HV, t_.groups, K),
-                           gG_[(uint64_t(u) * t_.BT + r0) * t_.Kg], gWs_[dst + uint64_t(r0) * K], R, K, t_.Kg);
+                           gG_[GateRow(u, r0, t_.HV, t_.BT, t_.Kg)], gWs_[dst + uint64_t(r0) * K], R, K, t_.Kg, t_.HV);
     }
 
     const ChunkOutputTiling t_;

@@ -38,18 +38,22 @@ int ComputeTiling(const ChunkOutputProblem& p, ChunkOutputTiling* t, const char*
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOutputProblem* p) {
-    const ShapeArg &qt = a[0], &g = a[1], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
+    const ShapeArg &qt = a[0], &s = a[2], &aqk = a[3], &v_new = a[4], &out = a[5];
     const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q is token-major [NC, BT, HQ, K]
+    ShapeArg heads[6];                               // the call with g head-major, for the shared checks
+    for (int i = 0; i < 6; ++i) heads[i] = a[i];
+    const ShapeArg& g = heads[1] = chunk_tiling::GateHeadMajor(a[1]);
     if (!RanksAre(a, {4, 4, 4, 4, 4, 4}))
         return "`q`, `g`, `s`, `aqk`, `v_new` and `out` must be 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], V = v_new.d[3], Kg = g.d[3];
     if (!chunk_tiling::TokenPitchOk(qt)) return "`q`: HQ * K must be at most 65535 (a row stride of the loads)";
-    if (!chunk_tiling::ShareUnitsOf(a, {1, 2, 3, 4})) return "`s`, `aqk` and `v_new` must have the [NC, HV] of `g`";
+    if (!chunk_tiling::ShareUnitsOf(heads, {1, 2, 3, 4})) return "`s`, `aqk` and `v_new` must have the [NC, HV] of `g`";
     int64_t lead[4];
     if (const char* bad = chunk_tiling::GroupedHeads("`q` must have the NC of `g` and a number of heads dividing its HV (GVA)", q,
                                                      g, lead, &p->groups))
         return bad;
-    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
+    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return chunk_tiling::kGateShapeMessage;
+    if (Kg != 1 && !chunk_tiling::TokenPitchOk(a[1])) return "`g`: HV * K must be at most 65535 (a row stride of the loads)";
     if (s.d[2] != K || s.d[3] != V) return "`s` must be [NC, HV, K, V]";
     if (aqk.d[2] != BT || aqk.d[3] != BT) return "`aqk` must be [NC, HV, BT, BT]";
     if (v_new.d[2] != BT) return "`v_new` must be [NC, HV, BT, V]";

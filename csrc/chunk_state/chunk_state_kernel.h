@@ -404,8 +404,8 @@ class ChunkStateVector {
         }
         if (kOut) {  // its slot is free: the Cube read it before the previous chunk's dS flags
             FormQe(inB_, inA_, outT_, res_.Get<float>(), bc_.Get<float>(), gQ_[TokenRow(ch, r0, t_.HV, t_.groups, BT, K)],
-                   TokenPitch(t_.HV, t_.groups, K), gG_[(ch * BT + r0) * t_.Kg], gWsT_[QeAt(t_) + uint64_t(r0) * K], rv, K,
-                   t_.Kg);
+                   TokenPitch(t_.HV, t_.groups, K), gG_[GateRow(ch, r0, t_.HV, BT, t_.Kg)], gWsT_[QeAt(t_) + uint64_t(r0) * K],
+                   rv, K, t_.Kg, t_.HV);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagQe);
         }
 

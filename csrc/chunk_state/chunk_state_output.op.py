@@ -11,7 +11,8 @@ chunk-start state, so that neither h nor v_new goes to GM
 
   q      [NC, BT, HQ, K]   w's dtype T, token-major (row r of chunk c, head h); GVA: HQ divides HV,
                            value head h reads q head h / (HV / HQ)
-  g      [NC, HV, BT, Kg]  float32, G: the chunk-local gate cumsum in log2 units (e_row = 2^G)
+  g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in log2 units (e_row = 2^G); KDA
+      or [NC, HV, BT, 1]   token-major, GDN (one per row) head-major, as FlaNpuChunkOutput's
   aqk    [NC, HV, BT, BT]  T, lower triangular (read as given)
   o      [NC, BT, HV, V]   T, token-major: o[c] = T(q * e_row) @ T(S) + aqk @ T(v_new) (fp32
                            accumulation, rounded once), S the chunk-start state and v_new = u - w @ S

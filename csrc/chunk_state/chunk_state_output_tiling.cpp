@@ -8,7 +8,8 @@ namespace chunk_state_output {
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
-    const ShapeArg &w = a[0], &u = a[1], &e_last = a[3], &q = a[6], &g = a[7], &aqk = a[8], &o = a[9];
+    const ShapeArg &w = a[0], &u = a[1], &e_last = a[3], &q = a[6], &aqk = a[8], &o = a[9];
+    const ShapeArg g = chunk_tiling::GateHeadMajor(a[7]);
     chunk_state::ChunkStateProblem p;
     const char* bad = chunk_state::StateProblem(a, 10, state_v_first, dev, &p);
     if (bad == nullptr && (q.ndim != 4 || g.ndim != 4 || aqk.ndim != 4 || o.ndim != 4))
@@ -17,11 +18,13 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const Dev
         const int64_t NC = w.d[0], HV = w.d[1], BT = w.d[2], K = w.d[3], V = u.d[3];
         if (q.d[0] != NC || q.d[1] != BT || q.d[3] != K || q.d[2] <= 0 || HV % q.d[2] != 0)
             bad = "`q` must be [NC, BT, HQ, K] (token-major), HQ dividing the HV of `w`";
-        else if (!DimsAre(g, {NC, HV, BT, e_last.d[2]})) bad = "`g` must be [NC, HV, BT, Kg] with the Kg of `e_last`";
+        else if (!DimsAre(g, {NC, HV, BT, e_last.d[2]}))
+            bad = "`g` must be [NC, BT, HV, K] (KDA, token-major) or [NC, HV, BT, 1] (GDN), with the Kg of `e_last`";
         else if (!DimsAre(aqk, {NC, HV, BT, BT})) bad = "`aqk` must be [NC, HV, BT, BT]";
         else if (!DimsAre(o, {NC, BT, HV, V})) bad = "`o` must be [NC, BT, HV, V] (token-major)";
-        else if (!chunk_tiling::TokenPitchOk(q) || !chunk_tiling::TokenPitchOk(o))
-            bad = "`q` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
+        else if (!chunk_tiling::TokenPitchOk(q) || !chunk_tiling::TokenPitchOk(o) ||
+                 (g.d[3] != 1 && !chunk_tiling::TokenPitchOk(a[7])))
+            bad = "`q`, `g` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
         else p.groups = static_cast<uint32_t>(HV / q.d[2]);
     }
     p.fused_output = true;

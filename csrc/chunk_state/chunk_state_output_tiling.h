@@ -14,7 +14,7 @@ using chunk_state::ChunkStateTiling;  // the one tiling struct of both state ops
 using chunk_tiling::UserWorkspaceBytes;
 
 // The operator package's tiling of one call: the state kernel's shape checks (chunk_state::StateProblem)
-// and those of q [NC, BT, HQ, K] (HV a multiple of HQ), g [NC, HV, BT, Kg], aqk [NC, HV, BT, BT] and
+// and those of q [NC, BT, HQ, K] (HV a multiple of HQ), g (GateHeadMajor), aqk [NC, HV, BT, BT] and
 // o [NC, BT, HV, V], then chunk_state::ComputeTiling with the fused output. nullptr, or the message of
 // the first defect (static, without the op's name).
 const char* TilingFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling);

@@ -68,6 +68,20 @@ __aicore__ inline uint64_t TokenRow(uint32_t u, uint32_t r, uint32_t HV, uint32_
 // Its distance between rows, in elements: H D.
 __aicore__ inline uint32_t TokenPitch(uint32_t HV, uint32_t groups, uint32_t D) { return HV / groups * D; }
 
+// The gate cumsum G (common/chunk_shapes.h's GateHeadMajor: KDA token-major [NC, BT, HV, K], GDN
+// head-major [NC, HV, BT, 1]): the element of row r of unit u = c * HV + h, and the distance between
+// rows in elements.
+__aicore__ inline uint64_t GateRow(uint32_t u, uint32_t r, uint32_t HV, uint32_t BT, uint32_t Kg) {
+    return Kg == 1 ? uint64_t(u) * BT + r : TokenRow(u, r, HV, 1, BT, Kg);
+}
+__aicore__ inline uint32_t GatePitch(uint32_t HV, uint32_t Kg) { return Kg == 1 ? 1 : HV * Kg; }
+
+// R rows of G (GateRow, GatePitch) into a buffer of queue q, rows contiguous, dequeued.
+template <class Q>
+__aicore__ inline LocalTensor<float> CopyInGate(Q& q, const GlobalTensor<float>& g, uint32_t R, uint32_t HV, uint32_t Kg) {
+    return Kg == 1 ? vector_io::CopyIn(q, g, R) : vector_io::CopyInRows(q, g, R, Kg, GatePitch(HV, Kg));
+}
+
 // Mmad.md: an Mmad accumulating into the L0C tile the previous Mmad wrote must be separated from it
 // by PipeBarrier<PIPE_M> when (m / 16) * (n / 16) < 10 (integer division of the sizes passed).
 __aicore__ inline void AccumulateBarrier(uint32_t m, uint32_t n) {
@@ -292,17 +306,17 @@ __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTe
 
 // R rows of qe = T(fp32(q) * e_row), e_row = 2^G formed in place, to dst (R x K, contiguous): one fp32
 // multiply, one rounding to T (KDA: element-wise, Kg = K; GDN: one factor per row, Kg = 1, broadcast
-// with Brcb and read with stride 0). q: its first row, rows `qPitch` elements apart; g: the rows' G,
-// Kg floats each, contiguous. Queues: inT R K elements of T, inF R Kg floats, outT R K elements of T;
+// with Brcb and read with stride 0). q: its first row, rows `qPitch` elements apart; g: the first row's
+// G, Kg floats a row, rows GatePitch(HV, Kg) apart. Queues: inT R K elements of T, inF R Kg floats, outT R K elements of T;
 // work R K floats; bc 8 R floats (GDN). The Cube operand of the chunk output (chunk_output, and the
 // state kernel's fused output).
 template <class T, class QT, class QF, class QO>
 __aicore__ inline void FormQe(QT& inT, QF& inF, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
                               const GlobalTensor<T>& q, uint32_t qPitch, const GlobalTensor<float>& g, const GlobalTensor<T>& dst,
-                              uint32_t R, uint32_t K, uint32_t Kg) {
+                              uint32_t R, uint32_t K, uint32_t Kg, uint32_t HV) {
     const uint32_t n = R * K;
     LocalTensor<T> x = vector_io::CopyInRows(inT, q, R, K, qPitch);
-    LocalTensor<float> e = vector_io::CopyIn(inF, g, R * Kg);
+    LocalTensor<float> e = CopyInGate(inF, g, R, HV, Kg);
     Cast(work, x, RoundMode::CAST_NONE, n);
     Pow2(e, e, 1.0f, R * Kg);
     OrderV();

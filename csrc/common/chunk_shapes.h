@@ -29,6 +29,13 @@ inline ShapeArg HeadMajor(const ShapeArg& x) {
     return h;
 }
 
+// The gate cumsum G the chunk kernels read: KDA token-major [NC, BT, HV, K] (rows of K floats HV K
+// apart, as the gate kernel writes them: no copy into the chunk layout), GDN head-major [NC, HV, BT,
+// 1] (one float per row: a unit's rows contiguous). As head-major [NC, HV, BT, Kg] for the shared
+// checks.
+inline ShapeArg GateHeadMajor(const ShapeArg& g) { return g.ndim == 4 && g.d[3] != 1 ? HeadMajor(g) : g; }
+constexpr const char* kGateShapeMessage = "`g` must be [NC, BT, HV, K] (KDA, token-major) or [NC, HV, BT, 1] (GDN)";
+
 // Whether the rows of a token-major tensor, H * D elements apart, are within the 16-bit strides of
 // the loads (LoadNz's source row pitch).
 inline bool TokenPitchOk(const ShapeArg& x) { return x.d[2] * x.d[3] <= 0xFFFF; }

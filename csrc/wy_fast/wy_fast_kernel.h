@@ -129,7 +129,8 @@ class WyFastVector {
             // k and v token-major [NC, BT, H, D]: this AIV's first row of each (k: GVA, HV / groups heads)
             const uint32_t u = r.first + i;
             const uint64_t kAt = TokenRow(u, at_.sub * R, t_.HV, t_.groups, t_.BT, t_.K);
-            FormK(row0, kAt, c0 + t_.BT - 1, base + uint64_t(at_.sub) * R * t_.K, b);
+            const uint64_t gAt = GateRow(u, at_.sub * R, t_.HV, t_.BT, t_.Kg), gLast = GateRow(u, t_.BT - 1, t_.HV, t_.BT, t_.Kg);
+            FormK(row0, kAt, gAt, gLast, base + uint64_t(at_.sub) * R * t_.K, b);
             FormV(TokenRow(u, at_.sub * R, t_.HV, 1, t_.BT, t_.V), base + uint64_t(t_.BT) * t_.K + uint64_t(at_.sub) * R * t_.V);
             inB_.FreeTensor(b);
             SlotProducer::Ready();
@@ -137,11 +138,12 @@ class WyFastVector {
     }
 
   private:
-    // e = 2^(G_last - G) over this AIV's rows of G (g, R x Kg) and the chunk's last row (GM row `last`).
+    // e = 2^(G_last - G) over this AIV's rows of G (g, R x Kg) and the chunk's last row (at GM element
+    // `last`).
     __aicore__ inline void TailFactors(const LocalTensor<float>& e, const LocalTensor<float>& g, uint64_t last) {
         const uint32_t R = t_.rows_per_aiv, Kg = t_.Kg;
         if (Kg != 1) {
-            LocalTensor<float> gl = CopyIn(inL_, gG_[last * Kg], Kg);
+            LocalTensor<float> gl = CopyIn(inL_, gG_[last], Kg);
             SubFromRow(e, gl, g, R, Kg);
             inL_.FreeTensor(gl);
         } else {  // GDN: one G per row; the last a scalar read from GM (an input: no order to keep)
@@ -168,12 +170,14 @@ class WyFastVector {
     }
 
     // kg = k e_tail to GM, then X1 = T(k e_row beta) into the slot (rows from row0, k's from element
-    // kAt, the chunk's last row `last`): e_tail first, while G is whole; e_row then in place of G.
-    __aicore__ inline void FormK(uint64_t row0, uint64_t kAt, uint64_t last, uint64_t dst, const LocalTensor<float>& b) {
+    // kAt, G's from element gAt, the chunk's last row of G at `last`): e_tail first, while G is whole;
+    // e_row then in place of G.
+    __aicore__ inline void FormK(uint64_t row0, uint64_t kAt, uint64_t gAt, uint64_t last, uint64_t dst,
+                                 const LocalTensor<float>& b) {
         const uint32_t R = t_.rows_per_aiv, K = t_.K, n = R * K;
         LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
         CastInRows(inT_, gK_[kAt], kf, R, K, TokenPitch(t_.HV, t_.groups, K));
-        LocalTensor<float> g = CopyIn(inF_, gG_[row0 * t_.Kg], R * t_.Kg);
+        LocalTensor<float> g = CopyInGate(inF_, gG_[gAt], R, t_.HV, t_.Kg);
         TailFactors(s, g, last);  // s = e_tail
         if constexpr (IsSame<O, float>::value) {
             LocalTensor<float> z = outF_.template AllocTensor<float>();

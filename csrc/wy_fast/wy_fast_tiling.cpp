@@ -47,12 +47,13 @@ int ComputeTiling(const WyFastProblem& p, WyFastTiling* t, const char** err) {
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastProblem* p) {
-    const ShapeArg &kt = a[0], &vt = a[1], &beta = a[2], &akk = a[3], &g = a[4], &w = a[5], &u = a[6], &kg = a[7];
+    const ShapeArg &kt = a[0], &vt = a[1], &beta = a[2], &akk = a[3], &w = a[5], &u = a[6], &kg = a[7];
     const ShapeArg k = chunk_tiling::HeadMajor(kt), v = chunk_tiling::HeadMajor(vt);  // token-major [NC, BT, H, D]
-    ShapeArg heads[8];  // the call with k and v head-major, for the shared checks
+    ShapeArg heads[8];  // the call with k, v and g head-major, for the shared checks
     for (int i = 0; i < 8; ++i) heads[i] = a[i];
     heads[0] = k;
     heads[1] = v;
+    const ShapeArg& g = heads[4] = chunk_tiling::GateHeadMajor(a[4]);
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 4, 4}))
         return "`beta` must be 3-D and `k`, `v`, `akk`, `g`, `w`, `u`, `kg` 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = k.d[2], K = k.d[3], V = v.d[3], Kg = g.d[3];
@@ -67,7 +68,8 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastP
     if (v.d[2] != BT) return "`v` must be [NC, BT, HV, V] (token-major)";
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (akk.d[2] != BT || akk.d[3] != BT) return "`akk` must be [NC, HV, BT, BT]";
-    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return "`g` must be [NC, HV, BT, 1] or [NC, HV, BT, K]";
+    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return chunk_tiling::kGateShapeMessage;
+    if (Kg != 1 && !chunk_tiling::TokenPitchOk(a[4])) return "`g`: HV * K must be at most 65535 (a row stride of the loads)";
     if (!SameShape(w, kg) || w.d[2] != BT || w.d[3] != K) return "`w` and `kg` must be [NC, HV, BT, K]";
     if (!SameShape(u, v)) return "`u` must have the shape of `v`";
     return chunk_tiling::SizedHeads(lead, V, Kg, chunk_tiling::CubeElemBytes(k), dev, p);

@@ -7,7 +7,8 @@
 //   kg[c, h] = k[c, h] * 2^(g[c, h, BT - 1] - g[c, h])
 // k [NC, HV, BT, K], v [NC, HV, BT, V], Akk [NC, HV, BT, BT] (lower triangular, unit diagonal, read
 // as given) of the Cube input type T (fp16 or bf16); beta [NC, HV, BT], g [NC, HV, BT, Kg] (the
-// chunk-local gate cumsum in log2 units; Kg = K: KDA; Kg = 1: GDN, broadcast over K) fp32; w, kg [NC,
+// chunk-local gate cumsum in log2 units; Kg = K: KDA, given token-major [NC, BT, HV, K]; Kg = 1: GDN,
+// broadcast over K; common/chunk_shapes.h's GateHeadMajor) fp32; w, kg [NC,
 // HV, BT, K] and u [NC, HV, BT, V] fp32. The decay factors are formed here, from g (Muls + Exp on the
 // vector unit), not read: 2^g and 2^(g_last - g) would be two more tensors of g's size to write
 // and read.

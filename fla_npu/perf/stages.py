@@ -114,7 +114,9 @@ def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
     k = torch.nn.functional.normalize(torch.randn(NC, BT, HV, K, generator=g), dim=-1).to(dt)   # token-major
     v = torch.randn(NC, BT, HV, V, generator=g).to(dt)
     A = (torch.tril(torch.randn(NC, HV, BT, BT, generator=g), -1) * 0.05 + torch.eye(BT)).to(dt)
-    G = -torch.rand(NC, HV, BT, K if per_key else 1, generator=g).cumsum(2)   # a decaying gate cumsum (log2)
+    # a decaying gate cumsum (log2), as the kernels read it: KDA token-major, GDN head-major
+    G = (-torch.rand(NC, BT, HV, K, generator=g).cumsum(1) if per_key else
+         -torch.rand(NC, HV, BT, 1, generator=g).cumsum(2))
     return k, v, A, G
 
 
@@ -139,7 +141,7 @@ def _launch_intra(per_key: bool):
         q, _, A, e = _chunk_tensors(shape, dtype, per_key)
         k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
         beta = torch.rand(A.shape[:3], generator=_gen(2))
-        G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=2)
+        G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=1 if per_key else 2)
         chunk_intra(q, k, beta, G, _torch_dtype(dtype), torch.float32)  # as the chained forward calls it
     return run
 

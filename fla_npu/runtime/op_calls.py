@@ -135,8 +135,8 @@ def chunk_state_output(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_o
     (float32), but neither ``h`` nor ``v_new``. ``o[c] = T(q * 2^G) @ T(S) + aqk @ T(v_new)`` (the chunk
     output kernel's products on the state kernel's h and v_new in T: the same o); ``q`` ``[NC, BT,
     HQ, K]`` token-major (GVA: HQ divides HV) and ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``w``'s
-    dtype (float16 or bfloat16: the Cube's, as ``kg``), ``g`` (G, ``[NC, HV, BT, K or 1]``, log2) to
-    float32. Rows of chunks outside every sequence's range are not written."""
+    dtype (float16 or bfloat16: the Cube's, as ``kg``), ``g`` (G, log2: KDA token-major ``[NC, BT, HV,
+    K]``, GDN ``[NC, HV, BT, 1]``) to float32. Rows of chunks outside every sequence's range are not written."""
     if w.dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"chunk_state_output: `w` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {w.dtype}")
     values, _ = chunk_state(w, u, kg, e_last, chunk_offsets, h0, state_v_first, cube_dtype=w.dtype)

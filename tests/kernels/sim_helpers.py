@@ -149,3 +149,14 @@ def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, s
         s0 = s0 if v_first else s0.transpose(-1, -2).contiguous()
     return SimpleNamespace(w=w, u=u, kg=kg, e_last=decay.e_last.contiguous(), offsets=offsets, h0=s0, plan=plan, k=k,
                            decay=decay, gen=gen)
+
+
+def kernel_gate(G: torch.Tensor) -> torch.Tensor:
+    """The gate cumsum ``G`` ``[NC, HV, BT, Kg]`` in the layout the chunk kernels read: KDA token-major
+    ``[NC, BT, HV, K]`` (contiguous), GDN (``Kg == 1``) as it is (common/chunk_shapes.h's GateHeadMajor)."""
+    return G.transpose(1, 2).contiguous() if G.shape[-1] != 1 else G
+
+
+def reference_gate(G: torch.Tensor) -> torch.Tensor:
+    """:func:`kernel_gate`'s ``G`` back in the head-major ``[NC, HV, BT, Kg]`` of the reference stages (a view)."""
+    return G.transpose(1, 2) if G.shape[-1] != 1 else G

@@ -24,6 +24,7 @@ from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
+import sim_helpers
 from sim_helpers import run_tiling_unit_test
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
@@ -53,8 +54,9 @@ def _gate(kind: str, B, T, HV, Kg, gen):
 
 def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0):
     """Stage-2 inputs in the chunk layout: (q, k, beta, G, plan), q / k in ``dtype``, token-major
-    [NC, BT, HV, K] as the kernel reads them (padding rows zero), beta and G float32 head-major (G the
-    chunk-local log2 cumsum, padding rows the chunk's last value)."""
+    [NC, BT, HV, K] as the kernel reads them (padding rows zero), beta float32 head-major, G (the
+    chunk-local log2 cumsum, padding rows the chunk's last value) float32 as the kernel reads it
+    (sim_helpers.kernel_gate: KDA token-major)."""
     gen = torch.Generator().manual_seed(seed)
     cu_t = None if cu is None else torch.tensor(cu)
     plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
@@ -64,14 +66,14 @@ def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0)
     beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen))
     g = plan.to_chunks(fwd.clamp_gate(_gate(gate, B, T, HV, Kg, gen)))
     G = plan.fill_padding(fwd.chunk_local_cumsum(g, torch.float64)).float()
-    return q.to(dtype), k.to(dtype), beta.contiguous(), G.contiguous(), plan
+    return q.to(dtype), k.to(dtype), beta.contiguous(), sim_helpers.kernel_gate(G.contiguous()), plan
 
 
 def _reference(q, k, beta, G):
     """The reference stage in float64 on the kernel's inputs: Aqk and L (before the inverse)."""
     q, k = q.transpose(1, 2), k.transpose(1, 2)   # head-major, as the reference takes them
     d = lambda t: t.double()  # noqa: E731
-    decay = ChunkDecay(d(G), torch.float64)
+    decay = ChunkDecay(d(sim_helpers.reference_gate(G)), torch.float64)
     return decay.tril(d(q), d(k), diagonal=True), d(beta).unsqueeze(-1) * decay.tril(d(k), d(k), diagonal=False)
 
 
@@ -247,12 +249,14 @@ def test_refusals():
         kernels.chunk_intra(q, k, beta, G, l_dtype=FP16)
     with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
         kernels.chunk_intra(q, k, beta[..., :32], G)
-    with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, HV, BT, 1\] or \[NC, HV, BT, K\]"):
+    with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, BT, HV, K\] \(KDA, token-major\) or \[NC, HV, BT, 1\]"):
         kernels.chunk_intra(q, k, beta, G[..., :7])
+    with pytest.raises(_native.KernelError, match="`g`"):   # KDA's G head-major
+        kernels.chunk_intra(q, k, beta, sim_helpers.reference_gate(G).contiguous())
     with pytest.raises(_native.KernelError, match="multiple of 16"):
         kernels.chunk_intra(q[..., :40], k[..., :40], beta, G[..., :40])
     with pytest.raises(_native.KernelError, match="BT must be 16, 32 or 64"):
-        kernels.chunk_intra(q[:, :48], k[:, :48], beta[:, :, :48], G[:, :, :48])
+        kernels.chunk_intra(q[:, :48], k[:, :48], beta[:, :, :48], G[:, :48])
     unsupported = kernels.chunk_intra.unsupported
     assert unsupported(FP32, 64, 128) and unsupported(BF16, 128, 128) and unsupported(BF16, 64, 100)
     assert unsupported(BF16, 64, 128) is None and unsupported(FP16, 16, 256) is None

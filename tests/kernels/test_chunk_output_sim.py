@@ -31,8 +31,9 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
     """Stage-5 inputs in the chunk layout: (q, G, S, Aqk, v_new, plan), q / S / Aqk / v_new in
-    ``dtype``, G float32. Built as the chunked reference builds them: q and k from token
-    tensors (padding rows zero), G the chunk-local cumsum of a decaying gate, Aqk = decay.tril(q, k)."""
+    ``dtype``, G float32 as the kernel reads it (sim_helpers.kernel_gate: KDA token-major). Built as
+    the chunked reference builds them: q and k from token tensors (padding rows zero), G the
+    chunk-local cumsum of a decaying gate, Aqk = decay.tril(q, k)."""
     gen = torch.Generator().manual_seed(seed)
     cu_t = None if cu is None else torch.tensor(cu)
     plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
@@ -46,14 +47,14 @@ def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
     v_new = torch.randn(NC, HV, BT, V, generator=gen)  # padding rows hold junk (the reference's are u - w S)
     S = torch.randn(NC, HV, K, V, generator=gen) * 0.3
     q = q.transpose(1, 2).contiguous()   # token-major [NC, BT, HV, K], as the kernel reads it
-    return q.to(dtype), decay.G.contiguous(), S.to(dtype), Aqk.to(dtype), v_new.to(dtype), plan
+    return q.to(dtype), sim_helpers.kernel_gate(decay.G.contiguous()), S.to(dtype), Aqk.to(dtype), v_new.to(dtype), plan
 
 
 def _reference(q, G, S, Aqk, v_new):
     """The reference stage in float64 on the kernel's inputs (2^G in float64)."""
     d = lambda t: t.double()  # noqa: E731
     q = q.transpose(1, 2)   # head-major, as the reference takes it
-    return fwd.output_fwd(d(q), SimpleNamespace(e_row=torch.exp2(d(G))), d(S), d(Aqk), d(v_new))
+    return fwd.output_fwd(d(q), SimpleNamespace(e_row=torch.exp2(d(sim_helpers.reference_gate(G)))), d(S), d(Aqk), d(v_new))
 
 
 def _gm_bytes(q, G, S, Aqk, v_new):

@@ -104,7 +104,7 @@ def _wy_inputs(dtype=torch.bfloat16):
     k, v = torch.randn(NC, BT, HV, K).to(dtype), torch.randn(NC, BT, HV, V).to(dtype)   # token-major
     beta = torch.rand(NC, HV, BT) + 0.1
     Akk = (torch.randn(NC, HV, BT, BT) * 0.1).tril(-1) + torch.eye(BT)
-    G = -torch.rand(NC, HV, BT, K).cumsum(2)   # the gate cumsum (log2)
+    G = -torch.rand(NC, BT, HV, K).cumsum(1)   # the gate cumsum (log2), KDA token-major
     return k, v, beta, Akk.to(dtype), G
 
 
@@ -116,7 +116,7 @@ def test_custom_ops_pass_opcheck():
     NC, HV, BT, K, V = 2, 2, 32, 32, 48
     torch.manual_seed(1)
     q = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
-    args = (q, torch.rand(NC, HV, BT, K) + 0.5, torch.randn(NC, HV, K, V).to(torch.bfloat16),
+    args = (q, -torch.rand(NC, BT, HV, K), torch.randn(NC, HV, K, V).to(torch.bfloat16),
             torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16), torch.randn(NC, HV, BT, V).to(torch.bfloat16))
     for out_dtype in (torch.float32, torch.bfloat16):  # o: float32 or the Cube type
         torch.library.opcheck(torch.ops.fla_npu.chunk_output.default, (*args, out_dtype))
@@ -136,7 +136,7 @@ def test_every_kernel_custom_op_passes_opcheck():
     NC, HV, BT, K, V = 2, 2, 32, 32, 48
     torch.manual_seed(2)
     q = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
-    G = torch.cumsum(-torch.rand(NC, HV, BT, K) * 0.1, dim=2)
+    G = torch.cumsum(-torch.rand(NC, BT, HV, K) * 0.1, dim=1)   # KDA token-major
     torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, torch.bfloat16, torch.float32))
     torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))
     w, u, e_last = (torch.randn(NC, HV, BT, K) * 0.1).to(torch.bfloat16), torch.randn(NC, HV, BT, V), torch.rand(NC, HV, K)

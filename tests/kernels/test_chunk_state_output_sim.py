@@ -33,13 +33,14 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 def _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype, seed=0):
     """The fused kernel's inputs in the dtypes it reads: w, kg, q (token-major [NC, BT, HV / groups,
-    K]), Aqk in ``dtype``; u, e_last, G, h0 float32; plus the plan."""
+    K]), Aqk in ``dtype``; u, e_last, G (sim_helpers.kernel_gate: KDA token-major), h0 float32; plus the plan."""
     st = sim_helpers.state_stage(B, T, HV, K, V, BT, per_key, cu, h0, v_first, seed)
     q = st.plan.to_chunks(torch.randn(B, T, HV // groups, K, generator=st.gen, dtype=torch.float64) * 0.5)
     Aqk = st.decay.tril(expand_heads(q, groups), st.k, diagonal=True)
     f = lambda t: t.to(FP32)  # noqa: E731
     return SimpleNamespace(w=st.w.to(dtype), u=f(st.u), kg=st.kg.to(dtype), e_last=f(st.e_last), offsets=st.offsets,
-                           h0=st.h0, q=q.transpose(1, 2).contiguous().to(dtype), G=f(st.decay.G).contiguous(),
+                           h0=st.h0, q=q.transpose(1, 2).contiguous().to(dtype),
+                           G=sim_helpers.kernel_gate(f(st.decay.G).contiguous()),
                            Aqk=Aqk.to(dtype), plan=st.plan, v_first=v_first, groups=groups)
 
 
@@ -94,7 +95,7 @@ def test_matches_reference_stages(B, T, HV, K, V, BT, per_key, cu, h0, v_first, 
     s0 = None if x.h0 is None else d(x.h0.transpose(-1, -2) if v_first else x.h0)
     h, v_new, ref_final = fwd.state_fwd(d(x.kg), d(x.w), d(x.u), SimpleNamespace(e_last=d(x.e_last)), s0, x.plan)
     q = expand_heads(d(x.q).transpose(1, 2), groups)
-    ref_o = fwd.output_fwd(q, SimpleNamespace(e_row=torch.exp2(d(x.G))), h, d(x.Aqk), v_new)
+    ref_o = fwd.output_fwd(q, SimpleNamespace(e_row=torch.exp2(d(sim_helpers.reference_gate(x.G)))), h, d(x.Aqk), v_new)
     check_close("o", o.transpose(1, 2), ref_o, dtype)
     check_close("final", final, ref_final.transpose(-1, -2) if v_first else ref_final, FP32)
 

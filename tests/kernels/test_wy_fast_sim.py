@@ -32,8 +32,9 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
     """Stage-3 inputs in the chunk layout: (k, v, beta, Akk, G, plan), k / v / Akk in ``dtype`` (k and v
-    token-major [NC, BT, HV, D], as the kernel reads them), the rest float32 head-major; Akk from stage
-    2 of the reference on these keys."""
+    token-major [NC, BT, HV, D], as the kernel reads them), the rest float32 head-major but G as the
+    kernel reads it (sim_helpers.kernel_gate: KDA token-major); Akk from stage 2 of the reference on
+    these keys."""
     gen = torch.Generator().manual_seed(seed)
     cu_t = None if cu is None else torch.tensor(cu)
     plan = ChunkPlan.build(B, T, BT, cu_t, "cpu")
@@ -47,7 +48,7 @@ def _stage_inputs(B, T, HV, K, V, BT, per_key, dtype, cu=None, seed=0):
     v = plan.to_chunks(torch.randn(B, T, HV, V, generator=gen))
     v = v + _padding_mask(plan, v) * 7.0  # junk in the padding rows
     tm = lambda x: x.transpose(1, 2).contiguous()  # noqa: E731  (token-major)
-    return tm(k.to(dtype)), tm(v.to(dtype)), beta.contiguous(), Akk.to(dtype), decay.G.contiguous(), plan
+    return tm(k.to(dtype)), tm(v.to(dtype)), beta.contiguous(), Akk.to(dtype), sim_helpers.kernel_gate(decay.G.contiguous()), plan
 
 
 def _padding_mask(plan, xc):
@@ -59,7 +60,7 @@ def _reference(k, v, beta, Akk, G):
     """The reference stage in float64 on the kernel's inputs (the decay factors of G in float64)."""
     d = lambda t: t.double()  # noqa: E731
     k, v = k.transpose(1, 2), v.transpose(1, 2)   # head-major, as the reference takes them
-    return fwd.wy_fwd(d(k), d(v), d(beta), ChunkDecay(d(G), torch.float64), d(Akk))
+    return fwd.wy_fwd(d(k), d(v), d(beta), ChunkDecay(d(sim_helpers.reference_gate(G)), torch.float64), d(Akk))
 
 
 def _gm_bytes(k, v, beta, Akk, G):
@@ -164,7 +165,7 @@ def test_refusals():
         kernels.wy_fast(k, v, beta, Akk, G, out_dtype=torch.float16)  # neither float32 nor k's dtype
     with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
         kernels.wy_fast(k, v, beta[..., :32], Akk, G)
-    with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, HV, BT, 1\] or \[NC, HV, BT, K\]"):
+    with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, BT, HV, K\] \(KDA, token-major\) or \[NC, HV, BT, 1\]"):
         kernels.wy_fast(k, v, beta, Akk, G[..., :8])
     with pytest.raises(_native.KernelError, match="multiples of 16"):
         kernels.wy_fast(k[..., :40], v, beta, Akk, G[..., :40])

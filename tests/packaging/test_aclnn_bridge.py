@@ -415,7 +415,7 @@ def test_chunk_output_forwarded_exactly(bridge, fake):
 def test_wy_fast_forwarded_exactly(bridge, fake):
     NC, HV, BT, K, V = 3, 2, 64, 128, 96
     tensors = (torch.randn(NC, BT, HV, K).half(), torch.randn(NC, BT, HV, V).half(), torch.rand(NC, HV, BT),
-               torch.randn(NC, HV, BT, BT).half(), -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, K),
+               torch.randn(NC, HV, BT, BT).half(), -torch.rand(NC, BT, HV, K), torch.empty(NC, HV, BT, K),
                torch.empty(NC, HV, BT, V), torch.empty(NC, HV, BT, K))
     check_forwarded_exactly(bridge, fake, "flaNpuWyFast", tensors, workspace_size=8192)
     # Refused before any aclnn call: fp32 Cube inputs.
@@ -442,7 +442,7 @@ def test_chunk_state_output_forwarded_exactly(bridge, fake):
     offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
     tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, V), torch.randn(NC, HV, BT, K).bfloat16(),
                torch.rand(NC, HV, K), offsets, torch.randn(N_, HV, K, V), torch.randn(NC, BT, HQ, K).bfloat16(),
-               -torch.rand(NC, HV, BT, K), torch.randn(NC, HV, BT, BT).bfloat16(), torch.empty(NC, BT, HV, V).bfloat16(),
+               -torch.rand(NC, BT, HV, K), torch.randn(NC, HV, BT, BT).bfloat16(), torch.empty(NC, BT, HV, V).bfloat16(),
                torch.empty(N_, HV, K, V))
     check_forwarded_exactly(bridge, fake, "flaNpuChunkStateOutput", tensors, 0, ints=[0])  # state_v_first
     # Refused before any aclnn call: fp32 Cube inputs, q with a head count that does not divide HV.
@@ -455,7 +455,7 @@ def test_chunk_state_output_forwarded_exactly(bridge, fake):
 def test_chunk_intra_forwarded_exactly(bridge, fake):
     NC, HV, BT, K = 3, 2, 64, 128
     tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT),
-               -torch.rand(NC, HV, BT, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16())
+               -torch.rand(NC, BT, HV, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16())
     check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors)
     # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's.
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 Cube inputs are not supported",

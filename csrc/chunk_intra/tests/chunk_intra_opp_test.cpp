@@ -10,12 +10,13 @@ using opp_glue::Same;
 using opp_test::CallSpec;
 using opp_test::Floats;
 
-// q, k [NC, BT, HV, K] (token-major) of `dtype`, beta [NC, HV, BT] (positive), g [NC, HV, BT, Kg] (a narrow gate:
+// q, k [NC, BT, HV, K] (token-major) of `dtype`, beta [NC, HV, BT] (positive), g (GateDims: a narrow gate,
 // Kg = K is KDA, 1 GDN), aqk and l [NC, HV, BT, BT] of `out`.
 CallSpec Call(int32_t dtype, int32_t out, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t Kg) {
     const int32_t f32 = FLA_NPU_FLOAT32;
     return {{Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, K}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
-             Floats(f32, {NC, HV, BT, Kg}, -0.05f, 0.0f), Floats(out, {NC, HV, BT, BT}), Floats(out, {NC, HV, BT, BT})},
+             Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -0.05f, 0.0f), Floats(out, {NC, HV, BT, BT}),
+             Floats(out, {NC, HV, BT, BT})},
             {}};
 }
 

@@ -89,9 +89,9 @@ static void TestRefusals() {
 static void TestArgs() {
     using tiling_test::Arg;
     using tiling_test::Names;
-    // q and k token-major [NC, BT, HQ, K]; the rest head-major
+    // q, k and KDA's g token-major [NC, BT, H, D]; the rest head-major
     const auto q = Arg({3, 64, 2, 128}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), g1 = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
-               gk = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), a32 = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
+               gk = Arg({3, 64, 2, 128}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), a32 = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 100000, 131072);
     ChunkIntraProblem p;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
@@ -100,7 +100,8 @@ static void TestArgs() {
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.aqk_f32 && !p.l_f32);
     CHECK(check({q, q, b, g1, a, a32}) == nullptr && !p.aqk_f32 && p.l_f32);  // Aqk in T, L in float32
     const auto qb = Arg({3, 64, 2, 128}, FLA_NPU_BFLOAT16);
-    CHECK(check({qb, qb, b, gk, a32, a32}) == nullptr && p.Kg == 128 && !p.fp16 && p.aqk_f32 && p.l_f32);
+    CHECK(check({qb, qb, b, gk, a32, a32}) == nullptr && p.Kg == 128 && !p.fp16 && p.aqk_f32 && p.l_f32);  // KDA's G token-major
+    CHECK(Names(check({qb, qb, b, Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), a32, a32}), "`g`"));              // not head-major
     const auto badK = Arg({3, 64, 2, 64}), badB = Arg({3, 2, 32}), badG = Arg({3, 2, 64, 7}), badA = Arg({3, 2, 64, 32}),
                badHead = Arg({3, 64, 1, 128});
     CHECK(Names(check({q, badK, b, g1, a, a}), "`k`"));

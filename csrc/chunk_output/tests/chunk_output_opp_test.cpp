@@ -9,12 +9,13 @@ namespace {
 using opp_test::CallSpec;
 using opp_test::Floats;
 
-// q [NC, BT, HV, K] (token-major), g [NC, HV, BT, Kg] (log2 decays in [-2, 0]), s [NC, HV, K, V], aqk [NC, HV, BT, BT], v_new
+// q [NC, BT, HV, K] (token-major), g (GateDims: log2 decays in [-2, 0]), s [NC, HV, K, V], aqk [NC, HV, BT, BT], v_new
 // [NC, HV, BT, V] and out [NC, BT, HV, V] (token-major; float32, or q's dtype from `out_dtype`).
 CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg, int32_t out_dtype) {
     const int32_t f32 = FLA_NPU_FLOAT32;
-    return {{Floats(dtype, {NC, BT, HV, K}), Floats(f32, {NC, HV, BT, Kg}, -2.0f, 0.0f), Floats(dtype, {NC, HV, K, V}),
-             Floats(dtype, {NC, HV, BT, BT}), Floats(dtype, {NC, HV, BT, V}), Floats(out_dtype, {NC, BT, HV, V})},
+    return {{Floats(dtype, {NC, BT, HV, K}), Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -2.0f, 0.0f),
+             Floats(dtype, {NC, HV, K, V}), Floats(dtype, {NC, HV, BT, BT}), Floats(dtype, {NC, HV, BT, V}),
+             Floats(out_dtype, {NC, BT, HV, V})},
             {}};
 }
 

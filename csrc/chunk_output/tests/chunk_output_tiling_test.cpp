@@ -40,7 +40,7 @@ static void TestArgs() {
     using tiling_test::Arg;
     using tiling_test::Names;
     // q and o token-major ([NC, BT, H, D]), the rest head-major
-    const auto q = Arg({3, 64, 2, 128}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
+    const auto q = Arg({3, 64, 2, 128}), e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 64, 2, 128}, FLA_NPU_FLOAT32),
                s = Arg({3, 2, 128, 64}), a = Arg({3, 2, 64, 64}), v = Arg({3, 2, 64, 64}),
                o = Arg({3, 64, 2, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 100000, 131072);
@@ -49,7 +49,8 @@ static void TestArgs() {
     CHECK(check({q, e, s, a, v, Arg({3, 2, 64}, FLA_NPU_FLOAT32)}) != nullptr);
     CHECK(check({q, e, s, a, v, o}) == nullptr);
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 64 && p.Kg == 1 && p.core_num == 8);
-    CHECK(check({q, ek, s, a, v, o}) == nullptr && p.Kg == 128);
+    CHECK(check({q, ek, s, a, v, o}) == nullptr && p.Kg == 128);                         // KDA's G token-major
+    CHECK(Names(check({q, Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), s, a, v, o}), "`g`"));  // not head-major
     const auto badE = Arg({3, 2, 64, 7}), badS = Arg({3, 2, 128, 32}), badA = Arg({3, 2, 64, 32}), badOut = Arg({3, 2, 64, 64}),
                badHead = Arg({3, 1, 64, 64});
     CHECK(Names(check({q, badE, s, a, v, o}), "`g`"));

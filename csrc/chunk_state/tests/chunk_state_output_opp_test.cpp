@@ -17,7 +17,7 @@ struct Shape {
 
 // w, kg [NC, HV, BT, K] of `dtype`, u [NC, HV, BT, V], e_last [NC, HV, Kg] (decays in (0.1, 1)),
 // chunk_offsets, h0 [N, HV, K, V] ([N, HV, V, K] with v_first) or absent, q [NC, BT, HQ, K], g
-// [NC, HV, BT, Kg] (log2 gates in (-2, 0)), aqk [NC, HV, BT, BT], o [NC, BT, HV, V], final h0's shape.
+// (GateDims: log2 gates in (-2, 0)), aqk [NC, HV, BT, BT], o [NC, BT, HV, V], final h0's shape.
 CallSpec Call(int32_t dtype, const Shape& s, bool with_h0, bool v_first) {
     const int32_t f32 = FLA_NPU_FLOAT32;
     const int64_t NC = s.offsets.back(), N = static_cast<int64_t>(s.offsets.size()) - 1;
@@ -28,7 +28,7 @@ CallSpec Call(int32_t dtype, const Shape& s, bool with_h0, bool v_first) {
     return {{Floats(dtype, {NC, s.HV, s.BT, s.K}), Floats(f32, {NC, s.HV, s.BT, s.V}), Floats(dtype, {NC, s.HV, s.BT, s.K}),
              Floats(f32, {NC, s.HV, s.Kg}, 0.1f, 1.0f), opp_test::Ints({N + 1}, s.offsets),
              with_h0 ? Floats(f32, state) : opp_test::Absent(), Floats(dtype, {NC, s.BT, s.HQ, s.K}),
-             Floats(f32, {NC, s.HV, s.BT, s.Kg}, -2.0f, 0.0f), Floats(dtype, {NC, s.HV, s.BT, s.BT}),
+             Floats(f32, opp_test::GateDims(NC, s.HV, s.BT, s.Kg), -2.0f, 0.0f), Floats(dtype, {NC, s.HV, s.BT, s.BT}),
              Floats(dtype, {NC, s.BT, s.HV, s.V}), Floats(f32, state)},
             {v_first_attr}};
 }

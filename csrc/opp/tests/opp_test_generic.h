@@ -116,6 +116,12 @@ struct CallSpec {
     std::vector<AttrValue> attrs;
 };
 
+// The chunk kernels' gate cumsum G of Kg columns: KDA token-major [NC, BT, HV, Kg], GDN (Kg = 1)
+// head-major [NC, HV, BT, 1] (common/chunk_shapes.h's GateHeadMajor).
+inline std::vector<int64_t> GateDims(int64_t NC, int64_t HV, int64_t BT, int64_t Kg) {
+    return Kg == 1 ? std::vector<int64_t>{NC, HV, BT, 1} : std::vector<int64_t>{NC, BT, HV, Kg};
+}
+
 // A float tensor (inputs: pseudo-random values in [lo, hi)).
 inline TensorVal Floats(int32_t dtype, std::vector<int64_t> shape, float lo = -1.0f, float hi = 1.0f) {
     TensorVal v;

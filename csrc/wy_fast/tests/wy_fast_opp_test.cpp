@@ -14,8 +14,8 @@ using opp_test::Floats;
 CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
     const int32_t f32 = FLA_NPU_FLOAT32;
     return {{Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, V}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
-             Floats(dtype, {NC, HV, BT, BT}), Floats(f32, {NC, HV, BT, Kg}, -2.0f, 0.0f), Floats(f32, {NC, HV, BT, K}),
-             Floats(f32, {NC, HV, BT, V}), Floats(f32, {NC, HV, BT, K})},
+             Floats(dtype, {NC, HV, BT, BT}), Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -2.0f, 0.0f),
+             Floats(f32, {NC, HV, BT, K}), Floats(f32, {NC, HV, BT, V}), Floats(f32, {NC, HV, BT, K})},
             {}};
 }
 

@@ -49,7 +49,7 @@ static void TestArgs() {
     using tiling_test::Names;
     // k and v token-major ([NC, BT, H, D]), the rest head-major
     const auto k = Arg({3, 64, 2, 128}), v = Arg({3, 64, 2, 64}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}),
-               e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32),
+               e = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), ek = Arg({3, 64, 2, 128}, FLA_NPU_FLOAT32),
                w = Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), u = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 100000, 131072);
     WyFastProblem p;
@@ -57,7 +57,8 @@ static void TestArgs() {
     CHECK(check({k, v, Arg({3, 2, 64, 1}), a, e, w, u, w}) != nullptr);
     CHECK(check({k, v, b, a, e, w, u, w}) == nullptr);
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.V == 64 && p.Kg == 1 && p.core_num == 8);
-    CHECK(check({k, v, b, a, ek, w, u, w}) == nullptr && p.Kg == 128);
+    CHECK(check({k, v, b, a, ek, w, u, w}) == nullptr && p.Kg == 128);                         // KDA's G token-major
+    CHECK(Names(check({k, v, b, a, Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), w, u, w}), "`g`"));  // not head-major
     const auto badE = Arg({3, 2, 64, 7}), badB = Arg({3, 2, 32}), badA = Arg({3, 2, 64, 32}), badU = Arg({3, 2, 64, 32}),
                badHead = Arg({3, 64, 1, 64});
     CHECK(Names(check({k, v, b, a, badE, w, u, w}), "`g`"));

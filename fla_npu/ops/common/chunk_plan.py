@@ -184,22 +184,25 @@ class ChunkPlan:
         rows = xc.transpose(1, 2).reshape(self.num_chunks * self.BT, xc.shape[1], *xc.shape[3:])
         return rows.index_select(0, self.token_slot).view(self.B, self.T, *rows.shape[1:])
 
-    def fill_padding(self, xc: torch.Tensor) -> torch.Tensor:
-        """Give every padding row of ``xc`` ``[NC, H, BT, *D]`` the value of its chunk's last token
-        row (what a cumulative quantity such as the gate cumsum holds there). Dense: in place, on the
-        last chunk of each sequence only (nothing when T is a multiple of BT)."""
+    def fill_padding(self, xc: torch.Tensor, token_major: bool = False) -> torch.Tensor:
+        """Give every padding row of ``xc`` ``[NC, H, BT, *D]`` (``token_major``: ``[NC, BT, H, *D]``) the
+        value of its chunk's last token row (what a cumulative quantity such as the gate cumsum holds
+        there). Dense: in place, on the last chunk of each sequence only (nothing when T is a multiple
+        of BT)."""
+        rows = 1 if token_major else 2   # the dimension of a chunk's rows
         if self.dense:
             tail = self.T - (self.num_chunks // max(self.B, 1) - 1) * self.BT   # rows of a sequence's last chunk
             if self.num_chunks and tail < self.BT:
-                last = xc.view(self.B, -1, *xc.shape[1:])[:, -1]                # [B, H, BT, *D]
-                last[:, :, tail:] = last[:, :, tail - 1:tail]
+                last = xc.view(self.B, -1, *xc.shape[1:])[:, -1]                # [B, H, BT, *D] / [B, BT, H, *D]
+                last.narrow(rows, tail, self.BT - tail).copy_(last.narrow(rows, tail - 1, 1))
             return xc
         row = torch.arange(self.BT, device=xc.device)
         valid = (self.slot_token < self.B * self.T).view(self.num_chunks, self.BT)
         last = (valid.sum(1) - 1).clamp_(min=0)  # an empty chunk (on_device plans) takes row 0
         src = torch.minimum(row[None, :], last[:, None])                      # [NC, BT]
-        src = src.view(self.num_chunks, 1, self.BT, *([1] * (xc.dim() - 3))).expand_as(xc)
-        return xc.gather(2, src)
+        shape = [self.num_chunks, 1, 1] + [1] * (xc.dim() - 3)
+        shape[rows] = self.BT
+        return xc.gather(rows, src.view(shape).expand_as(xc))
 
     def chunk_grid(self, xc: torch.Tensor) -> torch.Tensor:
         """Per-chunk tensor ``[NC, ...]`` -> FLA's ``[B, NT, ...]`` (varlen: ``[1, NC, ...]``; a plan built
