@@ -18,9 +18,9 @@ layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dt
 Stages 4 and 5 run as one launch (``chunk_state_output``: the same o, neither h nor v_new in GM)
 unless the caller keeps ``h`` (``return_intermediate_states``). ``h`` and ``o`` are written in T,
 rounded once: stage 5 multiplies ``h`` in T on the Cube, and the op returns ``o`` in its input dtype
-T. q, k, v go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole chunks the
-token layout itself), q and k with their own heads (GVA); the other chunk tensors are head-major
-``[NC, HV, BT, D]``.
+T. q, k, v and KDA's G go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole
+chunks the token layout itself), q and k with their own heads (GVA); the other chunk tensors (GDN's G
+too: one float per row) are head-major ``[NC, HV, BT, D]``.
 
 A stage whose kernel cannot take the call (:func:`stage_reasons`) runs its reference stage instead on
 the host simulation (logged once as a warning by the caller); on an NPU the caller refuses the call.
