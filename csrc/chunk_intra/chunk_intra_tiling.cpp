@@ -70,8 +70,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
             "`q` and `k` must have the NC of `beta` and a number of heads dividing its HV (GVA)", q, beta, lead, &p->groups))
         return bad;
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
-    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return chunk_tiling::kGateShapeMessage;
-    if (Kg != 1 && !chunk_tiling::TokenPitchOk(a[3])) return "`g`: HV * K must be at most 65535 (a row stride of the loads)";
+    if (const char* bad = chunk_tiling::CheckGate(a[3], BT, K)) return bad;
     if (aqk.d[2] != BT || aqk.d[3] != BT || l.d[2] != BT || l.d[3] != BT) return "`aqk` and `l` must be [NC, HV, BT, BT]";
     // The registration takes float16 / bfloat16 q and k, aqk and l each float32 or q's dtype.
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;

@@ -52,8 +52,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkOu
     if (const char* bad = chunk_tiling::GroupedHeads("`q` must have the NC of `g` and a number of heads dividing its HV (GVA)", q,
                                                      g, lead, &p->groups))
         return bad;
-    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return chunk_tiling::kGateShapeMessage;
-    if (Kg != 1 && !chunk_tiling::TokenPitchOk(a[1])) return "`g`: HV * K must be at most 65535 (a row stride of the loads)";
+    if (const char* bad = chunk_tiling::CheckGate(a[1], BT, K)) return bad;
     if (s.d[2] != K || s.d[3] != V) return "`s` must be [NC, HV, K, V]";
     if (aqk.d[2] != BT || aqk.d[3] != BT) return "`aqk` must be [NC, HV, BT, BT]";
     if (v_new.d[2] != BT) return "`v_new` must be [NC, HV, BT, V]";

@@ -20,11 +20,11 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const Dev
             bad = "`q` must be [NC, BT, HQ, K] (token-major), HQ dividing the HV of `w`";
         else if (!DimsAre(g, {NC, HV, BT, e_last.d[2]}))
             bad = "`g` must be [NC, BT, HV, K] (KDA, token-major) or [NC, HV, BT, 1] (GDN), with the Kg of `e_last`";
+        else if (const char* gate = chunk_tiling::CheckGate(a[7], BT, K)) bad = gate;
         else if (!DimsAre(aqk, {NC, HV, BT, BT})) bad = "`aqk` must be [NC, HV, BT, BT]";
         else if (!DimsAre(o, {NC, BT, HV, V})) bad = "`o` must be [NC, BT, HV, V] (token-major)";
-        else if (!chunk_tiling::TokenPitchOk(q) || !chunk_tiling::TokenPitchOk(o) ||
-                 (g.d[3] != 1 && !chunk_tiling::TokenPitchOk(a[7])))
-            bad = "`q`, `g` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
+        else if (!chunk_tiling::TokenPitchOk(q) || !chunk_tiling::TokenPitchOk(o))
+            bad = "`q` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
         else p.groups = static_cast<uint32_t>(HV / q.d[2]);
     }
     p.fused_output = true;

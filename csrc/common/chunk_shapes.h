@@ -40,6 +40,16 @@ constexpr const char* kGateShapeMessage = "`g` must be [NC, BT, HV, K] (KDA, tok
 // the loads (LoadNz's source row pitch).
 inline bool TokenPitchOk(const ShapeArg& x) { return x.d[2] * x.d[3] <= 0xFFFF; }
 
+// The checks of G (`g` as the call gives it) against the chunk size BT and the key dim K: its rows,
+// its columns (1 or K) and, KDA, its row pitch HV K within the loads' 16-bit strides. nullptr, or
+// the message.
+inline const char* CheckGate(const ShapeArg& g, int64_t BT, int64_t K) {
+    const ShapeArg h = GateHeadMajor(g);
+    if (h.d[2] != BT || (h.d[3] != 1 && h.d[3] != K)) return kGateShapeMessage;
+    if (h.d[3] != 1 && !TokenPitchOk(g)) return "`g`: HV * K must be at most 65535 (a row stride of the loads)";
+    return nullptr;
+}
+
 // Whether the tensors a[i] of `idx` all have the [NC, HV] of the first of them.
 inline bool ShareUnitsOf(const ShapeArg* a, std::initializer_list<int> idx) {
     const ShapeArg& first = a[*idx.begin()];

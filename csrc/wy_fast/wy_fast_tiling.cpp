@@ -68,8 +68,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, WyFastP
     if (v.d[2] != BT) return "`v` must be [NC, BT, HV, V] (token-major)";
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (akk.d[2] != BT || akk.d[3] != BT) return "`akk` must be [NC, HV, BT, BT]";
-    if (g.d[2] != BT || (Kg != 1 && Kg != K)) return chunk_tiling::kGateShapeMessage;
-    if (Kg != 1 && !chunk_tiling::TokenPitchOk(a[4])) return "`g`: HV * K must be at most 65535 (a row stride of the loads)";
+    if (const char* bad = chunk_tiling::CheckGate(a[4], BT, K)) return bad;
     if (!SameShape(w, kg) || w.d[2] != BT || w.d[3] != K) return "`w` and `kg` must be [NC, HV, BT, K]";
     if (!SameShape(u, v)) return "`u` must have the shape of `v`";
     return chunk_tiling::SizedHeads(lead, V, Kg, chunk_tiling::CubeElemBytes(k), dev, p);
