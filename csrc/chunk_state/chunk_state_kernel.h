@@ -2,18 +2,21 @@
 // (KERNEL_TYPE_MIX_AIC_1_2). Per unit (sequence n, head h, V block), S on chip in fp32, for each
 // chunk c of the sequence:
 //   h[c] = S,   v_new[c] = u[c] - w[c] @ S,   S = diag(e_last[c]) S + kg[c]^T @ v_new[c]
-// The design, the hand-off per chunk and why the Cube runs on hi + lo halves: chunk_state_tiling.h.
+// and, fused (chunk_state_output), w, u, kg formed per chunk first and o after the step. The design,
+// the hand-off per chunk and why the Cube runs on hi + lo halves: chunk_state_tiling.h.
 //
-// Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
-// reverse pairs before each buffer is reused; TileProducts orders L0B and L0C); on the AIVs the
-// queues order MTE2 -> V -> MTE3, OrderV() the dependent vector instructions. Cross-core: four flags per
-// lane, each set once per chunk and waited once (common/chunk_cube.h's slot protocol is for
-// independent units; this recurrence hands four results back and forth per chunk instead).
+// Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX, FIX -> MTE1
+// for w written into L1, and the reverse pairs before each buffer is reused; TileProducts orders L0B
+// and L0C); on the AIVs the queues order MTE2 -> V -> MTE3, OrderV() the dependent vector
+// instructions. Cross-core: four flags per lane (fused: two more per chunk), each set once per chunk
+// and waited once (common/chunk_cube.h's slot protocol is for independent units; this recurrence hands
+// its results back and forth per chunk instead).
 #ifndef FLA_NPU_CHUNK_STATE_KERNEL_H
 #define FLA_NPU_CHUNK_STATE_KERNEL_H
 
 #include "../common/chunk_cube.h"
 #include "../common/vector_io.h"
+#include "../common/wy_rows.h"
 #include "chunk_state_tiling.h"
 #include "kernel_operator.h"
 
@@ -24,17 +27,18 @@ using namespace AscendC;
 using namespace chunk_cube;
 using namespace vector_io;
 
-// The kernel's GM arguments (both sides read their own). h and vNew: the state kernel's outputs; q,
-// g, aqk and o: the fused output's (chunk_state_output.op.py); the others null.
+// The kernel's GM arguments (both sides read their own). w, u, kg, h and vNew: the state kernel's;
+// k, v, beta, akk, q, g, aqk and o: the fused kernel's (chunk_state_output.op.py); the others null.
 struct ChunkStateGm {
     GmAddr w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws;
-    GmAddr q, g, aqk, o;
+    GmAddr k, v, beta, akk, q, g, aqk, o;
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
-// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written). With
-// the fused output, once per chunk: AIV -> AIC kFlagQe (the rows of qe written).
-constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagQe = 8;
+// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written). Fused,
+// once per chunk: AIV -> AIC kFlagX (the rows of X1, kg, X2 and qe written), AIC -> AIV kFlagU (u
+// written).
+constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8, kFlagU = 9;
 
 // A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
 // interleave: while the Cube works on one lane the vector cores work on the other, so neither
@@ -62,8 +66,8 @@ __aicore__ inline Unit DecodeUnit(const ChunkStateTiling& t, uint32_t u) {
     return Unit{nh / t.HV, nh % t.HV, vb * t.v_block, vb + 1 == t.num_vb ? t.v_last : t.v_block};
 }
 
-// The workspace slice of AI core `block`: elements of T (S_hi, S_lo, v_hi, v_lo[, qe]), then floats
-// (wS, dS).
+// The workspace slice of AI core `block`: elements of T (S_hi, S_lo, v_hi, v_lo[, qe, X1, kg, X2]),
+// then floats (wS, dS[, u]): WsAt.
 template <class T>
 __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& wsF, GM_ADDR ws, uint32_t block,
                                      const ChunkStateTiling& t) {
@@ -72,8 +76,16 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
     wsF.SetGlobalBuffer((__gm__ float*)(base + uint64_t(t.ws_t_elems) * sizeof(T)), t.ws_f_elems);
 }
 
-// The workspace element (of T) where qe starts: after S_hi, S_lo, v_hi, v_lo.
-__aicore__ inline uint64_t QeAt(const ChunkStateTiling& t) { return 2ull * (t.K + t.BT) * t.v_block; }
+// The fused kernel's workspace regions, where each starts: elements of T after S_hi, S_lo [K, v_block]
+// and v_hi, v_lo [BT, v_block]: qe, X1, kg [BT, K] and X2 [BT, v_block]; floats after wS [BT, v_block]
+// and dS [K, v_block]: u [BT, v_block], lane by lane (Lanes).
+struct WsAt {
+    uint64_t qe, x1, kg, x2, u;
+};
+__aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t) {
+    const uint64_t qe = 2ull * (t.K + t.BT) * t.v_block, m = uint64_t(t.BT) * t.K;
+    return WsAt{qe, qe + m, qe + 2 * m, qe + 3 * m, uint64_t(t.BT + t.K) * t.v_block};
+}
 
 // The fused output's o, token-major [NC, BT, HV, V]: the element of row 0 of chunk c, head h, column
 // v0, and the distance between rows.
@@ -82,15 +94,16 @@ __aicore__ inline uint64_t OutRow(const ChunkStateTiling& t, uint32_t c, uint32_
 }
 
 // ------------------------------------------------------------------------------------------------
-// AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace;
-// with the fused output (kOut) then o = qe @ S_hi + Aqk @ v_hi (the unfused chain's h and v_new in T).
+// AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace.
+// Fused (kOut): first w = Akk @ X1 (into L1, rounded once to T) and u = Akk @ X2 (fp32, into the
+// workspace for the AIVs), after the chunk's dS products o = qe @ S_hi + Aqk @ v_hi (the unfused
+// chain's products on h and v_new in T).
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut>
 class ChunkStateCube {
   public:
     __aicore__ inline ChunkStateCube(const ChunkStateGm& a, const ChunkStateTiling& t) : t_(t) {
         const uint64_t rows = uint64_t(t_.NC) * t_.HV * t_.BT;
-        Bind(rows * t_.K, gW_, a.w, gKg_, a.kg);
         Bind(t_.N + 1, gCo_, a.chunkOffsets);
         BindWorkspace(gWsT_, gWsF_, a.ws, static_cast<uint32_t>(GetBlockIdx()), t_);
         const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block, rows0 = K > BT ? K : BT;
@@ -98,12 +111,15 @@ class ChunkStateCube {
         InitBufs(pipe_, K * Vb * sizeof(T), sHi1_, sLo1_);
         InitBufs(pipe_, BT * Vb * sizeof(T), vHi1_, vLo1_);
         if (kOut) {
-            Bind(rows * t_.BT, gAqk_, a.aqk);
+            Bind(rows * t_.BT, gAqk_, a.aqk, gAkk_, a.akk);
             Bind(rows * t_.V, gO_, a.o);
-            InitBufs(pipe_, BT * K * sizeof(T), qe1_);
-            InitBufs(pipe_, BT * BT * sizeof(T), aqk1_);
+            InitBufs(pipe_, BT * K * sizeof(T), qe1_, x11_);
+            InitBufs(pipe_, BT * BT * sizeof(T), aqk1_, akk1_);
+            InitBufs(pipe_, BT * Vb * sizeof(T), x21_);
+        } else {
+            Bind(rows * t_.K, gW_, a.w, gKg_, a.kg);
         }
-        // L0A: w, kg^T; the fused output's qe and Aqk take their places after the chunk's dS products
+        // L0A: w, kg^T; fused, Akk first in kg^T's place, qe and Aqk in theirs after the chunk's dS products
         InitBufs(pipe_, BT * K * sizeof(T), wa_);
         InitBufs(pipe_, (kOut && BT > K ? BT : K) * BT * sizeof(T), kga_);
         InitBufs(pipe_, rows0 * t_.n_tile * sizeof(T), b2a_, b2b_);
@@ -130,9 +146,12 @@ class ChunkStateCube {
         LocalTensor<float> oc = oc_.Get<float>();
 
         Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
-        LoadNz(w1, gW_[tile], BT, K);
-        LoadNz(kg1, gKg_[tile], BT, K);
-        if (kOut) LoadNz(aqk1_.Get<T>(), gAqk_[(uint64_t(c) * t_.HV + u.h) * BT * BT], BT, BT);
+        if (kOut) {
+            WyFactors(c, u, L);
+        } else {
+            LoadNz(w1, gW_[tile], BT, K);
+            LoadNz(kg1, gKg_[tile], BT, K);
+        }
         for (uint32_t l = 0; l < L.n; ++l) {  // wS = w @ S_hi + w @ S_lo, per lane
             const uint32_t w = L.w[l], s0 = K * L.c[l];
             CrossCoreWaitFlag(LaneFlag(kFlagS, l));
@@ -148,10 +167,6 @@ class ChunkStateCube {
             TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
         }
-        if (kOut) {  // qe in before the dS products: their flags then tell the AIVs its slot was read
-            CrossCoreWaitFlag(kFlagQe);
-            LoadNz(qe1_.Get<T>(), gWsT_[QeAt(t_)], BT, K);
-        }
         for (uint32_t l = 0; l < L.n; ++l) {  // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
             const uint32_t w = L.w[l], v0 = BT * L.c[l];
             CrossCoreWaitFlag(LaneFlag(kFlagV, l));
@@ -163,6 +178,37 @@ class ChunkStateCube {
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
         }
         if (kOut) Output(c, u, L);
+    }
+
+    // Fused: the chunk's Aqk and Akk from GM, qe, X1, kg and X2 from the workspace (once the AIVs wrote
+    // them; the dS flags later tell the AIVs the regions were read) into L1; Akk into L0A in kg^T's
+    // place; w = Akk @ X1 into w1 (NZ, rounded once to T: the WY kernel's w), then per lane u = Akk @
+    // X2 (fp32) to the workspace, flagged to the AIVs.
+    __aicore__ inline void WyFactors(uint32_t c, const Unit& u, const Lanes& L) {
+        const uint32_t BT = t_.BT, K = t_.K;
+        const uint64_t unit = uint64_t(c) * t_.HV + u.h;
+        const WsAt at = FusedRegions(t_);
+        LocalTensor<T> akk1 = akk1_.Get<T>(), x21 = x21_.Get<T>(), aa = kga_.Get<T>(), b2 = b2a_.Get<T>();
+        LocalTensor<float> oc = oc_.Get<float>();
+        LoadNz(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);
+        LoadNz(akk1, gAkk_[unit * BT * BT], BT, BT);
+        CrossCoreWaitFlag(kFlagX);
+        LoadNz(qe1_.Get<T>(), gWsT_[at.qe], BT, K);
+        LoadNz(x11_.Get<T>(), gWsT_[at.x1], BT, K);
+        LoadNz(kg1_.Get<T>(), gWsT_[at.kg], BT, K);
+        LoadNz(x21, gWsT_[at.x2], BT, u.vw);
+        Sync<HardEvent::MTE2_MTE1>();
+        Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
+        LoadA(aa, akk1, BT, BT);
+        Sync<HardEvent::MTE1_FIX>();  // the previous chunk's LoadData have read w1
+        const CubeProduct<T> w[1] = {{aa, x11_.Get<T>(), b2, BT}};
+        TileProducts(oc, NzL1<T>{w1_.Get<T>(), BT}, 0, BT, K, t_.n_tile, w);
+        for (uint32_t l = 0; l < L.n; ++l) {
+            const CubeProduct<T> uu[1] = {{aa, x21[BT * L.c[l]], b2, BT}};
+            TileProducts(oc, gWsF_[at.u + uint64_t(BT) * L.c[l]], L.w[l], BT, L.w[l], t_.n_tile, uu);
+        }
+        CrossCoreSetFlag<2, PIPE_FIX>(kFlagU);
+        Sync<HardEvent::FIX_MTE1>();  // w1 written before LoadA reads it
     }
 
     // o[c, :, h, lane columns] = qe @ S_hi + Aqk @ v_hi per lane, one L0C tile per V tile, rounded
@@ -184,34 +230,37 @@ class ChunkStateCube {
 
     const ChunkStateTiling t_;
     TPipe pipe_;
-    TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_;
-    TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_;
+    TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_, akk1_;
+    TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_, x11_, x21_;
     TBuf<TPosition::A2> wa_, kga_;
     TBuf<TPosition::B2> b2a_, b2b_;
     TBuf<TPosition::CO1> oc_;
-    GlobalTensor<T> gW_, gKg_, gWsT_, gAqk_, gO_;
+    GlobalTensor<T> gW_, gKg_, gWsT_, gAqk_, gAkk_, gO_;
     GlobalTensor<float> gWsF_;
     GlobalTensor<int32_t> gCo_;
 };
 
 // ------------------------------------------------------------------------------------------------
 // AIV: the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub BT/2, (sub+1) BT/2)),
-// the hi / lo halves for the Cube and every output; with the fused output (kOut) also its rows of qe
-// for the Cube, and neither h nor v_new.
+// the hi / lo halves for the Cube and every output. Fused (kOut): first its rows of the Cube's
+// operands X1, kg, X2 (common/wy_rows.h) and qe, u from the workspace, and neither h nor v_new.
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut>
 class ChunkStateVector {
   public:
     __aicore__ inline ChunkStateVector(const ChunkStateGm& a, const ChunkStateTiling& t) : t_(t) {
         const uint64_t chunks = uint64_t(t_.NC) * t_.HV, states = uint64_t(t_.N) * t_.HV * t_.K * t_.V;
-        Bind(chunks * t_.BT * t_.V, gU_, a.u);
         Bind(chunks * t_.Kg, gE_, a.eLast);
         Bind(t_.N + 1, gCo_, a.chunkOffsets);
         if (t_.has_h0) Bind(states, gH0_, a.h0);
         if (kOut) {
-            Bind(chunks / t_.groups * t_.BT * t_.K, gQ_, a.q);  // q: HV / groups heads (GVA)
+            Bind(chunks / t_.groups * t_.BT * t_.K, gQ_, a.q, gK_, a.k);  // q, k: HV / groups heads (GVA)
+            Bind(chunks * t_.BT * t_.V, gV_, a.v);
             Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
-        } else {  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
+            Bind(chunks * t_.BT, gB_, a.beta);
+        } else {
+            Bind(chunks * t_.BT * t_.V, gU_,
+                 a.u);  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
             Bind(t_.h_f32 ? chunks * t_.K * t_.V : 0, gHf_, a.h);
             Bind(t_.h_f32 ? 0 : chunks * t_.K * t_.V, gHt_, a.h);
             Bind(t_.v_new_f32 ? chunks * t_.BT * t_.V : 0, gVf_, a.vNew);
@@ -219,15 +268,17 @@ class ChunkStateVector {
         }
         Bind(states, gFin_, a.fin);
         BindWorkspace(gWsT_, gWsF_, a.ws, at_.block, t_);
-        // The fused output's qe rows (chunk_state_tiling.cpp's UbBytes: the same sizes) pass through
-        // inB_ (q), inA_ (G), res_ (fp32), outT_ (qe) and bc_ (GDN's row factors).
+        // The fused kernel's rows of the operands (chunk_state_tiling.cpp's UbBytes: the same sizes) pass
+        // through inB_ (k, q, v), inA_ (G), inL_ (G's last row), inE_ (beta), res_ (two fp32 R x K
+        // pieces), outT_ and bc_ (wy_rows::Scratch's broadcasts and factors).
         const uint32_t Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, m = t_.vec_rows, qe = kOut ? rv * t_.K : 0;
         InitBufs(pipe_, rk * Vb * sizeof(float), s_);
         InitQues(pipe_, 1, Max(m * Vb, kOut ? rv * t_.Kg : 0) * sizeof(float), inA_);
         InitQues(pipe_, 1, Max(rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
-        InitQues(pipe_, 1, rk * sizeof(float), inE_);
-        InitBufs(pipe_, Max(rk, kOut ? rv : 0) * 8 * sizeof(float), bc_);
-        InitBufs(pipe_, Max(m * Vb, qe) * sizeof(float), res_);
+        InitQues(pipe_, 1, Max(rk, kOut ? rv : 0) * sizeof(float), inE_);
+        if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
+        InitBufs(pipe_, Max(rk * 8, kOut ? rv * 17 : 0) * sizeof(float), bc_);
+        InitBufs(pipe_, Max(m * Vb, 2 * qe) * sizeof(float), res_);
         InitQues(pipe_, 2, Max(m * Vb, qe) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
         InitQues(pipe_, 1, m * Vb * sizeof(float), outF_);
     }
@@ -393,8 +444,14 @@ class ChunkStateVector {
         LocalTensor<float> S = s_.Get<float>();
         LocalTensor<T> hi;
 
-        // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi). With
-        // the fused output, no h: this AIV's rows of qe to the Cube instead.
+        // 0. Fused: this AIV's rows of X1, kg, X2 and qe to the Cube (their regions are free: the Cube
+        // read them before the previous chunk's dS flags).
+        if (kOut) {
+            FormOperands(ch, r0, u);
+            CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
+        }
+
+        // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi; fused: no h).
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l];
             const uint64_t at = uint64_t(K) * L.c[l] + uint64_t(k0) * w;
@@ -402,19 +459,19 @@ class ChunkStateVector {
             CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagS, l));
             if (!kOut) WriteOut(t_.h_f32, gHf_, gHt_, hOff + L.c[l], S[rk * L.c[l]], hi, rk, w);
         }
-        if (kOut) {  // its slot is free: the Cube read it before the previous chunk's dS flags
-            FormQe(inB_, inA_, outT_, res_.Get<float>(), bc_.Get<float>(), gQ_[TokenRow(ch, r0, t_.HV, t_.groups, BT, K)],
-                   TokenPitch(t_.HV, t_.groups, K), gG_[GateRow(ch, r0, t_.HV, BT, t_.Kg)], gWsT_[QeAt(t_) + uint64_t(r0) * K],
-                   rv, K, t_.Kg, t_.HV);
-            CrossCoreSetFlag<2, PIPE_MTE3>(kFlagQe);
-        }
 
-        // 2. While the Cube forms w S: fetch u and e_last, S = diag(e_last) S (the decay needs no dS).
+        // 2. While the Cube forms w S: fetch u (fused: from the workspace, once the Cube wrote it) and
+        // e_last, S = diag(e_last) S (the decay needs no dS).
         LocalTensor<float> a = inA_.template AllocTensor<float>();
-        for (uint32_t l = 0; l < L.n; ++l)
-            DataCopy(a[rv * L.c[l]], gU_[vOff + L.c[l]],
-                     DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(L.w[l] / 8),
-                                    static_cast<uint16_t>((V - L.w[l]) / 8), 0));
+        if (kOut) CrossCoreWaitFlag(kFlagU);
+        for (uint32_t l = 0; l < L.n; ++l) {
+            if (kOut)
+                DataCopy(a[rv * L.c[l]], gWsF_[FusedRegions(t_).u + uint64_t(BT) * L.c[l] + uint64_t(r0) * L.w[l]], rv * L.w[l]);
+            else
+                DataCopy(a[rv * L.c[l]], gU_[vOff + L.c[l]],
+                         DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(L.w[l] / 8),
+                                        static_cast<uint16_t>((V - L.w[l]) / 8), 0));
+        }
         inA_.EnQue(a);
         if (t_.Kg != 1) {
             LocalTensor<float> bc = bc_.Get<float>();
@@ -456,15 +513,41 @@ class ChunkStateVector {
         OrderV();
     }
 
+    // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = T(k e_row beta), kg = T(k e_tail), qe =
+    // T(q e_row) (one e_row for both) and X2 = T(v beta) (the unit's V block) to the workspace.
+    __aicore__ inline void FormOperands(uint64_t ch, uint32_t r0, const Unit& u) {
+        const uint32_t BT = t_.BT, K = t_.K, rv = t_.rows_v, HV = t_.HV;
+        const uint32_t unit = static_cast<uint32_t>(ch);
+        const WsAt at = FusedRegions(t_);
+        LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>();
+        const wy_rows::Scratch x{work, work[rv * K], bc, bc[rv * 8], bc[rv * 16]};
+        const wy_rows::Rows rows{rv, K, t_.Kg, HV};
+        LocalTensor<float> b = CopyIn(inE_, gB_[ch * BT + r0], rv);
+        BroadcastRows(x.bcB, b, rv);
+        OrderV();
+        const uint64_t kAt = TokenRow(unit, r0, HV, t_.groups, BT, K);
+        LocalTensor<float> e = wy_rows::FormK<T, T>(
+            inB_, inA_, inL_, outT_, outT_, x, gK_[kAt], TokenPitch(HV, t_.groups, K), gG_[GateRow(unit, r0, HV, BT, t_.Kg)],
+            gG_[GateRow(unit, BT - 1, HV, BT, t_.Kg)], gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], b, rows);
+        OrderV();  // X1's reads of work before q overwrites it
+        QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, gWsT_[at.qe + uint64_t(r0) * K], rv, K,
+               t_.Kg);
+        inA_.FreeTensor(e);
+        OrderV();
+        wy_rows::FormV(inB_, outT_, work, x.bcB, gV_[TokenRow(unit, r0, HV, 1, BT, t_.V) + u.v0], TokenPitch(HV, 1, t_.V),
+                       gWsT_[at.x2 + uint64_t(r0) * u.vw], rv, u.vw);
+        inE_.FreeTensor(b);
+    }
+
     const ChunkStateTiling t_;
     const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core
     TPipe pipe_;
-    TQue<QuePosition::VECIN, 1> inA_, inB_, inE_;
+    TQue<QuePosition::VECIN, 1> inA_, inB_, inE_, inL_;
     TQue<QuePosition::VECOUT, 2> outT_;
     TQue<QuePosition::VECOUT, 1> outF_;
     TBuf<TPosition::VECCALC> s_, bc_, res_;
-    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_;
-    GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_;
+    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gB_;
+    GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_, gK_, gV_;
     GlobalTensor<int32_t> gCo_;
 };
 
@@ -479,7 +562,9 @@ __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR e
     t.h_f32 = IsSame<H, float>::value ? 1u : 0u;
     t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
     RunMixed<ChunkStateCube<T, false>, ChunkStateVector<T, false>>(
-        ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws, nullptr, nullptr, nullptr, nullptr}, t);
+        ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                     nullptr, nullptr},
+        t);
 }
 
 }  // namespace chunk_state

@@ -1,4 +1,4 @@
-// Checks and tiling of the fused state + output kernel's C entry point (flaNpuChunkStateOutput,
+// Checks and tiling of the fused WY + state + output kernel's C entry point (flaNpuChunkStateOutput,
 // include/fla_npu/kernels.h). The entry points around them are generated from
 // chunk_state_output.op.py by csrc/tools/gen_op_entry.py.
 #include "../common/api_common.h"
@@ -9,21 +9,24 @@ namespace chunk_state_output {
 
 namespace {
 int Invalid(const char* msg) { return InvalidArgument(kEntry, msg); }
+constexpr const char* kFloat32Message =
+    "float32 Cube inputs are not supported: q, k, v, akk and aqk must be float16 or bfloat16 (the Cube's "
+    "transposing loads of beta k e_row, beta v and kg exist for 2-byte types only)";
 }  // namespace
 
-int ValidateAndTile(const FlaNpuTensor* w, const FlaNpuTensor* u, const FlaNpuTensor* kg, const FlaNpuTensor* e_last,
-                    const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* q, const FlaNpuTensor* g,
-                    const FlaNpuTensor* aqk, const FlaNpuTensor* o, const FlaNpuTensor* final, int32_t state_v_first,
-                    EntryCall* call) {
+int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* beta,
+                    const FlaNpuTensor* g, const FlaNpuTensor* akk, const FlaNpuTensor* aqk, const FlaNpuTensor* e_last,
+                    const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* o, const FlaNpuTensor* final,
+                    int32_t state_v_first, EntryCall* call) {
     if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
     // The descriptor's dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook (called by name: its signature is the state op's, in its own namespace).
-    if (w->dtype == FLA_NPU_FLOAT32) return Invalid(chunk_state::kFloat32CubeMessage);
-    if (!CheckDtype(kEntry, "w", w, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
-    for (const FlaNpuTensor* x : {kg, q, aqk, o})
-        if (x->dtype != w->dtype) return Invalid("`w`, `kg`, `q`, `aqk` and `o` must have one dtype");
-    for (const FlaNpuTensor* x : {u, e_last, g, final})
-        if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`u`, `e_last`, `g` and `final` must be float32");
+    if (k->dtype == FLA_NPU_FLOAT32) return Invalid(kFloat32Message);
+    if (!CheckDtype(kEntry, "k", k, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
+    for (const FlaNpuTensor* x : {q, v, akk, aqk, o})
+        if (x->dtype != k->dtype) return Invalid("`q`, `k`, `v`, `akk`, `aqk` and `o` must have one dtype");
+    for (const FlaNpuTensor* x : {beta, g, e_last, final})
+        if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`beta`, `g`, `e_last` and `final` must be float32");
     if (h0 != nullptr && h0->dtype != FLA_NPU_FLOAT32) return Invalid("`h0` must be float32");
     if (chunk_offsets->dtype != FLA_NPU_INT32) return Invalid("`chunk_offsets` must be int32");
     return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors,

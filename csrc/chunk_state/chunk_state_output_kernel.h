@@ -1,6 +1,6 @@
-// The inter-chunk state kernel with the chunk output fused in (stages 4 and 5 of chunked KDA / Gated
-// DeltaNet in one launch): chunk_state_kernel.h's classes with the fused output (kOut); the design:
-// chunk_state_tiling.h.
+// The inter-chunk state kernel with the WY factors and the chunk output fused in (stages 3, 4 and 5
+// of chunked KDA / Gated DeltaNet in one launch): chunk_state_kernel.h's classes fused (kOut); the
+// design: chunk_state_tiling.h.
 #ifndef FLA_NPU_CHUNK_STATE_OUTPUT_KERNEL_H
 #define FLA_NPU_CHUNK_STATE_OUTPUT_KERNEL_H
 
@@ -10,14 +10,16 @@
 namespace fla_npu {
 namespace chunk_state_output {
 
-// The kernel body: T the Cube type (w, kg, q, aqk and o).
+// The kernel body: T the Cube type (q, k, v, akk, aqk and o).
 template <class T>
-__aicore__ inline void RunChunkStateOutput(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0,
-                                           GM_ADDR q, GM_ADDR g, GM_ADDR aqk, GM_ADDR o, GM_ADDR fin, GM_ADDR ws,
+__aicore__ inline void RunChunkStateOutput(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR g, GM_ADDR akk, GM_ADDR aqk,
+                                           GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR o, GM_ADDR fin, GM_ADDR ws,
                                            const ChunkStateTiling& t) {
     using namespace chunk_state;
     kernel_frame::RunMixed<ChunkStateCube<T, true>, ChunkStateVector<T, true>>(
-        ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, nullptr, nullptr, fin, ws, q, g, aqk, o}, t);
+        ChunkStateGm{nullptr, nullptr, nullptr, eLast, chunkOffsets, h0, nullptr, nullptr, fin, ws, k, v, beta, akk, q, g, aqk,
+                     o},
+        t);
 }
 
 }  // namespace chunk_state_output

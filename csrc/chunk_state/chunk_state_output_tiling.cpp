@@ -1,4 +1,4 @@
-// Host tiling of the fused state + output kernel; see chunk_state_output_tiling.h.
+// Host tiling of the fused WY + state + output kernel; see chunk_state_output_tiling.h.
 #include "chunk_state_output_tiling.h"
 
 #include "../common/chunk_shapes.h"
@@ -8,24 +8,32 @@ namespace chunk_state_output {
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
-    const ShapeArg &w = a[0], &u = a[1], &e_last = a[3], &q = a[6], &aqk = a[8], &o = a[9];
-    const ShapeArg g = chunk_tiling::GateHeadMajor(a[7]);
+    const ShapeArg &qt = a[0], &kt = a[1], &vt = a[2], &beta = a[3], &akk = a[5], &aqk = a[6], &o = a[10];
+    const ShapeArg q = chunk_tiling::HeadMajor(qt), k = chunk_tiling::HeadMajor(kt), v = chunk_tiling::HeadMajor(vt);
+    const ShapeArg g = chunk_tiling::GateHeadMajor(a[4]);
     chunk_state::ChunkStateProblem p;
-    const char* bad = chunk_state::StateProblem(a, 10, state_v_first, dev, &p);
-    if (bad == nullptr && (q.ndim != 4 || g.ndim != 4 || aqk.ndim != 4 || o.ndim != 4))
-        bad = "`q`, `g`, `aqk` and `o` must be 4-D";
+    int64_t lead[4] = {0, 0, 0, 0};
+    const char* bad = nullptr;
+    if (!RanksAre(a, {4, 4, 4, 3, 4, 4, 4}) || o.ndim != 4)
+        bad = "`beta` must be 3-D and `q`, `k`, `v`, `g`, `akk`, `aqk` and `o` 4-D";
+    else if (!chunk_tiling::TokenPitchOk(qt) || !chunk_tiling::TokenPitchOk(kt) || !chunk_tiling::TokenPitchOk(vt) ||
+             !chunk_tiling::TokenPitchOk(o))
+        bad = "`q`, `k`, `v` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
+    else if (!SameShape(q, k)) bad = "`q` must have the shape of `k` [NC, BT, HQ, K] (token-major)";
+    else
+        bad = chunk_tiling::GroupedHeads("`k` must be [NC, BT, HQ, K] (token-major), HQ dividing the HV of `v`", k, v, lead,
+                                         &p.groups);
     if (bad == nullptr) {
-        const int64_t NC = w.d[0], HV = w.d[1], BT = w.d[2], K = w.d[3], V = u.d[3];
-        if (q.d[0] != NC || q.d[1] != BT || q.d[3] != K || q.d[2] <= 0 || HV % q.d[2] != 0)
-            bad = "`q` must be [NC, BT, HQ, K] (token-major), HQ dividing the HV of `w`";
-        else if (!DimsAre(g, {NC, HV, BT, e_last.d[2]}))
+        const int64_t NC = v.d[0], HV = v.d[1], BT = k.d[2], K = k.d[3], V = v.d[3];
+        if (v.d[2] != BT) bad = "`v` must be [NC, BT, HV, V] (token-major) with the BT of `k`";
+        else if (!DimsAre(beta, {NC, HV, BT})) bad = "`beta` must be [NC, HV, BT]";
+        else if (!DimsAre(g, {NC, HV, BT}) || g.d[3] != a[7].d[2])
             bad = "`g` must be [NC, BT, HV, K] (KDA, token-major) or [NC, HV, BT, 1] (GDN), with the Kg of `e_last`";
-        else if (const char* gate = chunk_tiling::CheckGate(a[7], BT, K)) bad = gate;
+        else if (const char* gate = chunk_tiling::CheckGate(a[4], BT, K)) bad = gate;
+        else if (!DimsAre(akk, {NC, HV, BT, BT})) bad = "`akk` must be [NC, HV, BT, BT]";
         else if (!DimsAre(aqk, {NC, HV, BT, BT})) bad = "`aqk` must be [NC, HV, BT, BT]";
-        else if (!DimsAre(o, {NC, BT, HV, V})) bad = "`o` must be [NC, BT, HV, V] (token-major)";
-        else if (!chunk_tiling::TokenPitchOk(q) || !chunk_tiling::TokenPitchOk(o))
-            bad = "`q` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
-        else p.groups = static_cast<uint32_t>(HV / q.d[2]);
+        else if (!SameShape(o, vt)) bad = "`o` must have the shape of `v` [NC, BT, HV, V] (token-major)";
+        else bad = chunk_state::StateArgs(lead, V, a[7], a[8], a[9], a[11], state_v_first, dev, &p);
     }
     p.fused_output = true;
     p.h_f32 = p.v_new_f32 = false;  // neither is written

@@ -16,14 +16,16 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 
 // UB of one AIV for V blocks of vb columns: S, the u / dS / h0 input, the wS input (turned into
 // v_new in place), e_last and its Brcb rows, the hi-lo residual, two T output buffers (x_hi held
-// for the output while x_lo goes out) and the fp32 output buffer. The fused output's qe rows pass
-// through them too (G, q, the Brcb rows, fp32 qe, qe in T): each the larger of its two uses, as the
-// kernel sizes them.
+// for the output while x_lo goes out) and the fp32 output buffer. The fused kernel's operand rows
+// pass through them too (G, k / q / v in T, beta, two fp32 R x K pieces, X1 / kg / qe / X2 in T,
+// wy_rows::Scratch's broadcasts and factors) and KDA's last row of G: each buffer the larger of its
+// uses, as the kernel sizes them.
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K;
-    return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max(rv * vb * 4, qe * 2)) + Pad32(rk * 4) +
-           Pad32(Max(rk, f * rv) * 8 * 4) + Pad32(Max(m * vb, qe) * 4) + 2 * Pad32(Max(m * vb, qe) * 2) + Pad32(m * vb * 4);
+    return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max(rv * vb * 4, qe * 2)) +
+           Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) + Pad32(Max(rk * 8, f * rv * 17) * 4) +
+           Pad32(Max(m * vb, 2 * qe) * 4) + 2 * Pad32(Max(m * vb, qe) * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
 
@@ -59,11 +61,10 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 
     // V blocks: from the fewest that fit to one per 16 columns, the count whose busiest core has the
     // least to run, counting a unit as its columns plus kUnitOverhead (each unit reads w and kg and
-    // runs the four hand-offs per chunk whatever its width) plus, with the fused output, its reads
-    // of q, G and Aqk in V columns (each column reads u and writes o: 6 bytes per row); ties: fewer
-    // blocks.
+    // runs the four hand-offs per chunk whatever its width) plus, fused, its reads of q, k, G, beta,
+    // Aqk and Akk in V columns (each column reads v and writes o: 4 bytes per row); ties: fewer blocks.
     const uint64_t overhead =
-        kUnitOverhead + (p.fused_output ? (uint64_t(p.K) * p.elem_bytes + p.Kg * 4ull + uint64_t(p.BT) * p.elem_bytes) / 6 : 0);
+        kUnitOverhead + (p.fused_output ? (2ull * p.K * p.elem_bytes + p.Kg * 4ull + 4 + 2ull * p.BT * p.elem_bytes) / 4 : 0);
     uint32_t best_nvb = 0, best_vb = 0;
     uint64_t best_cost = ~0ull;
     if (heads > 0) {
@@ -97,31 +98,30 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     uint32_t nt = soc::kL0abBytes / (2 * rows * p.elem_bytes) / 16 * 16;
     nt = Min(nt, p.l0c_bytes / (rows * 4) / 16 * 16);
     t->n_tile = Min(nt, vb);
-    // the fused output's qe and Aqk take w's and kg^T's places (Aqk is wider when BT > K)
+    // fused: Akk, then Aqk take kg^T's place (wider when BT > K), qe w's
     t->l0a_bytes_used = (p.K + (p.fused_output ? Max(p.K, p.BT) : p.K)) * p.BT * p.elem_bytes;
     t->l0b_bytes_used = 2 * rows * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = rows * t->n_tile * 4;
+    // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk [BT, BT] and X2 [BT, vb]
     t->l1_bytes_used =
-        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? p.BT * (p.K + p.BT) : 0)) * p.elem_bytes;
+        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 2 * p.BT * p.BT + p.BT * vb : 0)) *
+        p.elem_bytes;
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    t->ws_t_elems = 2 * (p.K + p.BT) * vb + (p.fused_output ? p.BT * p.K : 0);
-    t->ws_f_elems = (p.BT + p.K) * vb;
+    t->ws_t_elems = 2 * (p.K + p.BT) * vb + (p.fused_output ? 3 * p.BT * p.K + p.BT * vb : 0);  // + qe, X1, kg, X2
+    t->ws_f_elems = (p.BT + p.K + (p.fused_output ? p.BT : 0)) * vb;                            // + u
     t->ws_bytes_per_core = t->ws_t_elems * p.elem_bytes + t->ws_f_elems * 4;
     return 0;
 }
 
 // The messages are the C entry points' (include/fla_npu/kernels.h).
-const char* StateProblem(const ShapeArg* a, uint32_t fin, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
-    const ShapeArg &w = a[0], &u = a[1], &kg = a[2], &e_last = a[3], &chunk_offsets = a[4], &h0 = a[5], &final_state = a[fin];
+const char* StateArgs(const int64_t* lead, int64_t V, const ShapeArg& e_last, const ShapeArg& chunk_offsets, const ShapeArg& h0,
+                      const ShapeArg& final_state, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
     if (state_v_first != 0 && state_v_first != 1) return "`state_v_first` must be 0 or 1";
-    if (!RanksAre(a, {4, 4, 4}) || final_state.ndim != 4 || (h0.ndim != -1 && h0.ndim != 4))
-        return "`w`, `u`, `kg`, `final` and `h0` must be 4-D";
+    if (final_state.ndim != 4 || (h0.ndim != -1 && h0.ndim != 4)) return "`final` and `h0` must be 4-D";
     if (e_last.ndim != 3) return "`e_last` must be 3-D [NC, HV, K or 1]";
     if (chunk_offsets.ndim != 1) return "`chunk_offsets` must be 1-D [N + 1]";
-    const int64_t NC = w.d[0], HV = w.d[1], BT = w.d[2], K = w.d[3], V = u.d[3], Kg = e_last.d[2];
-    if (!SameShape(kg, w)) return "`kg` must have the shape of `w` [NC, HV, BT, K]";
-    if (!DimsAre(u, {NC, HV, BT})) return "`u` must be [NC, HV, BT, V] with the [NC, HV, BT] of `w`";
+    const int64_t NC = lead[0], HV = lead[1], K = lead[3], Kg = e_last.d[2];
     if (!DimsAre(e_last, {NC, HV}) || (Kg != 1 && Kg != K)) return "`e_last` must be [NC, HV, 1] or [NC, HV, K]";
     if (chunk_offsets.d[0] < 1) return "`chunk_offsets` must hold N + 1 >= 1 offsets";
     const int64_t N = chunk_offsets.d[0] - 1;
@@ -135,13 +135,26 @@ const char* StateProblem(const ShapeArg* a, uint32_t fin, int64_t state_v_first,
     p->N = static_cast<uint32_t>(N);
     p->has_h0 = h0.present();
     p->state_v_first = v_first;
-    return chunk_tiling::SizedHeads(w.d, V, Kg, 2, dev, p);
+    return chunk_tiling::SizedHeads(lead, V, Kg, 2, dev, p);
 }
+
+namespace {
+// The checks of w, u, kg and the state arguments (StateArgs: e_last, chunk_offsets, h0 at a[3..5],
+// final at a[8]), then *p but for the output dtypes.
+const char* StateProblem(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
+    const ShapeArg &w = a[0], &u = a[1], &kg = a[2];
+    if (!RanksAre(a, {4, 4, 4})) return "`w`, `u` and `kg` must be 4-D";
+    const int64_t NC = w.d[0], HV = w.d[1], BT = w.d[2];
+    if (!SameShape(kg, w)) return "`kg` must have the shape of `w` [NC, HV, BT, K]";
+    if (!DimsAre(u, {NC, HV, BT})) return "`u` must be [NC, HV, BT, V] with the [NC, HV, BT] of `w`";
+    return StateArgs(w.d, u.d[3], a[3], a[4], a[5], a[8], state_v_first, dev, p);
+}
+}  // namespace
 
 const char* ProblemFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p) {
     const ShapeArg &w = a[0], &u = a[1], &h = a[6], &v_new = a[7];
     if (h.ndim != 4 || v_new.ndim != 4) return "`h` and `v_new` must be 4-D";
-    if (const char* bad = StateProblem(a, 8, state_v_first, dev, p)) return bad;
+    if (const char* bad = StateProblem(a, state_v_first, dev, p)) return bad;
     if (!DimsAre(h, {w.d[0], w.d[1], w.d[3], u.d[3]})) return "`h` must be [NC, HV, K, V]";
     if (!SameShape(v_new, u)) return "`v_new` must have the shape of `u`";
     // The registration takes float16 / bfloat16 w and kg, h and v_new float32 or w's dtype.

@@ -43,12 +43,19 @@
 //   one DataCopyPad of 4-byte blocks (each element in its own 32-byte block: WholeReduceSum of one
 //   lane compacts them, Brcb spreads them), once per unit.
 //
-// - Fused output (chunk_state_output.op.py: the chain's stages 4 and 5 in one launch, when nothing
-//   needs h or v_new): per chunk the AIVs also hand the Cube their rows of qe = T(q 2^G) (after S,
-//   while the Cube forms w S), and after the dS products the Cube forms o = qe @ S_hi + Aqk @ v_hi
-//   per lane, Fixpipe'd to o (token-major, rounded once to T): the products the chunk output kernel
-//   forms from the h and v_new the state kernel writes in T, so both routes give the same o. Neither
-//   h nor v_new is written; q, G and Aqk are read once per unit (per V block).
+// - Fused (chunk_state_output.op.py: the chain's stages 3, 4 and 5 in one launch, when nothing needs
+//   w, u, kg, h or v_new): per chunk, first the AIVs form their rows of the WY kernel's operands
+//   (common/wy_rows.h: X1 = T(beta k e_row), kg = T(k e_tail), X2 = T(beta v) of the unit's V block)
+//   and of qe = T(q e_row) (one e_row for both) into the workspace (flag X); the Cube forms w = Akk @
+//   X1 straight into L1 (Fixpipe L0C -> L1 NZ, rounded once to T: the WY kernel's w in T) and u = Akk @
+//   X2 (fp32) into the workspace (flag U), which the AIVs read in place of GM's u. Then the state
+//   kernel's chunk step, and after the dS products o = qe @ S_hi + Aqk @ v_hi per lane, Fixpipe'd to o
+//   (token-major, rounded once to T): the products the chunk output kernel forms from the h and
+//   v_new the state kernel writes in T. So o and final are those of wy_fast (w, kg in T) +
+//   chunk_state (h, v_new in T) + chunk_output, bit for bit. None of w, u, kg, h and v_new is written;
+//   q, k, v, beta, G, Akk and Aqk are read once per unit (per V block). The X regions are rewritten
+//   only after the dS flags that follow the Cube's loads of them, u only after the X flag that follows
+//   the AIVs' reads of it.
 //
 // Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]; Kg in {1, K}.
 #ifndef FLA_NPU_CHUNK_STATE_TILING_H
@@ -69,8 +76,8 @@ struct ChunkStateTiling {
     uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t has_h0, state_v_first;
     uint32_t h_f32, v_new_f32;  // output dtypes: 1 float32, 0 T
-    uint32_t fused_output;      // 1: o from q, g, aqk (chunk_state_output), no h / v_new
-    uint32_t groups;            // GVA of q (the fused output): value heads per q head
+    uint32_t fused_output;      // 1: the WY factors and o fused in (chunk_state_output), no h / v_new
+    uint32_t groups;            // GVA of q and k (fused): value heads per q / k head
     uint32_t num_vb;            // V blocks per (sequence, head)
     uint32_t v_block;           // columns of every V block but the last
     uint32_t v_last;            // columns of the last one (multiple of 16)
@@ -82,8 +89,9 @@ struct ChunkStateTiling {
     uint32_t vec_rows;     // max(rows_k, rows_v): rows of the AIV's staging buffers
     uint32_t spread_rows;  // rows of S per state_v_first piece (8 x v_block floats each)
     uint32_t n_tile;       // columns per L0B / L0C tile (multiple of 16)
-    uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block][, qe [BT, K]]
-    uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block]
+    uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block]
+                           // [, fused: qe, X1, kg [BT, K], X2 [BT, v_block]]
+    uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block][, fused: u [BT, v_block]]
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
@@ -115,15 +123,17 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 // first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
 
-// The C entry points' refusal of float32 w / kg (both state ops).
+// The C entry point's refusal of float32 w / kg.
 constexpr const char* kFloat32CubeMessage =
     "float32 `w` and `kg` are not supported: the Cube reads them as float16 or bfloat16 (its transposing "
     "load of kg exists for 2-byte types only); round them once to the Cube dtype";
 
-// The checks both state ops make, of w, u, kg, e_last, chunk_offsets, h0 and final (`a` the call's
-// tensors, `fin` the index of final), then *p but for the output dtypes: ProblemFromShapes', less
-// h and v_new.
-const char* StateProblem(const ShapeArg* a, uint32_t fin, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
+// The checks both state ops make of their state arguments, against the [NC, HV, BT, K] `lead` of the
+// op's keys and its value dim V: state_v_first 0 or 1, e_last [NC, HV, 1 or K], chunk_offsets [N + 1],
+// h0 (absent: ndim -1) and final [N, HV, K, V] ([N, HV, V, K] with state_v_first), then the sizes and
+// *p but for the output dtypes and the fused fields. nullptr, or the message.
+const char* StateArgs(const int64_t* lead, int64_t V, const ShapeArg& e_last, const ShapeArg& chunk_offsets, const ShapeArg& h0,
+                      const ShapeArg& final_state, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
 
 }  // namespace chunk_state
 }  // namespace fla_npu

@@ -229,14 +229,46 @@ struct FixpipeQuant<bfloat16_t> {
     static constexpr QuantMode_t kMode = QuantMode_t::F322BF16;
 };
 
+// An NZ matrix of `rows` rows (multiple of 16) in L1, as a TileProducts destination: each tile rounded
+// once to T and kept on chip for a later LoadData (FIX -> MTE1 ordered by the caller).
+template <class T>
+struct NzL1 {
+    LocalTensor<T> l1;
+    uint32_t rows;
+};
+
+// One m x n tile of L0C (fractal order) to columns [n0, n0 + n) of the destination: GM rows `pitch`
+// elements apart (fp32, or rounded once to O), or an L1 NZ matrix (CFG_NZ; FixpipeParamsV220's dstStride
+// between 16-column blocks counts 32-byte blocks on 2201, elements on 3510: Fixpipe（L0C到L1数据搬运）.md).
+template <class O>
+__aicore__ inline void WriteTile(const GlobalTensor<O>& out, uint32_t pitch, uint32_t n0, const LocalTensor<float>& oc,
+                                 uint32_t m, uint32_t n) {
+    FixpipeParamsV220 p(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false);
+    p.quantPre = FixpipeQuant<O>::kMode;
+    Fixpipe(out[n0], oc, p);
+}
+template <class O>
+__aicore__ inline void WriteTile(const NzL1<O>& out, uint32_t, uint32_t n0, const LocalTensor<float>& oc, uint32_t m,
+                                 uint32_t n) {
+    static_assert(sizeof(O) == 2, "an L1 NZ destination: 2-byte types (C0 = 16, one 32-byte block a row)");
+#if __NPU_ARCH__ == 3510
+    const uint32_t blockStride = out.rows * 16;
+#else
+    const uint32_t blockStride = out.rows;
+#endif
+    FixpipeParamsV220 p(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), blockStride, false);
+    p.quantPre = FixpipeQuant<O>::kMode;
+    Fixpipe<O, float, CFG_NZ>(out.l1[n0 * out.rows], oc, p);
+}
+
 // out[:, n0 : n0 + n] = sum of the products' columns, per tile of `tile` columns (multiple of 16):
 // the B tiles into L0B, the first product with Mmad(init), the others accumulating into the same
-// L0C tile, one Fixpipe (row pitch `pitch`; fp32, or rounded once to O). Orders itself against the
-// previous Mmads (M_MTE1: L0B reuse) and the previous Fixpipe (FIX_M: L0C reuse); the caller orders
-// L0A / L1.
-template <class T, uint32_t P, class O>
-__aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTensor<O>& out, uint32_t pitch, uint32_t m,
-                                    uint32_t N, uint32_t tile, const CubeProduct<T> (&prods)[P]) {
+// L0C tile, one Fixpipe (WriteTile: GM rows `pitch` apart, or an L1 NZ matrix). Orders itself against
+// the previous Mmads (M_MTE1: L0B reuse) and the previous Fixpipe (FIX_M: L0C reuse); the caller
+// orders L0A / L1.
+template <class T, uint32_t P, class Out>
+__aicore__ inline void TileProducts(const LocalTensor<float>& oc, const Out& out, uint32_t pitch, uint32_t m, uint32_t N,
+                                    uint32_t tile, const CubeProduct<T> (&prods)[P]) {
     for (uint32_t n0 = 0; n0 < N; n0 += tile) {
         const uint32_t n = N - n0 < tile ? N - n0 : tile;
         Sync<HardEvent::M_MTE1>();  // the previous tile's Mmads have read L0B
@@ -250,9 +282,7 @@ __aicore__ inline void TileProducts(const LocalTensor<float>& oc, const GlobalTe
                             i == 0));
         }
         Sync<HardEvent::M_FIX>();
-        FixpipeParamsV220 p(static_cast<uint16_t>(n), static_cast<uint16_t>(m), static_cast<uint16_t>(m), pitch, false);
-        p.quantPre = FixpipeQuant<O>::kMode;
-        Fixpipe(out[n0], oc, p);
+        WriteTile(out, pitch, n0, oc, m, n);
     }
 }
 
@@ -304,23 +334,17 @@ __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTe
     Brcb(bc, f, static_cast<uint8_t>((R + 7) / 8), BrcbRepeatParams(1, 8));
 }
 
-// R rows of qe = T(fp32(q) * e_row), e_row = 2^G formed in place, to dst (R x K, contiguous): one fp32
-// multiply, one rounding to T (KDA: element-wise, Kg = K; GDN: one factor per row, Kg = 1, broadcast
-// with Brcb and read with stride 0). q: its first row, rows `qPitch` elements apart; g: the first row's
-// G, Kg floats a row, rows GatePitch(HV, Kg) apart. Queues: inT R K elements of T, inF R Kg floats, outT R K elements of T;
-// work R K floats; bc 8 R floats (GDN). The Cube operand of the chunk output (chunk_output, and the
-// state kernel's fused output).
-template <class T, class QT, class QF, class QO>
-__aicore__ inline void FormQe(QT& inT, QF& inF, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
-                              const GlobalTensor<T>& q, uint32_t qPitch, const GlobalTensor<float>& g, const GlobalTensor<T>& dst,
-                              uint32_t R, uint32_t K, uint32_t Kg, uint32_t HV) {
+// R rows of qe = T(fp32(q) * e) to dst (R x K, contiguous), e = e_row = 2^G of the rows (R x Kg,
+// formed): one fp32 multiply, one rounding to T (KDA: element-wise, Kg = K; GDN: one factor per row,
+// Kg = 1, broadcast with Brcb into bc and read with stride 0). q: its first row, rows `qPitch`
+// elements apart. Queues: inT and outT R K elements of T; work R K floats; bc 8 R floats (GDN).
+template <class T, class QT, class QO>
+__aicore__ inline void QeRows(QT& inT, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
+                              const GlobalTensor<T>& q, uint32_t qPitch, const LocalTensor<float>& e, const GlobalTensor<T>& dst,
+                              uint32_t R, uint32_t K, uint32_t Kg) {
     const uint32_t n = R * K;
-    LocalTensor<T> x = vector_io::CopyInRows(inT, q, R, K, qPitch);
-    LocalTensor<float> e = CopyInGate(inF, g, R, HV, Kg);
-    Cast(work, x, RoundMode::CAST_NONE, n);
-    Pow2(e, e, 1.0f, R * Kg);
+    vector_io::CastInRows(inT, q, work, R, K, qPitch);
     OrderV();
-    inT.FreeTensor(x);
     if (Kg == K) {
         Mul(work, work, e, static_cast<int32_t>(n));
     } else {
@@ -329,8 +353,21 @@ __aicore__ inline void FormQe(QT& inT, QF& inF, QO& outT, const LocalTensor<floa
         MulRows(work, work, bc, R, K);
     }
     OrderV();
-    inF.FreeTensor(e);
     vector_io::CastOut(outT, dst, work, n);
+}
+
+// The same with e_row formed from the rows of G (g: the first row's, Kg floats a row, rows
+// GatePitch(HV, Kg) apart) in a buffer of queue inF (R Kg floats). The Cube operand of the chunk
+// output (chunk_output).
+template <class T, class QT, class QF, class QO>
+__aicore__ inline void FormQe(QT& inT, QF& inF, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
+                              const GlobalTensor<T>& q, uint32_t qPitch, const GlobalTensor<float>& g, const GlobalTensor<T>& dst,
+                              uint32_t R, uint32_t K, uint32_t Kg, uint32_t HV) {
+    LocalTensor<float> e = CopyInGate(inF, g, R, HV, Kg);
+    Pow2(e, e, 1.0f, R * Kg);
+    OrderV();
+    QeRows(inT, outT, work, bc, q, qPitch, e, dst, R, K, Kg);
+    inF.FreeTensor(e);
 }
 
 }  // namespace chunk_cube

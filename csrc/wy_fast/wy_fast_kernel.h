@@ -23,6 +23,7 @@
 
 #include "../common/chunk_cube.h"
 #include "../common/vector_io.h"
+#include "../common/wy_rows.h"
 #include "kernel_operator.h"
 #include "wy_fast_tiling.h"
 
@@ -138,83 +139,24 @@ class WyFastVector {
     }
 
   private:
-    // e = 2^(G_last - G) over this AIV's rows of G (g, R x Kg) and the chunk's last row (at GM element
-    // `last`).
-    __aicore__ inline void TailFactors(const LocalTensor<float>& e, const LocalTensor<float>& g, uint64_t last) {
-        const uint32_t R = t_.rows_per_aiv, Kg = t_.Kg;
-        if (Kg != 1) {
-            LocalTensor<float> gl = CopyIn(inL_, gG_[last], Kg);
-            SubFromRow(e, gl, g, R, Kg);
-            inL_.FreeTensor(gl);
-        } else {  // GDN: one G per row; the last a scalar read from GM (an input: no order to keep)
-            Adds(e, g, -gG_.GetValue(last), static_cast<int32_t>(R));  // G - G_last
-        }
-        OrderV();
-        Pow2(e, e, Kg != 1 ? 1.0f : -1.0f, R * Kg);
-        OrderV();
-    }
-
-    // dst = src * e for R rows of K columns: element-wise (KDA) or one factor per row (GDN).
-    __aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& e) {
-        const uint32_t R = t_.rows_per_aiv, K = t_.K;
-        if (t_.Kg == K) {
-            Mul(dst, src, e, static_cast<int32_t>(R * K));
-            OrderV();
-        } else {
-            LocalTensor<float> bc = bcE_.Get<float>();
-            BroadcastRows(bc, e, R);
-            OrderV();
-            MulRows(dst, src, bc, R, K);
-            OrderV();
-        }
-    }
-
     // kg = k e_tail to GM, then X1 = T(k e_row beta) into the slot (rows from row0, k's from element
-    // kAt, G's from element gAt, the chunk's last row of G at `last`): e_tail first, while G is whole;
-    // e_row then in place of G.
+    // kAt, G's from element gAt, the chunk's last row of G at `last`): common/wy_rows.h.
     __aicore__ inline void FormK(uint64_t row0, uint64_t kAt, uint64_t gAt, uint64_t last, uint64_t dst,
                                  const LocalTensor<float>& b) {
-        const uint32_t R = t_.rows_per_aiv, K = t_.K, n = R * K;
-        LocalTensor<float> kf = x_.Get<float>(), s = tmp_.Get<float>();
-        CastInRows(inT_, gK_[kAt], kf, R, K, TokenPitch(t_.HV, t_.groups, K));
-        LocalTensor<float> g = CopyInGate(inF_, gG_[gAt], R, t_.HV, t_.Kg);
-        TailFactors(s, g, last);  // s = e_tail
-        if constexpr (IsSame<O, float>::value) {
-            LocalTensor<float> z = outF_.template AllocTensor<float>();
-            MulGate(z, kf, s);
-            CopyOut(outF_, gKg_[row0 * K], z, n);
-        } else {
-            MulGate(s, kf, s);  // in place: each element reads its own factor (GDN: the Brcb copy)
-            CastOut(outT_, gKg_[row0 * K], s, n);
-        }
-        OrderV();                     // the reads of s above before it is written again
-        Pow2(g, g, 1.0f, R * t_.Kg);  // e_row
-        OrderV();
-        if (t_.Kg == K) {
-            Mul(s, kf, g, static_cast<int32_t>(n));
-            OrderV();
-            MulRows(s, s, bcB_.Get<float>(), R, K);
-            OrderV();
-        } else {  // GDN: one factor beta e_row per row
-            LocalTensor<float> f = fac_.Get<float>();
-            Mul(f, b, g, static_cast<int32_t>(R));
-            OrderV();
-            MulGate(s, kf, f);
-        }
-        inF_.FreeTensor(g);
-        CastOut(outT_, gWs_[dst], s, n);
+        const wy_rows::Scratch x{x_.Get<float>(), tmp_.Get<float>(), bcB_.Get<float>(), bcE_.Get<float>(), fac_.Get<float>()};
+        LocalTensor<float> e =
+            wy_rows::FormK<T, O>(inT_, inF_, inL_, outT_, outF_, x, gK_[kAt], TokenPitch(t_.HV, t_.groups, t_.K), gG_[gAt],
+                                 gG_[last], gKg_[row0 * t_.K], gWs_[dst], b, Rows());
+        inF_.FreeTensor(e);
     }
 
     // X2 = T(v beta) into the slot.
     __aicore__ inline void FormV(uint64_t vAt, uint64_t dst) {
-        const uint32_t R = t_.rows_per_aiv, V = t_.V, n = R * V;
-        LocalTensor<float> vf = x_.Get<float>();
-        CastInRows(inT_, gV_[vAt], vf, R, V, TokenPitch(t_.HV, 1, V));
-        OrderV();
-        MulRows(vf, vf, bcB_.Get<float>(), R, V);
-        OrderV();
-        CastOut(outT_, gWs_[dst], vf, n);
+        wy_rows::FormV(inT_, outT_, x_.Get<float>(), bcB_.Get<float>(), gV_[vAt], TokenPitch(t_.HV, 1, t_.V), gWs_[dst],
+                       t_.rows_per_aiv, t_.V);
     }
+
+    __aicore__ inline wy_rows::Rows Rows() const { return wy_rows::Rows{t_.rows_per_aiv, t_.K, t_.Kg, t_.HV}; }
 
     const WyFastTiling t_;
     const AivPlace at_ = ThisAiv();  // known from the start: the launch places the core

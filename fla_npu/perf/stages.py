@@ -120,18 +120,7 @@ def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
     return k, v, A, G
 
 
-def _launch_wy(per_key: bool):
-    def run(shape: dict, dtype: str):
-        import torch
-
-        from ..runtime.kernels import wy_fast
-        k, v, A, G = _chunk_tensors(shape, dtype, per_key)
-        beta = torch.rand(A.shape[:3], generator=_gen(2))
-        wy_fast(k, v, beta, A, G)
-    return run
-
-
-# Stages 2 and 4 + 5: the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout); active
+# Stages 2 and 3-5: the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout); active
 # once the build has the kernel.
 def _launch_intra(per_key: bool):
     def run(shape: dict, dtype: str):
@@ -161,16 +150,14 @@ def _launch_state_output(per_key: bool):
 
         from ..runtime.kernels import chunk_state_output
         g = _gen(7)
-        NC, HV, K, V = chunks(shape), shape["HV"], shape["K"], shape["V"]
-        dt = _torch_dtype(dtype)
-        w = (torch.randn(NC, HV, BT, K, generator=g) * 0.1).to(dt)
-        u = torch.randn(NC, HV, BT, V, generator=g)
-        kg = (torch.randn(NC, HV, BT, K, generator=g) * 0.1).to(dt)
+        NC, HV, K = chunks(shape), shape["HV"], shape["K"]
         e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
+        beta = torch.rand(NC, HV, BT, generator=g)
         per_seq = math.ceil(shape["T"] / BT)
         offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
-        q, _, A, G = _chunk_tensors(shape, dtype, per_key)
-        chunk_state_output(w, u, kg, e_last, offsets, q, G, A)  # as the chained forward calls it
+        k, v, A, G = _chunk_tensors(shape, dtype, per_key)
+        q = k.roll(1, dims=1).contiguous()
+        chunk_state_output(q, k, v, beta, G, A, A, e_last, offsets)  # as the chained forward calls it
     return run
 
 
@@ -193,8 +180,7 @@ def _delta_rule_stages(per_key: bool) -> tuple:
         Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s),
         Stage("chunk_intra", "2a: intra-chunk Aqk, L", "chunk_intra", _launch_intra(per_key), units_chunks, s),
         Stage("solve_tril", "2b: triangular inverse", "solve_tril", _launch_solve_tril, units_chunks, s),
-        Stage("wy_fast", "3: w, u (WY)", "wy_fast", _launch_wy(per_key), units_chunks, s),
-        Stage("chunk_state_output", "4+5: inter-chunk state + output", "chunk_state_output",
+        Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
               _launch_state_output(per_key), units_chunks, s),
     )
 

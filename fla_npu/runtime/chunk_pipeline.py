@@ -13,10 +13,10 @@ layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dt
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
-  4+5  ``o`` (T), ``final`` (fp32) = chunk_state_output(w, u, kg, e_last, chunk_offsets, q, G, Aqk, h0)
+  3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, beta, G, Akk, Aqk, e_last, chunk_offsets, h0)
 
-Stages 4 and 5 run as one launch (``chunk_state_output``: the same o, neither h nor v_new in GM)
-unless the caller keeps ``h`` (``return_intermediate_states``). ``h`` and ``o`` are written in T,
+Stages 3, 4 and 5 run as one launch (``chunk_state_output``: the same o and final, none of w, u,
+kg, h and v_new in GM) unless the caller keeps ``h`` (``return_intermediate_states``). ``h`` and ``o`` are written in T,
 rounded once: stage 5 multiplies ``h`` in T on the Cube, and the op returns ``o`` in its input dtype
 T. q, k, v and KDA's G go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole
 chunks the token layout itself), q and k with their own heads (GVA); the other chunk tensors (GDN's G
@@ -60,7 +60,8 @@ def stage_reasons(dtype: torch.dtype, BT: int, K: int, V: int) -> dict:
     return reasons
 
 
-FUSED_STATE_OUTPUT = "chunk_state_output"  # stages 4 and 5 in one launch
+FUSED_STATE_OUTPUT = "chunk_state_output"  # stages 3, 4 and 5 in one launch
+FUSED_STAGES = {"stage 3: WY factors", "stage 4: state recurrence", "stage 5: output"}
 
 
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
@@ -68,8 +69,8 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage results. ``T``: the
     Cube input dtype (float16 / bfloat16); ``h0`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if
     ``state_v_first``) or ``None``; ``skip``: the stages that run their reference instead
-    (:func:`stage_reasons`); ``keep_h``: return the chunk-start states ``h`` (otherwise stages 4 and 5
-    on their kernels run as one launch and ``h`` / ``v_new`` are ``None``). ``final`` is returned in
+    (:func:`stage_reasons`); ``keep_h``: return the chunk-start states ``h`` (otherwise stages 3, 4
+    and 5 on their kernels run as one launch and ``w``, ``u``, ``kg``, ``h`` and ``v_new`` are ``None``). ``final`` is returned in
     the layout ``state_v_first`` asks for."""
     from . import torch_ops  # noqa: F401  (registers torch.ops.fla_npu)
 
@@ -94,16 +95,15 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
         Aqk, L = ops.chunk_intra(q, k, b, G, T, f32)
         Akk = ops.solve_tril(L, T)
 
+    if not keep_h and not (FUSED_STAGES & skip.keys()) and kernels.get(FUSED_STATE_OUTPUT) is not None:
+        # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view
+        o, final = ops.chunk_state_output(q, k, v, b, G, Akk.to(T), Aqk.to(T), d.e_last, plan.offsets, h0, state_v_first)
+        return o.transpose(1, 2), ChunkForward(Aqk, Akk, None, None, None, None, None, final)
+
     if "stage 3: WY factors" in skip:
         w, u, kg = ref.wy_fwd(kf, vf, p.b, d, Akk.to(p.ct))
     else:
         w, u, kg = ops.wy_fast(k, v, b, Akk.to(T), G, T)  # w, kg in T: the state kernel's Cube type
-
-    fused = not keep_h and not ({"stage 4: state recurrence", "stage 5: output"} & skip.keys()) and \
-        kernels.get(FUSED_STATE_OUTPUT) is not None
-    if fused:  # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view
-        o, final = ops.chunk_state_output(w, u, kg, d.e_last, plan.offsets, q, G, Aqk.to(T), h0, state_v_first)
-        return o.transpose(1, 2), ChunkForward(Aqk, Akk, w, u, kg, None, None, final)
 
     if "stage 4: state recurrence" in skip:
         h0_k = None if h0 is None else (h0.transpose(-1, -2) if state_v_first else h0)

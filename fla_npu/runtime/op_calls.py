@@ -120,28 +120,36 @@ def chunk_state(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_offsets:
 def _chunk_state_host(values: dict) -> None:
     """Offsets the kernel could not read within bounds: decreasing, or outside [0, NC] (free on the
     host; on a device the kernel reads them as given)."""
-    offsets, NC = values["chunk_offsets"], values["w"].shape[0]
+    op, lead = ("chunk_state", "w") if "w" in values else ("chunk_state_output", "akk")
+    offsets, NC = values["chunk_offsets"], values[lead].shape[0]
     if offsets.device.type == "cpu" and offsets.dtype == torch.int32 and offsets.numel() and (
             int(offsets.min()) < 0 or int(offsets.max()) > NC or bool((offsets[1:] < offsets[:-1]).any())):
-        raise ValueError(f"chunk_state: `chunk_offsets` must be non-decreasing within [0, NC = {NC}], got {offsets.tolist()}")
+        raise ValueError(f"{op}: `chunk_offsets` must be non-decreasing within [0, NC = {NC}], got {offsets.tolist()}")
 
 
-# ---- chunk_state_output: stages 4 and 5 in one launch, the Cube dtype that of w --------------------
-def chunk_state_output(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_offsets: Tensor, q: Tensor, g: Tensor,
-                       aqk: Tensor, h0: Tensor | None = None, state_v_first: bool = False) -> tuple[Tensor, Tensor]:
-    """The kernel's call: :func:`chunk_state`'s recurrence (``w``, ``u``, ``kg``, ``e_last``,
-    ``chunk_offsets``, ``h0``, ``state_v_first`` as there) with the chunk output formed where the
-    chunk-start state is: returns ``o`` ``[NC, BT, HV, V]`` (token-major, in ``w``'s dtype) and ``final``
-    (float32), but neither ``h`` nor ``v_new``. ``o[c] = T(q * 2^G) @ T(S) + aqk @ T(v_new)`` (the chunk
-    output kernel's products on the state kernel's h and v_new in T: the same o); ``q`` ``[NC, BT,
-    HQ, K]`` token-major (GVA: HQ divides HV) and ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``w``'s
-    dtype (float16 or bfloat16: the Cube's, as ``kg``), ``g`` (G, log2: KDA token-major ``[NC, BT, HV,
-    K]``, GDN ``[NC, HV, BT, 1]``) to float32. Rows of chunks outside every sequence's range are not written."""
-    if w.dtype not in (torch.float16, torch.bfloat16):
-        raise ValueError(f"chunk_state_output: `w` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {w.dtype}")
-    values, _ = chunk_state(w, u, kg, e_last, chunk_offsets, h0, state_v_first, cube_dtype=w.dtype)
-    values.update(q=q.to(w.dtype), g=g.to(torch.float32), aqk=aqk.to(w.dtype))
-    return values, {"T": w.dtype}
+# ---- chunk_state_output: stages 3, 4 and 5 in one launch, the Cube dtype that of k -------------
+def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, akk: Tensor, aqk: Tensor, e_last: Tensor,
+                       chunk_offsets: Tensor, h0: Tensor | None = None, state_v_first: bool = False) -> tuple[Tensor, Tensor]:
+    """The kernel's call: the WY factors (:func:`wy_fast`'s ``w``, ``kg`` in the Cube dtype, ``u``)
+    fed into :func:`chunk_state`'s recurrence (``e_last``, ``chunk_offsets``, ``h0``, ``state_v_first``
+    as there) with the chunk output formed where the chunk-start state is: returns ``o`` ``[NC, BT, HV,
+    V]`` (token-major, in ``k``'s dtype) and ``final`` (float32), none of ``w``, ``u``, ``kg``, ``h``,
+    ``v_new``. ``o[c] = T(q * 2^G) @ T(S) + aqk @ T(v_new)`` (the WY, state and output kernels'
+    products: the same o and final). ``q``, ``k`` ``[NC, BT, HQ, K]`` and ``v`` ``[NC, BT, HV, V]``
+    token-major (GVA: HQ divides HV), ``akk`` (``(I + L)^-1``) and ``aqk`` ``[NC, HV, BT, BT]`` are cast
+    to ``k``'s dtype (float16 or bfloat16: the Cube's), ``beta`` ``[NC, HV, BT]``, ``g`` (G, log2: KDA
+    token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``), ``e_last`` and ``h0`` to float32. Padding
+    rows of tail chunks must hold zeros in ``k`` and ``v``. Rows of chunks outside every sequence's range
+    are not written."""
+    T = k.dtype
+    if T not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"chunk_state_output: `k` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {T}")
+    if chunk_offsets.dim() != 1:
+        raise ValueError("chunk_state_output: `chunk_offsets` must be [N + 1]")
+    f32 = torch.float32
+    return {"q": q.to(T), "k": k, "v": v.to(T), "beta": beta.to(f32), "g": g.to(f32), "akk": akk.to(T), "aqk": aqk.to(T),
+            "e_last": e_last.to(f32), "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32),
+            "state_v_first": int(bool(state_v_first))}, {"T": T}
 
 
 OP_CALLS = {

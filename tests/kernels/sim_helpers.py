@@ -18,6 +18,7 @@ import torch
 import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
+from fla_npu.ops.common.chunk_tensors import expand_heads
 from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import routing
 
@@ -118,26 +119,28 @@ def verify_sim_first_rows() -> list:
     return rows
 
 
-def state_tokens(B, T, HV, K, V, per_key, gen):
-    """Token inputs of the state stage in float64: unit keys, values, betas in [0.1, 1), per-step log
-    decays in [-0.21, -0.01) ([B, T, HV, K] for KDA, [B, T, HV, 1] for GDN)."""
+def state_tokens(B, T, HV, K, V, per_key, gen, groups=1):
+    """Token inputs of the state stage in float64: unit keys (HV / groups heads: GVA), values, betas in
+    [0.1, 1), per-step log decays in [-0.21, -0.01) ([B, T, HV, K] for KDA, [B, T, HV, 1] for GDN)."""
     d = torch.float64
-    k = torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen, dtype=d), dim=-1)
+    k = torch.nn.functional.normalize(torch.randn(B, T, HV // groups, K, generator=gen, dtype=d), dim=-1)
     v = torch.randn(B, T, HV, V, generator=gen, dtype=d)
     beta = torch.rand(B, T, HV, generator=gen, dtype=d) * 0.9 + 0.1
     g = -torch.rand(B, T, HV, K if per_key else 1, generator=gen, dtype=d) * 0.2 - 0.01
     return k, v, beta, g
 
 
-def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=0) -> SimpleNamespace:
+def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=0, groups=1) -> SimpleNamespace:
     """Inputs of the state kernels (chunk_state, chunk_state_output) in float64 as the reference stages
     2-3 make them from :func:`state_tokens`, in the chunk layout of a ``ChunkPlan`` (tails, varlen):
     ``w``, ``u``, ``kg``, ``e_last``, ``offsets`` (int32 chunk offsets), ``h0`` (float32 ``[N, HV, K, V]``,
-    ``[N, HV, V, K]`` with ``v_first``, or None), ``plan``, and the chunked keys ``k`` and ``decay``
-    (for the output's operands) and the generator ``gen``, to draw more from."""
+    ``[N, HV, V, K]`` with ``v_first``, or None), ``plan``; the chunked keys ``k`` (expanded to the HV
+    value heads) and ``k_heads`` (their own HV / groups heads: GVA), ``v``, ``beta``, ``Akk`` and ``decay``
+    (the WY and output operands) and the generator ``gen``, to draw more from."""
     gen = torch.Generator().manual_seed(seed)
     plan = ChunkPlan.build(B, T, BT, None if cu is None else torch.tensor(cu), "cpu")
-    k, v, beta, g = (plan.to_chunks(x) for x in state_tokens(B, T, HV, K, V, per_key, gen))
+    k_heads, v, beta, g = (plan.to_chunks(x) for x in state_tokens(B, T, HV, K, V, per_key, gen, groups))
+    k = expand_heads(k_heads, groups)
     d = torch.float64
     decay = ChunkDecay(plan.fill_padding(fwd.chunk_local_cumsum(g, d)), d)
     _, Akk = fwd.chunk_intra_fwd(k, k, beta, decay)
@@ -148,7 +151,7 @@ def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, s
         s0 = torch.randn(plan.num_seqs, HV, V, K, generator=gen).mul_(0.5)
         s0 = s0 if v_first else s0.transpose(-1, -2).contiguous()
     return SimpleNamespace(w=w, u=u, kg=kg, e_last=decay.e_last.contiguous(), offsets=offsets, h0=s0, plan=plan, k=k,
-                           decay=decay, gen=gen)
+                           k_heads=k_heads, v=v, beta=beta, Akk=Akk, decay=decay, gen=gen)
 
 
 def kernel_gate(G: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """``chunk_kda`` / ``chunk_gated_delta_rule`` with ``FLA_NPU_CPU_IMPL=sim``: the whole forward on the
-Ascend C kernels (stage 1 gate cumsum, stage 2 intra-chunk + triangular inverse, stage 3 WY, stage 4
-state recurrence and stage 5 output in one launch; ``fla_npu.profile()`` proves every one launched, once,
-in order)
+Ascend C kernels (stage 1 gate cumsum, stage 2 intra-chunk + triangular inverse, and stage 3 WY,
+stage 4 state recurrence and stage 5 output in one launch; ``fla_npu.profile()`` proves every one
+launched, once, in order)
 across the switches, varlen (lengths 1, non-multiples of the chunk, zero), GVA, chunk sizes, initial
 states and ``state_v_first``; output, final state and every gradient (the backward is the reference)
 against the float64 gold at the dtype's tolerance."""
@@ -16,7 +16,7 @@ import fla_npu
 from sim_helpers import Switches, check_chunk_op
 
 BF16, FP16 = torch.bfloat16, torch.float16
-CHAIN = ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuSolveTril", "flaNpuWyFast", "flaNpuChunkStateOutput"]
+CHAIN = ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuSolveTril", "flaNpuChunkStateOutput"]
 PRODUCTION_KDA = Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                           disable_recompute=True)
 
@@ -92,10 +92,10 @@ def test_kernel_route_leaves_the_inputs_untouched(monkeypatch, H, l2norm):
 
 
 @pytest.mark.parametrize("op", ["kda", "gdn"])
-def test_keeping_the_chunk_states_takes_the_unfused_pair(monkeypatch, op):
+def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     """``return_intermediate_states`` (KDA; GDN's call has no such switch, its forward is the fused one
-    only): stages 4 and 5 then run as chunk_state (writing h) and chunk_output, with o and the final
-    state bit-identical to the fused launch, and h within the bf16 tolerance of the reference's."""
+    only): stages 3, 4 and 5 then run as wy_fast, chunk_state (writing h) and chunk_output, with o and
+    the final state bit-identical to the fused launch, and h within the bf16 tolerance of the reference's."""
     from fla_npu.testing import check_close
 
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
@@ -114,7 +114,7 @@ def test_keeping_the_chunk_states_takes_the_unfused_pair(monkeypatch, op):
         return
     with torch.inference_mode(), fla_npu.profile() as pair:
         o2, final2, h = fn(q, k, v, g, beta, return_intermediate_states=True, **kw)
-    assert pair.kernels() == CHAIN[:-1] + ["flaNpuChunkState", "flaNpuChunkOutput"]
+    assert pair.kernels() == CHAIN[:-1] + ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
     assert torch.equal(o, o2) and torch.equal(final, final2)
     monkeypatch.delenv("FLA_NPU_CPU_IMPL")
     with torch.inference_mode():

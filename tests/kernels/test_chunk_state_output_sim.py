@@ -1,15 +1,17 @@
-"""Stages 4 and 5 in one launch (csrc/chunk_state/chunk_state_output*): the inter-chunk state kernel
-forming each chunk's output where it holds the chunk-start state, run on the host simulation of
-Ascend C through the installed library and fla_npu.runtime.
+"""Stages 3, 4 and 5 in one launch (csrc/chunk_state/chunk_state_output*): the inter-chunk state
+kernel forming the WY factors of each chunk before its recurrence step and each chunk's output where
+it holds the chunk-start state, run on the host simulation of Ascend C through the installed library
+and fla_npu.runtime.
 
-Inputs as the pipeline makes them (sim_helpers.state_stage: w, u, kg from the reference stages 2-3 in
-float64, tails, varlen with empty and one-token sequences), q token-major with its own heads (GVA),
-G the chunk-local gate cumsum and Aqk = decay.tril(q, k). Checked: o and final bit-identical to the
-unfused pair (chunk_state with h and v_new in the Cube dtype, then chunk_output: the same products,
-in the same order); o within the Cube dtype's tolerance and final within float32's of the reference
-stages in float64; bit-identical for 1, 3 and 16 AI cores; the GM bytes and Cube multiply-adds from
-the counters, against the pair's. Outputs NaN-poisoned before the launch (tests/conftest.py);
-hazard checker clean (a hazard fails the launch).
+Inputs as the pipeline makes them (sim_helpers.state_stage: k, v, beta and Akk from the reference
+stage 2 in float64, tails, varlen with empty and one-token sequences), q and k token-major with their
+own heads (GVA), G the chunk-local gate cumsum and Aqk = decay.tril(q, k). Checked: o and final
+bit-identical to the unfused chain (wy_fast with w and kg in the Cube dtype, chunk_state with h and
+v_new in it, then chunk_output: the same products, in the same order); o within the Cube dtype's
+tolerance and final within float32's of the reference stages 3-5 in float64 on the kernel's inputs;
+bit-identical for 1, 3 and 16 AI cores; the GM bytes and Cube multiply-adds from the counters,
+against the chain's. Outputs NaN-poisoned before the launch (tests/conftest.py); hazard checker clean
+(a hazard fails the launch).
 """
 
 from __future__ import annotations
@@ -32,30 +34,32 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
 def _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype, seed=0):
-    """The fused kernel's inputs in the dtypes it reads: w, kg, q (token-major [NC, BT, HV / groups,
-    K]), Aqk in ``dtype``; u, e_last, G (sim_helpers.kernel_gate: KDA token-major), h0 float32; plus the plan."""
-    st = sim_helpers.state_stage(B, T, HV, K, V, BT, per_key, cu, h0, v_first, seed)
+    """The fused kernel's inputs in the dtypes it reads: q, k (token-major [NC, BT, HV / groups, K]), v
+    (token-major [NC, BT, HV, V]), Akk and Aqk in ``dtype``; beta, e_last, G (sim_helpers.kernel_gate:
+    KDA token-major), h0 float32; plus the plan."""
+    st = sim_helpers.state_stage(B, T, HV, K, V, BT, per_key, cu, h0, v_first, seed, groups)
     q = st.plan.to_chunks(torch.randn(B, T, HV // groups, K, generator=st.gen, dtype=torch.float64) * 0.5)
     Aqk = st.decay.tril(expand_heads(q, groups), st.k, diagonal=True)
     f = lambda t: t.to(FP32)  # noqa: E731
-    return SimpleNamespace(w=st.w.to(dtype), u=f(st.u), kg=st.kg.to(dtype), e_last=f(st.e_last), offsets=st.offsets,
-                           h0=st.h0, q=q.transpose(1, 2).contiguous().to(dtype),
-                           G=sim_helpers.kernel_gate(f(st.decay.G).contiguous()),
-                           Aqk=Aqk.to(dtype), plan=st.plan, v_first=v_first, groups=groups)
+    tm = lambda t: t.transpose(1, 2).contiguous().to(dtype)  # noqa: E731  (token-major)
+    return SimpleNamespace(q=tm(q), k=tm(st.k_heads), v=tm(st.v), beta=f(st.beta).contiguous(),
+                           G=sim_helpers.kernel_gate(f(st.decay.G).contiguous()), Akk=st.Akk.to(dtype), Aqk=Aqk.to(dtype),
+                           e_last=f(st.e_last), offsets=st.offsets, h0=st.h0, plan=st.plan, v_first=v_first, groups=groups)
 
 
 def _fused(x):
-    o, final = kernels.chunk_state_output(x.w, x.u, x.kg, x.e_last, x.offsets, x.q, x.G, x.Aqk, x.h0, x.v_first)
+    o, final = kernels.chunk_state_output(x.q, x.k, x.v, x.beta, x.G, x.Akk, x.Aqk, x.e_last, x.offsets, x.h0, x.v_first)
     launch = kernels.chunk_state_output.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     return o, final
 
 
-def _pair(x):
-    """The unfused route: chunk_state writing h and v_new in the Cube dtype, then chunk_output (q
-    expanded to the value heads' token-major layout by the output kernel's own GVA)."""
-    T = x.w.dtype
-    h, v_new, final = kernels.chunk_state(x.w, x.u, x.kg, x.e_last, x.offsets, x.h0, x.v_first, T, T, T)
+def _chain(x):
+    """The unfused route: wy_fast writing w and kg in the Cube dtype, chunk_state writing h and v_new
+    in it, then chunk_output (each kernel with its own GVA)."""
+    T = x.k.dtype
+    w, u, kg = kernels.wy_fast(x.k, x.v, x.beta, x.Akk, x.G, out_dtype=T)
+    h, v_new, final = kernels.chunk_state(w, u, kg, x.e_last, x.offsets, x.h0, x.v_first, T, T, T)
     o = kernels.chunk_output(x.q, x.G, h, x.Aqk, v_new, out_dtype=T)
     return o, final
 
@@ -75,27 +79,34 @@ ARGS = "B,T,HV,K,V,BT,per_key,cu,h0,v_first,groups,dtype"
 
 
 @pytest.mark.parametrize(ARGS, CASES)
-def test_equals_unfused_pair(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype):
+def test_equals_unfused_chain(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype):
     x = _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype)
     o, final = _fused(x)
     t = kernels.chunk_state_output.last_tiling()
     assert (t["fused_output"], t["groups"], t["N"], t["NC"], t["HV"]) == (1, groups, x.plan.num_seqs, x.plan.num_chunks, HV)
     assert o.shape == (x.plan.num_chunks, BT, HV, V) and o.dtype == dtype and final.dtype == FP32
-    o2, final2 = _pair(x)
+    o2, final2 = _chain(x)
     assert torch.equal(o, o2) and torch.equal(final, final2)
 
 
 @pytest.mark.parametrize(ARGS, CASES[1:4])
 def test_matches_reference_stages(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype):
-    """Against stages 4 and 5 of the reference in float64 on the kernel's inputs: o rounded once to
-    the Cube dtype (its operands qe, S and v_new are), final float32-like (the hi + lo halves)."""
+    """Against stages 3-5 in float64 on the kernel's inputs, with the Cube operands the kernel rounds
+    once to the Cube dtype (X1 = beta k e_row, X2 = beta v, w, kg) rounded alike: o within the Cube
+    dtype's tolerance (its operands qe, S and v_new are rounded once), final within float32's (S and
+    v_new reach the Cube as hi + lo halves)."""
     x = _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype)
     o, final = _fused(x)
     d = lambda t: t.double()  # noqa: E731
     s0 = None if x.h0 is None else d(x.h0.transpose(-1, -2) if v_first else x.h0)
-    h, v_new, ref_final = fwd.state_fwd(d(x.kg), d(x.w), d(x.u), SimpleNamespace(e_last=d(x.e_last)), s0, x.plan)
+    G = d(sim_helpers.reference_gate(x.G))
+    decay = SimpleNamespace(e_row=torch.exp2(G), e_tail=torch.exp2(G[:, :, -1:] - G), e_last=d(x.e_last))
+    k, v, b, A = expand_heads(d(x.k).transpose(1, 2), groups), d(x.v).transpose(1, 2), d(x.beta)[..., None], d(x.Akk)
+    r = lambda t: t.to(dtype).double()  # noqa: E731  (rounded once to the Cube dtype)
+    w, u, kg = r(A @ r(b * k * decay.e_row)), A @ r(b * v), r(k * decay.e_tail)
+    h, v_new, ref_final = fwd.state_fwd(kg, w, u, decay, s0, x.plan)
     q = expand_heads(d(x.q).transpose(1, 2), groups)
-    ref_o = fwd.output_fwd(q, SimpleNamespace(e_row=torch.exp2(d(sim_helpers.reference_gate(x.G)))), h, d(x.Aqk), v_new)
+    ref_o = fwd.output_fwd(q, decay, h, d(x.Aqk), v_new)
     check_close("o", o.transpose(1, 2), ref_o, dtype)
     check_close("final", final, ref_final.transpose(-1, -2) if v_first else ref_final, FP32)
 
@@ -114,11 +125,12 @@ def test_core_count_invariance(monkeypatch):
         assert torch.equal(o, outs[0][0]) and torch.equal(final, outs[0][1])
 
 
-def test_counters_against_the_pair(capsys, monkeypatch):
+def test_counters_against_the_chain(capsys, monkeypatch):
     """GM bytes (exact) and Cube multiply-adds for NC = 16, HV = 4, BT = 64, K = V = 128 (KDA, one V
-    block per head on 4 cores): the fused launch reads w, kg, u, e_last, q, G and Aqk once and writes
-    o and final once, plus its workspace round trips (the state kernel's hand-off and qe); the pair
-    also writes and reads h and v_new in bf16, with the same Cube work."""
+    block per head on 4 cores): the fused launch reads q, k, v, beta, G, Akk, Aqk and e_last once (and
+    G's last row once per vector core) and writes o and final once, plus its workspace round trips
+    (the state kernel's hand-off; qe, X1, kg, X2 and u); the chain also writes and reads w, kg, u, h and
+    v_new, and reads G twice, with the same Cube work."""
     NC, HV, BT, K, V = 16, 4, 64, 128, 128
     x = _inputs(1, NC * BT, HV, K, V, BT, True, None, False, False, 1, BF16, seed=5)
     monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
@@ -126,39 +138,51 @@ def test_counters_against_the_pair(capsys, monkeypatch):
     assert kernels.chunk_state_output.last_tiling()["num_vb"] == 1
     fused = kernels.chunk_state_output.last_launch().totals
     with fla_npu.profile() as prof:
-        _pair(x)
-    assert [launch["kernel"] for launch in prof.launches] == ["flaNpuChunkState", "flaNpuChunkOutput"]
+        _chain(x)
+    assert [launch["kernel"] for launch in prof.launches] == ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
     chunks = NC * HV
-    reads = chunks * (2 * BT * K * 2 + BT * V * 4 + K * 4 + BT * K * 2 + BT * K * 4 + BT * BT * 2)
+    reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * 4 + BT * K * 4 + 2 * K * 4 + 2 * BT * BT * 2 + K * 4)
     writes = chunks * BT * V * 2 + HV * K * V * 4
-    workspace = chunks * (2 * (K + BT) * V * 2 + (K + BT) * V * 4 + BT * K * 2)
+    workspace = chunks * (2 * (K + BT) * V * 2 + (K + BT) * V * 4 + 3 * BT * K * 2 + BT * V * 2 + BT * V * 4)
     assert (fused.ws_to_local_bytes, fused.local_to_ws_bytes) == (workspace, workspace)
     moved = fused.gm_to_local_bytes + fused.local_to_gm_bytes
     assert moved == reads + writes + 2 * workspace, (moved, reads + writes + 2 * workspace)
-    # the Cube: w S and kg^T v_new on hi and lo halves, then qe S_hi and Aqk v_hi: the pair's products
-    assert fused.cube_macs == chunks * (4 * BT * K * V + BT * K * V + BT * BT * V)
+    # the Cube: Akk X1 and Akk X2, w S and kg^T v_new on hi and lo halves, then qe S_hi and Aqk v_hi:
+    # the chain's products
+    assert fused.cube_macs == chunks * (BT * BT * (K + V) + 4 * BT * K * V + BT * K * V + BT * BT * V)
     assert fused.cube_macs == sum(launch["cube_macs"] for launch in prof.launches)
-    pair_moved = sum(launch["gm_read_bytes"] + launch["gm_write_bytes"] for launch in prof.launches)
-    assert pair_moved - moved == chunks * 2 * (K * V * 2 + BT * V * 2)  # h and v_new written and read back
+    chain_moved = sum(launch["gm_read_bytes"] + launch["gm_write_bytes"] for launch in prof.launches)
+    chain_ws = sum(launch["ws_read_bytes"] + launch["ws_write_bytes"] for launch in prof.launches)
+    # outside the workspaces: w, kg (bf16), u (fp32), h and v_new (bf16) written and read back, G read
+    # again by the output kernel
+    assert chain_moved - chain_ws - (reads + writes) == chunks * (
+        2 * (2 * BT * K * 2 + BT * V * 4 + K * V * 2 + BT * V * 2) + BT * K * 4)
     share = fused.cube_macs / (fused.cube_macs + fused.vector_elem_ops)
     with capsys.disabled():
-        print(f"\nchunk_state_output NC=16 HV=4 BT=64 K=V=128: GM bytes {moved} (the pair {pair_moved}: "
-              f"{pair_moved / moved:.3f}x); workspace each way {workspace}; Cube share {share:.3f}")
+        print(f"\nchunk_state_output NC=16 HV=4 BT=64 K=V=128: GM bytes {moved} (the chain {chain_moved}: "
+              f"{chain_moved / moved:.3f}x); without the workspaces {reads + writes} (the chain {chain_moved - chain_ws}: "
+              f"{(chain_moved - chain_ws) / (reads + writes):.3f}x); workspace each way {workspace}; Cube share {share:.3f}")
     assert share > 0.9
 
 
 def test_refusals():
     x = _inputs(1, 64, 2, 64, 64, 64, True, None, False, False, 1, BF16)
+    args = lambda **kw: {**dict(q=x.q, k=x.k, v=x.v, beta=x.beta, g=x.G, akk=x.Akk, aqk=x.Aqk, e_last=x.e_last,  # noqa: E731
+                                chunk_offsets=x.offsets), **kw}
     with pytest.raises(ValueError, match="float16 or torch.bfloat16"):
-        kernels.chunk_state_output(x.w.float(), x.u, x.kg, x.e_last, x.offsets, x.q, x.G, x.Aqk)
-    q3 = torch.zeros(x.q.shape[0], 64, 3, 64, dtype=BF16)
-    with pytest.raises(KernelError, match="`q` must be"):
-        kernels.chunk_state_output(x.w, x.u, x.kg, x.e_last, x.offsets, q3, x.G, x.Aqk)
+        kernels.chunk_state_output(**args(k=x.k.float()))
+    k3 = torch.zeros(x.k.shape[0], 64, 3, 64, dtype=BF16)
+    with pytest.raises(KernelError, match="`k` must be"):
+        kernels.chunk_state_output(**args(q=k3, k=k3))
+    with pytest.raises(KernelError, match="`akk` must be"):
+        kernels.chunk_state_output(**args(akk=x.Akk[..., :32]))
     with pytest.raises(KernelError, match="`aqk` must be"):
-        kernels.chunk_state_output(x.w, x.u, x.kg, x.e_last, x.offsets, x.q, x.G, x.Aqk[..., :32])
+        kernels.chunk_state_output(**args(aqk=x.Aqk[..., :32]))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        kernels.chunk_state_output(**args(chunk_offsets=torch.tensor([0, 5], dtype=torch.int32)))
 
 
-# ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stages 4 and 5 on this kernel ----------------
+# ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stages 3, 4 and 5 on this kernel -------------
 
 @pytest.fixture
 def launches(monkeypatch):
@@ -173,12 +197,28 @@ def test_chunk_op_with_simulated_state_and_output_matches_gold(launches, op, sw,
     assert launches == [dtype]
 
 
+@pytest.mark.parametrize("keep", [False, True], ids=["recompute", "disable_recompute"])
+def test_backward_recomputes_wy_with_the_reference(launches, monkeypatch, keep):
+    """The backward's recomputation of stage 3 takes the reference path (``wy_fwd``), not a kernel,
+    also when the forward keeps its intermediates (the forward's stage 3 ran in the fused kernel)."""
+    calls = []
+    real = fwd.wy_fwd
+    monkeypatch.setattr(fwd, "wy_fwd", lambda *a: calls.append(1) or real(*a))
+    q, k, v = (torch.randn(1, 64, 2, 32, dtype=BF16, requires_grad=True) for _ in range(3))
+    g = -torch.rand(1, 64, 2, 32, dtype=BF16)
+    beta = torch.rand(1, 64, 2, dtype=BF16)
+    o, _ = fla_npu.chunk_kda(q, k, v, g.requires_grad_(), beta.requires_grad_(), chunk_size=32, disable_recompute=keep)
+    assert len(launches) == 1 and calls == []
+    o.float().square().sum().backward()
+    assert len(launches) == 1 and calls == [1]
+
+
 def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
-    """The kernels take no fp32 Cube inputs: stages 4 and 5 stay on the reference, logged once as a warning."""
+    """The kernels take no fp32 Cube inputs: stages 3, 4 and 5 stay on the reference, logged once as a warning."""
     sim_helpers.check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 5: output")
 
 
 def test_verify_sim_row_runs_the_fused_kernel(launches):
-    """`fla-npu verify`'s sim implementation covers stages 4 and 5: its first bf16 KDA and GDN rows pass."""
+    """`fla-npu verify`'s sim implementation covers stages 3, 4 and 5: its first bf16 KDA and GDN rows pass."""
     sim_helpers.verify_sim_first_rows()
     assert len(launches) >= 2 and set(launches) == {BF16}

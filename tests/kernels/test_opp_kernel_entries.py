@@ -71,7 +71,7 @@ CASES = {
     "chunk_state_output_opp_test": [
         "registration",
         "kda_h0_f16", "kda_v_first_bf16", "gdn_gva_no_h0_bf16", "gdn_bt16_f16", "wide_bf16", "many_units_f16", "empty_bf16",
-        "refuse_chunk_size", "refuse_q_heads", "refuse_o_shape",
+        "refuse_chunk_size", "refuse_k_heads", "refuse_o_shape",
     ],
 }
 SOCS = ["a2", "a5"]

@@ -8,8 +8,9 @@ tensors as the chunked reference builds them (``ChunkPlan``: tails and varlen; `
 on those keys, so that token rows never read padding rows; padding rows of ``v`` filled with junk to
 show it cannot leak into a token row); outputs NaN-poisoned before the launch (tests/conftest.py);
 bit-identical for 1, 3 and 16 AI cores; hazard checker clean (a hazard fails the launch); GM bytes
-and Cube multiply-adds from the counters. Then the public chunk ops with FLA_NPU_CPU_IMPL=sim
-(stage 3 on this kernel) against the float64 gold, forward and every gradient.
+and Cube multiply-adds from the counters. The chained forward runs stage 3 here when it keeps the
+chunk-start states (``return_intermediate_states``: tests/kernels/test_chunk_chain_sim.py), otherwise
+in the fused WY + state + output kernel (tests/kernels/test_chunk_state_output_sim.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.decay import ChunkDecay
@@ -25,7 +25,6 @@ from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close
 
 import sim_helpers
-from helpers import Switches
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
@@ -175,59 +174,6 @@ def test_refusals():
 def test_tiling_unit_tests(native_build):
     """The C++ unit tests of the host tiling (csrc/wy_fast/tests/), from the session's native build."""
     sim_helpers.run_tiling_unit_test(native_build, "wy_fast")
-
-
-# ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stage 3 on this kernel -----------------------
-
-@pytest.fixture
-def launches(monkeypatch):
-    """Route the chunk ops to the simulated kernels and record the stage-3 launches."""
-    wy = kernels.wy_fast  # the kernel itself: sim_helpers.record_launches puts a spy in its place in the module
-    return sim_helpers.record_launches(monkeypatch, kernels, "wy_fast", after=lambda args, kwargs: (
-        args[0].dtype, wy.last_launch() is not None and wy.last_launch().ok))
-
-
-OP_CASES = sim_helpers.STAGE_OP_CASES + [
-    # disable_recompute with A_log: the backward recomputes stages 3-4 with the reference (dA_log).
-    pytest.param("kda", Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
-                                 disable_recompute=True), 64, None, BF16, 64, 64, id="kda-production-keep-bf16"),
-]
-
-
-@pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", OP_CASES)
-def test_chunk_op_with_simulated_wy_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
-    sim_helpers.check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
-    # Stage 3 runs in the forward only: the backward recomputes w, u, kg with the reference from the
-    # kept Akk (with disable_recompute too).
-    assert launches == [(dtype, True)]
-
-
-@pytest.mark.parametrize("keep", [False, True], ids=["recompute", "disable_recompute"])
-def test_backward_recomputes_wy_with_the_reference(launches, monkeypatch, keep):
-    """The backward's recomputation of stage 3 takes the reference path (``wy_fwd``), not the kernel,
-    also when the forward keeps its intermediates."""
-    calls = []
-    real = fwd.wy_fwd
-    monkeypatch.setattr(fwd, "wy_fwd", lambda *a: calls.append(1) or real(*a))
-    q, k, v = (torch.randn(1, 64, 2, 32, dtype=BF16, requires_grad=True) for _ in range(3))
-    g = -torch.rand(1, 64, 2, 32, dtype=BF16)
-    beta = torch.rand(1, 64, 2, dtype=BF16)
-    o, _ = fla_npu.chunk_kda(q, k, v, g.requires_grad_(), beta.requires_grad_(), chunk_size=32, disable_recompute=keep)
-    assert len(launches) == 1 and calls == []
-    o.float().square().sum().backward()
-    assert len(launches) == 1 and calls == [1]
-
-
-def test_chunk_op_float32_keeps_reference_wy(launches, caplog, monkeypatch):
-    """The kernel takes no fp32 Cube inputs: stage 3 stays on the reference, logged once as a warning."""
-    sim_helpers.check_float32_keeps_reference(launches, caplog, monkeypatch, "stage 3: WY factors")
-
-
-def test_verify_sim_row_runs_the_wy_kernel(launches):
-    """`fla-npu verify`'s sim implementation covers stage 3 (and 5): its first bf16 KDA and GDN rows pass."""
-    sim_helpers.verify_sim_first_rows()
-    assert len(launches) >= 2 and {d for d, _ in launches} == {BF16}
-    assert kernels.get("chunk_output").dtypes == kernels.get("wy_fast").dtypes  # stages 3 and 5: routed for the same dtypes
 
 
 @pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])

@@ -409,21 +409,22 @@ EXPORT int32_t aclnnFlaNpuChunkIntra(void* workspace, uint64_t workspace_size, v
     return second_phase("aclnnFlaNpuChunkIntra", workspace, workspace_size, executor, stream);
 }
 
-EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* w, const void* u, const void* kg, const void* e_last,
-                                                           const void* chunk_offsets, const void* h0, const void* q,
-                                                           const void* g, const void* aqk, const void* o,
+EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const void* k, const void* v, const void* beta,
+                                                           const void* g, const void* akk, const void* aqk, const void* e_last,
+                                                           const void* chunk_offsets, const void* h0, const void* o,
                                                            const void* final_state, int64_t state_v_first,
                                                            uint64_t* workspace_size, void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkStateOutputGetWorkspaceSize");
-    add_tensor(c, w);
-    add_tensor(c, u);
-    add_tensor(c, kg);
+    add_tensor(c, q);
+    add_tensor(c, k);
+    add_tensor(c, v);
+    add_tensor(c, beta);
+    add_tensor(c, g);
+    add_tensor(c, akk);
+    add_tensor(c, aqk);
     add_tensor(c, e_last);
     add_tensor(c, chunk_offsets);
     add_tensor(c, h0);
-    add_tensor(c, q);
-    add_tensor(c, g);
-    add_tensor(c, aqk);
     add_tensor(c, o);
     add_tensor(c, final_state);
     if (c != NULL) {

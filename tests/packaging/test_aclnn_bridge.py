@@ -440,16 +440,17 @@ def test_chunk_state_forwarded_exactly(bridge, fake):
 def test_chunk_state_output_forwarded_exactly(bridge, fake):
     NC, HV, HQ, BT, K, V, N_ = 3, 4, 2, 32, 64, 80, 2
     offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
-    tensors = (torch.randn(NC, HV, BT, K).bfloat16(), torch.randn(NC, HV, BT, V), torch.randn(NC, HV, BT, K).bfloat16(),
-               torch.rand(NC, HV, K), offsets, torch.randn(N_, HV, K, V), torch.randn(NC, BT, HQ, K).bfloat16(),
-               -torch.rand(NC, BT, HV, K), torch.randn(NC, HV, BT, BT).bfloat16(), torch.empty(NC, BT, HV, V).bfloat16(),
-               torch.empty(N_, HV, K, V))
+    qk = lambda: torch.randn(NC, BT, HQ, K).bfloat16()  # noqa: E731
+    tensors = (qk(), qk(), torch.randn(NC, BT, HV, V).bfloat16(), torch.rand(NC, HV, BT), -torch.rand(NC, BT, HV, K),
+               torch.randn(NC, HV, BT, BT).bfloat16(), torch.randn(NC, HV, BT, BT).bfloat16(), torch.rand(NC, HV, K), offsets,
+               torch.randn(N_, HV, K, V), torch.empty(NC, BT, HV, V).bfloat16(), torch.empty(N_, HV, K, V))
     check_forwarded_exactly(bridge, fake, "flaNpuChunkStateOutput", tensors, 0, ints=[0])  # state_v_first
-    # Refused before any aclnn call: fp32 Cube inputs, q with a head count that does not divide HV.
-    as_fp32 = (tensors[0].float(), tensors[1], tensors[2].float(), *tensors[3:])
-    check_refused_before_aclnn(bridge, fake, "flaNpuChunkStateOutput", "float32 `w` and `kg` are not supported", as_fp32, 0)
-    bad_q = (*tensors[:6], torch.randn(NC, BT, 3, K).bfloat16(), *tensors[7:])
-    check_refused_before_aclnn(bridge, fake, "flaNpuChunkStateOutput", "`q` must be [NC, BT, HQ, K]", bad_q, 0)
+    # Refused before any aclnn call: fp32 Cube inputs, k with a head count that does not divide HV.
+    as_fp32 = tuple(t.float() if t.dtype == torch.bfloat16 else t for t in tensors)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkStateOutput", "float32 Cube inputs are not supported", as_fp32, 0)
+    k3 = torch.randn(NC, BT, 3, K).bfloat16()
+    bad_k = (k3, k3, *tensors[2:])
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkStateOutput", "`k` must be [NC, BT, HQ, K]", bad_k, 0)
 
 
 def test_chunk_intra_forwarded_exactly(bridge, fake):
@@ -680,8 +681,8 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
         ("stage 2: intra-chunk", ("ChunkIntra", "SolveTril")), ("stage 3: WY factors", ("WyFast",)),
         ("stage 4: state recurrence", ("ChunkState",)), ("stage 5: output", ("ChunkOutput",)))
         if stage not in skipped for name in names]
-    if not {"stage 4: state recurrence", "stage 5: output"} & skipped.keys():  # one launch for both
-        entries[-2:] = ["ChunkStateOutput"]
+    if not chunk_pipeline.FUSED_STAGES & skipped.keys():  # one launch for stages 3-5
+        entries[-3:] = ["ChunkStateOutput"]
     calls = fake.calls()
     assert [c.function.decode() for c in calls] == [
         f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]

@@ -15,9 +15,9 @@ struct Shape {
     std::vector<int32_t> offsets;  // chunk_offsets, N + 1 values; NC = the last
 };
 
-// w, kg [NC, HV, BT, K] of `dtype`, u [NC, HV, BT, V], e_last [NC, HV, Kg] (decays in (0.1, 1)),
-// chunk_offsets, h0 [N, HV, K, V] ([N, HV, V, K] with v_first) or absent, q [NC, BT, HQ, K], g
-// (GateDims: log2 gates in (-2, 0)), aqk [NC, HV, BT, BT], o [NC, BT, HV, V], final h0's shape.
+// q, k [NC, BT, HQ, K] and v [NC, BT, HV, V] of `dtype`, beta [NC, HV, BT] in (0.1, 1), g (GateDims:
+// log2 gates in (-2, 0)), akk, aqk [NC, HV, BT, BT], e_last [NC, HV, Kg] (decays in (0.1, 1)),
+// chunk_offsets, h0 [N, HV, K, V] ([N, HV, V, K] with v_first) or absent, o v's shape, final h0's.
 CallSpec Call(int32_t dtype, const Shape& s, bool with_h0, bool v_first) {
     const int32_t f32 = FLA_NPU_FLOAT32;
     const int64_t NC = s.offsets.back(), N = static_cast<int64_t>(s.offsets.size()) - 1;
@@ -25,11 +25,11 @@ CallSpec Call(int32_t dtype, const Shape& s, bool with_h0, bool v_first) {
         v_first ? std::vector<int64_t>{N, s.HV, s.V, s.K} : std::vector<int64_t>{N, s.HV, s.K, s.V};
     opp_test::AttrValue v_first_attr;
     v_first_attr.i = v_first ? 1 : 0;
-    return {{Floats(dtype, {NC, s.HV, s.BT, s.K}), Floats(f32, {NC, s.HV, s.BT, s.V}), Floats(dtype, {NC, s.HV, s.BT, s.K}),
+    return {{Floats(dtype, {NC, s.BT, s.HQ, s.K}), Floats(dtype, {NC, s.BT, s.HQ, s.K}), Floats(dtype, {NC, s.BT, s.HV, s.V}),
+             Floats(f32, {NC, s.HV, s.BT}, 0.1f, 1.0f), Floats(f32, opp_test::GateDims(NC, s.HV, s.BT, s.Kg), -2.0f, 0.0f),
+             Floats(dtype, {NC, s.HV, s.BT, s.BT}), Floats(dtype, {NC, s.HV, s.BT, s.BT}),
              Floats(f32, {NC, s.HV, s.Kg}, 0.1f, 1.0f), opp_test::Ints({N + 1}, s.offsets),
-             with_h0 ? Floats(f32, state) : opp_test::Absent(), Floats(dtype, {NC, s.BT, s.HQ, s.K}),
-             Floats(f32, opp_test::GateDims(NC, s.HV, s.BT, s.Kg), -2.0f, 0.0f), Floats(dtype, {NC, s.HV, s.BT, s.BT}),
-             Floats(dtype, {NC, s.BT, s.HV, s.V}), Floats(f32, state)},
+             with_h0 ? Floats(f32, state) : opp_test::Absent(), Floats(dtype, {NC, s.BT, s.HV, s.V}), Floats(f32, state)},
             {v_first_attr}};
 }
 
@@ -49,8 +49,8 @@ const std::map<std::string, std::function<int()>> kCases = {
     {"empty_bf16", [] { return Same(Call(bf16, {2, 2, 64, 64, 64, 1, {0}}, false, false)); }},
     // Refused by both front ends with the same message.
     {"refuse_chunk_size", [] { return Refused(Call(f16, {2, 2, 48, 64, 64, 1, {0, 1}}, true, false), "BT"); }},
-    {"refuse_q_heads", [] { return Refused(Call(f16, {4, 3, 64, 64, 64, 1, {0, 1}}, true, false), "`q`"); }},
-    {"refuse_o_shape", [] { return Refused(opp_test::Reshaped(Call(f16, kKda, true, false), 9, {3, 2, 64, 128}), "`o`"); }},
+    {"refuse_k_heads", [] { return Refused(Call(f16, {4, 3, 64, 64, 64, 1, {0, 1}}, true, false), "`k`"); }},
+    {"refuse_o_shape", [] { return Refused(opp_test::Reshaped(Call(f16, kKda, true, false), 10, {3, 2, 64, 128}), "`o`"); }},
 };
 
 }  // namespace

@@ -20,8 +20,8 @@ static ChunkStateProblem Problem(uint32_t N, uint32_t HV, uint32_t NC, uint32_t 
     return p;
 }
 
-// Every shape the state kernel takes fits with the fused output's buffers: qe in the workspace after
-// the hand-off, qe and Aqk in L1, qe and Aqk over w and kg^T in L0A.
+// Every shape the state kernel takes fits with the fused kernel's buffers: qe, X1, kg, X2 and u in the
+// workspace after the hand-off, qe, X1, X2, Aqk and Akk in L1, Akk, qe and Aqk over w and kg^T in L0A.
 static void TestShapes() {
     const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 80, 128, 256};
     for (const soc::SocFacts* s : {&soc::kA2, &soc::kA5})
@@ -38,14 +38,16 @@ static void TestShapes() {
                             CHECK(t.ub_bytes_used <= p.ub_bytes && t.l0a_bytes_used <= soc::kL0abBytes);
                             CHECK(t.l0a_bytes_used == (K + (K > BT ? K : BT)) * BT * 2);
                             CHECK(t.l1_bytes_used <= 512u * 1024 - 256);
-                            CHECK(t.ws_t_elems == 2 * (K + BT) * t.v_block + BT * K);
+                            CHECK(t.ws_t_elems == 2 * (K + BT) * t.v_block + 3 * BT * K + BT * t.v_block);
+                            CHECK(t.ws_f_elems == (2 * BT + K) * t.v_block);
                             CHECK((t.num_vb - 1) * t.v_block + t.v_last == V && t.v_block % 16 == 0);
                             tiling_test::CheckCover(t);
                         }
 }
 
-// The V split counts the fused output's per-unit reads: the production shape keeps one block per
-// head, few heads still split (each block re-reads q, G and Aqk), less than the state kernel alone.
+// The V split counts the fused kernel's per-unit reads: the production shape keeps one block per
+// head, few heads still split (each block re-reads q, k, G, beta, Aqk and Akk), less than the state
+// kernel alone.
 static void TestSplit() {
     ChunkStateTiling t;
     const char* err = nullptr;
@@ -63,27 +65,36 @@ static void TestArgs() {
     using tiling_test::Arg;
     using tiling_test::Names;
     constexpr int32_t F32 = FLA_NPU_FLOAT32;
-    // NC 3, HV 4, BT 64, K 128, V 80; q with 2 heads (GVA)
-    const auto w = Arg({3, 4, 64, 128}), u = Arg({3, 4, 64, 80}, F32), e = Arg({3, 4, 1}, F32), co = Arg({3}, FLA_NPU_INT32),
-               q = Arg({3, 64, 2, 128}), g = Arg({3, 4, 64, 1}, F32), a = Arg({3, 4, 64, 64}), o = Arg({3, 64, 4, 80}),
-               s = Arg({2, 4, 128, 80}, F32);
+    // NC 3, HV 4, BT 64, K 128, V 80; q and k with 2 heads (GVA), GDN's gate
+    const auto q = Arg({3, 64, 2, 128}), v = Arg({3, 64, 4, 80}), b = Arg({3, 4, 64}, F32), g = Arg({3, 4, 64, 1}, F32),
+               a = Arg({3, 4, 64, 64}), e = Arg({3, 4, 1}, F32), co = Arg({3}, FLA_NPU_INT32), s = Arg({2, 4, 128, 80}, F32);
     const fla_npu::ShapeArg none;
     const auto dev = tiling_test::Device(8, 100000, 131072);
     ChunkStateTiling t;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t v_first = 0) {
         return fla_npu::chunk_state_output::TilingFromShapes(call.begin(), v_first, dev, &t);
     };
-    CHECK(check({w, u, w, e, co, none, q, g, a, o, s}) == nullptr);
+    CHECK(check({q, q, v, b, g, a, a, e, co, none, v, s}) == nullptr);
     CHECK(t.fused_output == 1 && t.groups == 2 && t.N == 2 && t.Kg == 1 && t.V == 80 && !t.has_h0);
-    CHECK(check({w, u, w, e, co, s, Arg({3, 64, 4, 128}), g, a, o, s}) == nullptr && t.groups == 1 && t.has_h0);
-    CHECK(Names(check({w, u, w, e, co, none, Arg({3, 4, 64, 128}), g, a, o, s}), "`q`"));  // head-major
-    CHECK(Names(check({w, u, w, e, co, none, Arg({3, 64, 3, 128}), g, a, o, s}), "`q`"));  // 3 does not divide 4
-    CHECK(Names(check({w, u, w, e, co, none, q, Arg({3, 4, 64, 128}, F32), a, o, s}), "`g`"));
-    CHECK(Names(check({w, u, w, e, co, none, q, g, Arg({3, 4, 64, 32}), o, s}), "`aqk`"));
-    CHECK(Names(check({w, u, w, e, co, none, q, g, a, Arg({3, 4, 64, 80}), s}), "`o`"));
-    CHECK(Names(check({w, u, w, e, co, none, q, g, a, o, Arg({2, 4, 80, 128}, F32)}), "`final`"));
-    CHECK(Names(check({w, u, w, e, co, none, q, g, a, o, s}, 2), "`state_v_first`"));
-    CHECK(check({w, u, w, e, co, none, Arg({3, 64, 1, 128}), g, a, o, s}) == nullptr && t.groups == 4);
+    const auto q4 = Arg({3, 64, 4, 128});
+    CHECK(check({q4, q4, v, b, g, a, a, e, co, s, v, s}) == nullptr && t.groups == 1 && t.has_h0);
+    const auto gk = Arg({3, 64, 4, 128}, F32), ek = Arg({3, 4, 128}, F32);  // KDA: token-major G, K columns
+    CHECK(check({q, q, v, b, gk, a, a, ek, co, none, v, s}) == nullptr && t.Kg == 128);
+    CHECK(Names(check({q, q4, v, b, g, a, a, e, co, none, v, s}), "`q`"));  // q and k differ
+    const auto k3 = Arg({3, 64, 3, 128});
+    CHECK(Names(check({k3, k3, v, b, g, a, a, e, co, none, v, s}), "`k`"));  // 3 does not divide 4
+    CHECK(Names(check({q, q, Arg({3, 32, 4, 80}), b, g, a, a, e, co, none, v, s}), "`v`"));
+    CHECK(Names(check({q, q, v, Arg({3, 4, 32}, F32), g, a, a, e, co, none, v, s}), "`beta`"));
+    CHECK(Names(check({q, q, v, b, Arg({3, 4, 64, 128}, F32), a, a, ek, co, none, v, s}), "`g`"));  // head-major KDA
+    CHECK(Names(check({q, q, v, b, gk, a, a, e, co, none, v, s}), "`g`"));                          // Kg of e_last
+    CHECK(Names(check({q, q, v, b, g, Arg({3, 4, 64, 32}), a, e, co, none, v, s}), "`akk`"));
+    CHECK(Names(check({q, q, v, b, g, a, Arg({3, 4, 64, 32}), e, co, none, v, s}), "`aqk`"));
+    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, Arg({3, 4, 64, 80}), s}), "`o`"));
+    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, v, Arg({2, 4, 80, 128}, F32)}), "`final`"));
+    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, v, s}, 2), "`state_v_first`"));
+    CHECK(Names(check({q, q, v, b, g, a, a, Arg({3, 4}, F32), co, none, v, s}), "`e_last`"));
+    const auto q1 = Arg({3, 64, 1, 128});
+    CHECK(check({q1, q1, v, b, g, a, a, e, co, none, v, s}) == nullptr && t.groups == 4);
 }
 
 int main() {

@@ -7,8 +7,8 @@ inputs in the chunk layout ``[NC, HV, BT, D]`` (:class:`ChunkInputs`) and the st
 ====  ==================  ==========================  ======================================================
   1   gate cumsum         ``chunk_local_cumsum``       ``gate`` (GateChunkCumsum)
   2   intra-chunk         ``chunk_intra_fwd``          ``chunk_intra`` + ``solve_tril``
-  3   WY factors          ``wy_fwd``                   ``wy_fast``
-  4   state recurrence    ``state_fwd``                ``chunk_state`` (or with 5: ``chunk_state_output``)
+  3   WY factors          ``wy_fwd``                   ``wy_fast`` (or with 4, 5: ``chunk_state_output``)
+  4   state recurrence    ``state_fwd``                ``chunk_state``
   5   output              ``output_fwd``               ``chunk_output``
 ====  ==================  ==========================  ======================================================
 """
@@ -49,13 +49,14 @@ def expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
 class ChunkForward:
     """Results of stages 2-4 (``o`` is returned, not kept): ``Aqk``, ``Akk`` ``[NC, HV, BT, BT]``;
     ``w``, ``kg`` ``[NC, HV, BT, K]``; ``u``, ``v_new`` ``[NC, HV, BT, V]``; ``h`` ``[NC, HV, K, V]``
-    (chunk-start states; ``h`` and ``v_new`` ``None`` after the fused state + output kernel);
+    (chunk-start states; ``w``, ``u``, ``kg``, ``h`` and ``v_new`` ``None`` after the fused WY + state +
+    output kernel);
     ``final`` ``[N, HV, K, V]``."""
     Aqk: torch.Tensor
     Akk: torch.Tensor
-    w: torch.Tensor
-    u: torch.Tensor
-    kg: torch.Tensor
+    w: torch.Tensor | None
+    u: torch.Tensor | None
+    kg: torch.Tensor | None
     h: torch.Tensor | None
     v_new: torch.Tensor | None
     final: torch.Tensor
