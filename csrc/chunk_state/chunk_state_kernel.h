@@ -35,10 +35,9 @@ struct ChunkStateGm {
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
-// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written). Fused,
-// once per chunk: AIV -> AIC kFlagX (the rows of X1, kg, X2 and qe written), AIC -> AIV kFlagU (u
-// written).
-constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8, kFlagU = 9;
+// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written; fused: v_new itself), kFlagDs (kg^T @
+// v_new written). Fused, once per chunk: AIV -> AIC kFlagX (the rows of X1, kg, X2 and qe written).
+constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8;
 
 // A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
 // interleave: while the Cube works on one lane the vector cores work on the other, so neither
@@ -67,7 +66,7 @@ __aicore__ inline Unit DecodeUnit(const ChunkStateTiling& t, uint32_t u) {
 }
 
 // The workspace slice of AI core `block`: elements of T (S_hi, S_lo, v_hi, v_lo[, qe, X1, kg, X2]),
-// then floats (wS, dS[, u]): WsAt.
+// then floats (wS or, fused, v_new; dS): WsAt.
 template <class T>
 __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& wsF, GM_ADDR ws, uint32_t block,
                                      const ChunkStateTiling& t) {
@@ -76,15 +75,14 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
     wsF.SetGlobalBuffer((__gm__ float*)(base + uint64_t(t.ws_t_elems) * sizeof(T)), t.ws_f_elems);
 }
 
-// The fused kernel's workspace regions, where each starts: elements of T after S_hi, S_lo [K, v_block]
-// and v_hi, v_lo [BT, v_block]: qe, X1, kg [BT, K] and X2 [BT, v_block]; floats after wS [BT, v_block]
-// and dS [K, v_block]: u [BT, v_block], lane by lane (Lanes).
+// The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block] and
+// v_hi, v_lo [BT, v_block], qe, X1, kg [BT, K] and X2 [BT, v_block].
 struct WsAt {
-    uint64_t qe, x1, kg, x2, u;
+    uint64_t qe, x1, kg, x2;
 };
 __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t) {
     const uint64_t qe = 2ull * (t.K + t.BT) * t.v_block, m = uint64_t(t.BT) * t.K;
-    return WsAt{qe, qe + m, qe + 2 * m, qe + 3 * m, uint64_t(t.BT + t.K) * t.v_block};
+    return WsAt{qe, qe + m, qe + 2 * m, qe + 3 * m};
 }
 
 // The fused output's o, token-major [NC, BT, HV, V]: the element of row 0 of chunk c, head h, column
@@ -95,9 +93,9 @@ __aicore__ inline uint64_t OutRow(const ChunkStateTiling& t, uint32_t c, uint32_
 
 // ------------------------------------------------------------------------------------------------
 // AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace.
-// Fused (kOut): first w = Akk @ X1 (into L1, rounded once to T) and u = Akk @ X2 (fp32, into the
-// workspace for the AIVs), after the chunk's dS products o = qe @ S_hi + Aqk @ v_hi (the unfused
-// chain's products on h and v_new in T).
+// Fused (kOut): first -w = Akk @ X1 (into L1, rounded once to T), then per lane v_new = Akk @ X2 +
+// (-w) @ (S_hi + S_lo) in place of wS, after the chunk's dS products o = qe @ S_hi + Aqk @ v_hi (the
+// unfused chain's products on h and v_new in T).
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut>
 class ChunkStateCube {
@@ -147,12 +145,14 @@ class ChunkStateCube {
 
         Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
         if (kOut) {
-            WyFactors(c, u, L);
+            WyFactors(c, u);
         } else {
             LoadNz(w1, gW_[tile], BT, K);
             LoadNz(kg1, gKg_[tile], BT, K);
         }
-        for (uint32_t l = 0; l < L.n; ++l) {  // wS = w @ S_hi + w @ S_lo, per lane
+        // Per lane wS = w @ S_hi + w @ S_lo; fused v_new = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo itself
+        // (w1 holds -w; Akk stays in kg^T's place until both lanes are done).
+        for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], s0 = K * L.c[l];
             CrossCoreWaitFlag(LaneFlag(kFlagS, l));
             LoadNz(sHi1[s0], gWsT_[s0], K, w);
@@ -161,11 +161,21 @@ class ChunkStateCube {
             if (l == 0) {
                 Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
                 LoadA(wa, w1, BT, K);
-                LoadAT(kga, kg1, K, BT);  // kg^T: the contraction runs over kg's rows
+                if (!kOut) LoadAT(kga, kg1, K, BT);  // kg^T: the contraction runs over kg's rows
             }
-            const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K}, {wa, sLo1[s0], b2b, K}};
-            TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
+            if (kOut) {
+                const CubeProduct<T> vn[3] = {
+                    {kga, x21_.Get<T>()[BT * L.c[l]], b2a, BT}, {wa, sHi1[s0], b2b, K}, {wa, sLo1[s0], b2a, K}};
+                TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, vn);
+            } else {
+                const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K}, {wa, sLo1[s0], b2b, K}};
+                TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
+            }
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
+        }
+        if (kOut) {  // kg^T over Akk, once every lane's v_new products have read it
+            Sync<HardEvent::M_MTE1>();
+            LoadAT(kga, kg1, K, BT);
         }
         for (uint32_t l = 0; l < L.n; ++l) {  // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
             const uint32_t w = L.w[l], v0 = BT * L.c[l];
@@ -180,15 +190,15 @@ class ChunkStateCube {
         if (kOut) Output(c, u, L);
     }
 
-    // Fused: the chunk's Aqk and Akk from GM, qe, X1, kg and X2 from the workspace (once the AIVs wrote
-    // them; the dS flags later tell the AIVs the regions were read) into L1; Akk into L0A in kg^T's
-    // place; w = Akk @ X1 into w1 (NZ, rounded once to T: the WY kernel's w), then per lane u = Akk @
-    // X2 (fp32) to the workspace, flagged to the AIVs.
-    __aicore__ inline void WyFactors(uint32_t c, const Unit& u, const Lanes& L) {
+    // Fused: the chunk's Aqk and Akk from GM, qe, X1 (the AIVs' -T(beta k e_row)), kg and X2 from the
+    // workspace (once the AIVs wrote them; the dS flags later tell the AIVs the regions were read) into
+    // L1; Akk into L0A in kg^T's place; -w = Akk @ X1 into w1 (NZ, rounded once to T: minus the WY
+    // kernel's w in T, exactly). u = Akk @ X2 is formed with each lane's v_new.
+    __aicore__ inline void WyFactors(uint32_t c, const Unit& u) {
         const uint32_t BT = t_.BT, K = t_.K;
         const uint64_t unit = uint64_t(c) * t_.HV + u.h;
         const WsAt at = FusedRegions(t_);
-        LocalTensor<T> akk1 = akk1_.Get<T>(), x21 = x21_.Get<T>(), aa = kga_.Get<T>(), b2 = b2a_.Get<T>();
+        LocalTensor<T> akk1 = akk1_.Get<T>(), aa = kga_.Get<T>(), b2 = b2a_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
         LoadNz(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);
         LoadNz(akk1, gAkk_[unit * BT * BT], BT, BT);
@@ -196,18 +206,13 @@ class ChunkStateCube {
         LoadNz(qe1_.Get<T>(), gWsT_[at.qe], BT, K);
         LoadNz(x11_.Get<T>(), gWsT_[at.x1], BT, K);
         LoadNz(kg1_.Get<T>(), gWsT_[at.kg], BT, K);
-        LoadNz(x21, gWsT_[at.x2], BT, u.vw);
+        LoadNz(x21_.Get<T>(), gWsT_[at.x2], BT, u.vw);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
         LoadA(aa, akk1, BT, BT);
         Sync<HardEvent::MTE1_FIX>();  // the previous chunk's LoadData have read w1
         const CubeProduct<T> w[1] = {{aa, x11_.Get<T>(), b2, BT}};
         TileProducts(oc, NzL1<T>{w1_.Get<T>(), BT}, 0, BT, K, t_.n_tile, w);
-        for (uint32_t l = 0; l < L.n; ++l) {
-            const CubeProduct<T> uu[1] = {{aa, x21[BT * L.c[l]], b2, BT}};
-            TileProducts(oc, gWsF_[at.u + uint64_t(BT) * L.c[l]], L.w[l], BT, L.w[l], t_.n_tile, uu);
-        }
-        CrossCoreSetFlag<2, PIPE_FIX>(kFlagU);
         Sync<HardEvent::FIX_MTE1>();  // w1 written before LoadA reads it
     }
 
@@ -277,7 +282,7 @@ class ChunkStateVector {
         InitQues(pipe_, 1, Max(rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
         InitQues(pipe_, 1, Max(rk, kOut ? rv : 0) * sizeof(float), inE_);
         if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
-        InitBufs(pipe_, Max(rk * 8, kOut ? rv * 17 : 0) * sizeof(float), bc_);
+        InitBufs(pipe_, Max(rk * 8, kOut ? rv * 26 : 0) * sizeof(float), bc_);
         InitBufs(pipe_, Max(m * Vb, 2 * qe) * sizeof(float), res_);
         InitQues(pipe_, 2, Max(m * Vb, qe) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
         InitQues(pipe_, 1, m * Vb * sizeof(float), outF_);
@@ -460,19 +465,17 @@ class ChunkStateVector {
             if (!kOut) WriteOut(t_.h_f32, gHf_, gHt_, hOff + L.c[l], S[rk * L.c[l]], hi, rk, w);
         }
 
-        // 2. While the Cube forms w S: fetch u (fused: from the workspace, once the Cube wrote it) and
-        // e_last, S = diag(e_last) S (the decay needs no dS).
-        LocalTensor<float> a = inA_.template AllocTensor<float>();
-        if (kOut) CrossCoreWaitFlag(kFlagU);
-        for (uint32_t l = 0; l < L.n; ++l) {
-            if (kOut)
-                DataCopy(a[rv * L.c[l]], gWsF_[FusedRegions(t_).u + uint64_t(BT) * L.c[l] + uint64_t(r0) * L.w[l]], rv * L.w[l]);
-            else
+        // 2. While the Cube forms w S (fused: v_new): fetch u (unfused) and e_last, S = diag(e_last) S
+        // (the decay needs no dS).
+        LocalTensor<float> a;
+        if (!kOut) {
+            a = inA_.template AllocTensor<float>();
+            for (uint32_t l = 0; l < L.n; ++l)
                 DataCopy(a[rv * L.c[l]], gU_[vOff + L.c[l]],
                          DataCopyParams(static_cast<uint16_t>(rv), static_cast<uint16_t>(L.w[l] / 8),
                                         static_cast<uint16_t>((V - L.w[l]) / 8), 0));
+            inA_.EnQue(a);
         }
-        inA_.EnQue(a);
         if (t_.Kg != 1) {
             LocalTensor<float> bc = bc_.Get<float>();
             LocalTensor<float> e = CopyIn(inE_, gE_[ch * K + k0], rk);
@@ -484,22 +487,24 @@ class ChunkStateVector {
             Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(rk * u.vw));
         }
 
-        // 3. Per lane: v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once
-        // when T: v_hi).
-        a = inA_.template DeQue<float>();
+        // 3. Per lane: v_new = u - w S (fp32; fused: the Cube's); v_hi, v_lo to the Cube, then v_new
+        // out (rounded once when T: v_hi).
+        if (!kOut) a = inA_.template DeQue<float>();
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], n = rv * w;
             const uint64_t at = uint64_t(BT) * L.c[l] + uint64_t(r0) * w;
             CrossCoreWaitFlag(LaneFlag(kFlagWs, l));
             LocalTensor<float> vn = CopyIn(inB_, gWsF_[at], n);
-            Sub(vn, a[rv * L.c[l]], vn, static_cast<int32_t>(n));
-            OrderV();
+            if (!kOut) {
+                Sub(vn, a[rv * L.c[l]], vn, static_cast<int32_t>(n));
+                OrderV();
+            }
             Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, kOut || t_.v_new_f32 ? nullptr : &hi);
             CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagV, l));
             if (!kOut) WriteOut(t_.v_new_f32, gVf_, gVt_, vOff + L.c[l], vn, hi, rv, w);
             inB_.FreeTensor(vn);
         }
-        inA_.FreeTensor(a);
+        if (!kOut) inA_.FreeTensor(a);
 
         // 4. Per lane: S += kg^T v_new.
         for (uint32_t l = 0; l < L.n; ++l) {
@@ -513,28 +518,34 @@ class ChunkStateVector {
         OrderV();
     }
 
-    // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = T(k e_row beta), kg = T(k e_tail), qe =
-    // T(q e_row) (one e_row for both) and X2 = T(v beta) (the unit's V block) to the workspace.
+    // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = -T(k e_row beta) (negated: the Cube's
+    // v_new = u - w S is then one accumulation), kg = T(k e_tail), qe = T(q e_row) (one e_row for
+    // both) and X2 = T(v beta) (the unit's V block) to the workspace.
     __aicore__ inline void FormOperands(uint64_t ch, uint32_t r0, const Unit& u) {
         const uint32_t BT = t_.BT, K = t_.K, rv = t_.rows_v, HV = t_.HV;
         const uint32_t unit = static_cast<uint32_t>(ch);
         const WsAt at = FusedRegions(t_);
-        LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>();
+        // bc_: Brcb(-beta), GDN's Brcb row, GDN's factor, -beta, Brcb(beta) (R x 8, R x 8, R, R, R x 8 floats)
+        LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>(), nb = bc[rv * 17], bcV = bc[rv * 18];
         const wy_rows::Scratch x{work, work[rv * K], bc, bc[rv * 8], bc[rv * 16]};
         const wy_rows::Rows rows{rv, K, t_.Kg, HV};
         LocalTensor<float> b = CopyIn(inE_, gB_[ch * BT + r0], rv);
-        BroadcastRows(x.bcB, b, rv);
+        Muls(nb, b, -1.0f, static_cast<int32_t>(rv));
+        BroadcastRows(bcV, b, rv);
+        OrderV();
+        BroadcastRows(x.bcB, nb, rv);
         OrderV();
         const uint64_t kAt = TokenRow(unit, r0, HV, t_.groups, BT, K);
-        LocalTensor<float> e = wy_rows::FormK<T, T>(
-            inB_, inA_, inL_, outT_, outT_, x, gK_[kAt], TokenPitch(HV, t_.groups, K), gG_[GateRow(unit, r0, HV, BT, t_.Kg)],
-            gG_[GateRow(unit, BT - 1, HV, BT, t_.Kg)], gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], b, rows);
+        LocalTensor<float> e =
+            wy_rows::FormK<T, T>(inB_, inA_, inL_, outT_, outT_, x, gK_[kAt], TokenPitch(HV, t_.groups, K),
+                                 gG_[GateRow(unit, r0, HV, BT, t_.Kg)], gG_[GateRow(unit, BT - 1, HV, BT, t_.Kg)],
+                                 gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], nb, rows);
         OrderV();  // X1's reads of work before q overwrites it
         QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, gWsT_[at.qe + uint64_t(r0) * K], rv, K,
                t_.Kg);
         inA_.FreeTensor(e);
         OrderV();
-        wy_rows::FormV(inB_, outT_, work, x.bcB, gV_[TokenRow(unit, r0, HV, 1, BT, t_.V) + u.v0], TokenPitch(HV, 1, t_.V),
+        wy_rows::FormV(inB_, outT_, work, bcV, gV_[TokenRow(unit, r0, HV, 1, BT, t_.V) + u.v0], TokenPitch(HV, 1, t_.V),
                        gWsT_[at.x2 + uint64_t(r0) * u.vw], rv, u.vw);
         inE_.FreeTensor(b);
     }

@@ -22,13 +22,14 @@ the chunk-start state, so that none of w, u, kg, h and v_new goes to GM
                            accumulation, rounded once), S the chunk-start state, v_new = u - w @ S,
                            w = T(akk @ T(beta k e_row)), u = akk @ T(beta v), kg = T(k e_tail): the
                            products of FlaNpuWyFast (w, kg in T), FlaNpuChunkState (h, v_new in T) and
-                           FlaNpuChunkOutput, so the same o and final
+                           FlaNpuChunkOutput, but v_new = u - w @ S accumulated at once in fp32 (u and
+                           w @ S are not rounded apart): final within a float32 rounding of theirs
 Every row of every chunk of a sequence is computed (padding rows of tail chunks from whatever the
 inputs hold there: zeros in k, v keep them out of the state); rows of chunks outside every
 sequence's range are not written. Limits as FlaNpuChunkState's; float32 Cube inputs are refused.
 
 Workspace: per launched AI core, (K + BT) * v_block * (2 sizeof(T) + 4) + (3 BT K + BT v_block)
-sizeof(T) + 4 BT v_block bytes (the state kernel's hand-off, qe, X1, kg, X2 and u). NPU flavours
+sizeof(T) bytes (the state kernel's hand-off, qe, X1, kg and X2). NPU flavours
 forward to aclnnFlaNpuChunkStateOutput[GetWorkspaceSize](q, k, v, beta, g, akk, aqk, eLast,
 chunkOffsets, h0, o, final, stateVFirst); nothing is called without a unit.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)

@@ -24,7 +24,7 @@ uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K;
     return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max(rv * vb * 4, qe * 2)) +
-           Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) + Pad32(Max(rk * 8, f * rv * 17) * 4) +
+           Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) + Pad32(Max(rk * 8, f * rv * 26) * 4) +
            Pad32(Max(m * vb, 2 * qe) * 4) + 2 * Pad32(Max(m * vb, qe) * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
@@ -109,7 +109,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
     t->ws_t_elems = 2 * (p.K + p.BT) * vb + (p.fused_output ? 3 * p.BT * p.K + p.BT * vb : 0);  // + qe, X1, kg, X2
-    t->ws_f_elems = (p.BT + p.K + (p.fused_output ? p.BT : 0)) * vb;                            // + u
+    t->ws_f_elems = (p.BT + p.K) * vb;
     t->ws_bytes_per_core = t->ws_t_elems * p.elem_bytes + t->ws_f_elems * 4;
     return 0;
 }

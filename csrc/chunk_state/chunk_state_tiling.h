@@ -45,17 +45,18 @@
 //
 // - Fused (chunk_state_output.op.py: the chain's stages 3, 4 and 5 in one launch, when nothing needs
 //   w, u, kg, h or v_new): per chunk, first the AIVs form their rows of the WY kernel's operands
-//   (common/wy_rows.h: X1 = T(beta k e_row), kg = T(k e_tail), X2 = T(beta v) of the unit's V block)
-//   and of qe = T(q e_row) (one e_row for both) into the workspace (flag X); the Cube forms w = Akk @
-//   X1 straight into L1 (Fixpipe L0C -> L1 NZ, rounded once to T: the WY kernel's w in T) and u = Akk @
-//   X2 (fp32) into the workspace (flag U), which the AIVs read in place of GM's u. Then the state
-//   kernel's chunk step, and after the dS products o = qe @ S_hi + Aqk @ v_hi per lane, Fixpipe'd to o
-//   (token-major, rounded once to T): the products the chunk output kernel forms from the h and
+//   (common/wy_rows.h: X1 = -T(beta k e_row), negated, kg = T(k e_tail), X2 = T(beta v) of the unit's
+//   V block) and of qe = T(q e_row) (one e_row for both) into the workspace (flag X); the Cube forms
+//   -w = Akk @ X1 straight into L1 (Fixpipe L0C -> L1 NZ, rounded once to T: the WY kernel's w in T,
+//   negated). Then the state kernel's chunk step, but with v_new itself from the Cube: per lane u -
+//   w S = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo, one fp32 accumulation in L0C, in place of w S (u never
+//   goes to GM or the workspace); after the dS products o = qe @ S_hi + Aqk @ v_hi per lane, Fixpipe'd
+//   to o (token-major, rounded once to T): the products the chunk output kernel forms from the h and
 //   v_new the state kernel writes in T. So o and final are those of wy_fast (w, kg in T) +
-//   chunk_state (h, v_new in T) + chunk_output, bit for bit. None of w, u, kg, h and v_new is written;
-//   q, k, v, beta, G, Akk and Aqk are read once per unit (per V block). The X regions are rewritten
-//   only after the dS flags that follow the Cube's loads of them, u only after the X flag that follows
-//   the AIVs' reads of it.
+//   chunk_state (h, v_new in T) + chunk_output but for v_new's rounding (u and w S rounded to fp32
+//   apart there): final within a float32 rounding, o in all but a few elements. None of w, u, kg, h
+//   and v_new is written; q, k, v, beta, G, Akk and Aqk are read once per unit (per V block). The X
+//   regions are rewritten only after the dS flags that follow the Cube's loads of them.
 //
 // Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]; Kg in {1, K}.
 #ifndef FLA_NPU_CHUNK_STATE_TILING_H

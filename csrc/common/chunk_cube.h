@@ -263,19 +263,26 @@ __aicore__ inline void WriteTile(const NzL1<O>& out, uint32_t, uint32_t n0, cons
 
 // out[:, n0 : n0 + n] = sum of the products' columns, per tile of `tile` columns (multiple of 16):
 // the B tiles into L0B, the first product with Mmad(init), the others accumulating into the same
-// L0C tile, one Fixpipe (WriteTile: GM rows `pitch` apart, or an L1 NZ matrix). Orders itself against
-// the previous Mmads (M_MTE1: L0B reuse) and the previous Fixpipe (FIX_M: L0C reuse); the caller
-// orders L0A / L1.
+// L0C tile, one Fixpipe (WriteTile: GM rows `pitch` apart, or an L1 NZ matrix). The first two
+// products' B tiles are loaded together; a third or later product reuses an earlier one's L0B buffer
+// (its b2), loaded once the Mmads before it have read L0B. Orders itself against the previous Mmads
+// (M_MTE1: L0B reuse) and the previous Fixpipe (FIX_M: L0C reuse); the caller orders L0A / L1.
 template <class T, uint32_t P, class Out>
 __aicore__ inline void TileProducts(const LocalTensor<float>& oc, const Out& out, uint32_t pitch, uint32_t m, uint32_t N,
                                     uint32_t tile, const CubeProduct<T> (&prods)[P]) {
+    constexpr uint32_t kTogether = P < 2 ? P : 2;
     for (uint32_t n0 = 0; n0 < N; n0 += tile) {
         const uint32_t n = N - n0 < tile ? N - n0 : tile;
         Sync<HardEvent::M_MTE1>();  // the previous tile's Mmads have read L0B
-        for (uint32_t i = 0; i < P; ++i) LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
+        for (uint32_t i = 0; i < kTogether; ++i) LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();  // the previous Fixpipe has read oc
         for (uint32_t i = 0; i < P; ++i) {
+            if (i >= kTogether) {  // into a buffer an earlier product of this tile used
+                Sync<HardEvent::M_MTE1>();
+                LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
+                Sync<HardEvent::MTE1_M>();
+            }
             if (i > 0) AccumulateBarrier(m, n);
             Mmad(oc, prods[i].a2, prods[i].b2,
                  MmadParams(static_cast<uint16_t>(m), static_cast<uint16_t>(n), static_cast<uint16_t>(prods[i].k), 0, false,

@@ -94,8 +94,10 @@ def test_kernel_route_leaves_the_inputs_untouched(monkeypatch, H, l2norm):
 @pytest.mark.parametrize("op", ["kda", "gdn"])
 def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     """``return_intermediate_states`` (KDA; GDN's call has no such switch, its forward is the fused one
-    only): stages 3, 4 and 5 then run as wy_fast, chunk_state (writing h) and chunk_output, with o and
-    the final state bit-identical to the fused launch, and h within the bf16 tolerance of the reference's."""
+    only): stages 3, 4 and 5 then run as wy_fast, chunk_state (writing h) and chunk_output, with the
+    final state a float32 rounding from the fused launch's and o equal to it in all but a few elements
+    (the fused kernel accumulates v_new = u - w S at once: tests/kernels/test_chunk_state_output_sim.py),
+    and h within the bf16 tolerance of the reference's."""
     from fla_npu.testing import check_close
 
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
@@ -115,7 +117,8 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     with torch.inference_mode(), fla_npu.profile() as pair:
         o2, final2, h = fn(q, k, v, g, beta, return_intermediate_states=True, **kw)
     assert pair.kernels() == CHAIN[:-1] + ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
-    assert torch.equal(o, o2) and torch.equal(final, final2)
+    check_close("final", final2, final, torch.float32)
+    assert (o != o2).float().mean() < 0.01
     monkeypatch.delenv("FLA_NPU_CPU_IMPL")
     with torch.inference_mode():
         ref_h = fn(q.double(), k.double(), v.double(), g.double(), beta.double(), return_intermediate_states=True,

@@ -6,8 +6,9 @@ and fla_npu.runtime.
 Inputs as the pipeline makes them (sim_helpers.state_stage: k, v, beta and Akk from the reference
 stage 2 in float64, tails, varlen with empty and one-token sequences), q and k token-major with their
 own heads (GVA), G the chunk-local gate cumsum and Aqk = decay.tril(q, k). Checked: o and final
-bit-identical to the unfused chain (wy_fast with w and kg in the Cube dtype, chunk_state with h and
-v_new in it, then chunk_output: the same products, in the same order); o within the Cube dtype's
+against the unfused chain (wy_fast with w and kg in the Cube dtype, chunk_state with h and v_new in
+it, then chunk_output: the same products; v_new = u - w S accumulated at once here): final within
+float32's tolerance, o equal in all but a few elements a rounding apart; o within the Cube dtype's
 tolerance and final within float32's of the reference stages 3-5 in float64 on the kernel's inputs;
 bit-identical for 1, 3 and 16 AI cores; the GM bytes and Cube multiply-adds from the counters,
 against the chain's. Outputs NaN-poisoned before the launch (tests/conftest.py); hazard checker clean
@@ -79,14 +80,19 @@ ARGS = "B,T,HV,K,V,BT,per_key,cu,h0,v_first,groups,dtype"
 
 
 @pytest.mark.parametrize(ARGS, CASES)
-def test_equals_unfused_chain(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype):
+def test_matches_unfused_chain(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype):
     x = _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype)
     o, final = _fused(x)
     t = kernels.chunk_state_output.last_tiling()
     assert (t["fused_output"], t["groups"], t["N"], t["NC"], t["HV"]) == (1, groups, x.plan.num_seqs, x.plan.num_chunks, HV)
     assert o.shape == (x.plan.num_chunks, BT, HV, V) and o.dtype == dtype and final.dtype == FP32
     o2, final2 = _chain(x)
-    assert torch.equal(o, o2) and torch.equal(final, final2)
+    # The same products; only v_new = u - w S is one fp32 accumulation here (u and w S are rounded
+    # apart to fp32 in the chain): final a float32 rounding apart, o equal but where that flips v_new's
+    # rounding to the Cube dtype.
+    check_close("final", final, final2, FP32)
+    check_close("o", o, o2, dtype)
+    assert (o != o2).float().mean() < 0.01
 
 
 @pytest.mark.parametrize(ARGS, CASES[1:4])
@@ -129,8 +135,8 @@ def test_counters_against_the_chain(capsys, monkeypatch):
     """GM bytes (exact) and Cube multiply-adds for NC = 16, HV = 4, BT = 64, K = V = 128 (KDA, one V
     block per head on 4 cores): the fused launch reads q, k, v, beta, G, Akk, Aqk and e_last once (and
     G's last row once per vector core) and writes o and final once, plus its workspace round trips
-    (the state kernel's hand-off; qe, X1, kg, X2 and u); the chain also writes and reads w, kg, u, h and
-    v_new, and reads G twice, with the same Cube work."""
+    (the state kernel's hand-off, v_new in place of w S; qe, X1, kg and X2); the chain also writes
+    and reads w, kg, u, h and v_new, and reads G twice, with the same Cube work."""
     NC, HV, BT, K, V = 16, 4, 64, 128, 128
     x = _inputs(1, NC * BT, HV, K, V, BT, True, None, False, False, 1, BF16, seed=5)
     monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
@@ -143,7 +149,7 @@ def test_counters_against_the_chain(capsys, monkeypatch):
     chunks = NC * HV
     reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * 4 + BT * K * 4 + 2 * K * 4 + 2 * BT * BT * 2 + K * 4)
     writes = chunks * BT * V * 2 + HV * K * V * 4
-    workspace = chunks * (2 * (K + BT) * V * 2 + (K + BT) * V * 4 + 3 * BT * K * 2 + BT * V * 2 + BT * V * 4)
+    workspace = chunks * (2 * (K + BT) * V * 2 + (K + BT) * V * 4 + 3 * BT * K * 2 + BT * V * 2)
     assert (fused.ws_to_local_bytes, fused.local_to_ws_bytes) == (workspace, workspace)
     moved = fused.gm_to_local_bytes + fused.local_to_gm_bytes
     assert moved == reads + writes + 2 * workspace, (moved, reads + writes + 2 * workspace)
