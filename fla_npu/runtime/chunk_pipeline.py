@@ -18,8 +18,9 @@ layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dt
 Stages 3, 4 and 5 run as one launch (``chunk_state_output``: the same products, final within a
 float32 rounding, none of w, u, kg, h and v_new in GM) unless the caller keeps ``h``
 (``return_intermediate_states``). ``h`` and ``o`` are written in T, rounded once: stage 5
-multiplies ``h`` in T on the Cube, and the op returns ``o`` in its input dtype T. q, k, v and KDA's G go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole
-chunks the token layout itself), q and k with their own heads (GVA); the other chunk tensors (GDN's G
+multiplies ``h`` in T on the Cube, and the op returns ``o`` in its input dtype T. q, k, v and KDA's G
+go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole chunks the token layout
+itself), q and k with their own heads (GVA); the other chunk tensors (GDN's G
 too: one float per row) are head-major ``[NC, HV, BT, D]``.
 
 A stage whose kernel cannot take the call (:func:`stage_reasons`) runs its reference stage instead on
