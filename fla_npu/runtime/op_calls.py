@@ -136,11 +136,11 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
     V]`` (token-major, in ``k``'s dtype) and ``final`` (float32), none of ``w``, ``u``, ``kg``, ``h``,
     ``v_new``. ``o[c] = T(q * 2^G) @ T(S) + aqk @ T(v_new)`` (the WY, state and output kernels'
     products, ``v_new = u - w S`` accumulated at once in float32: final within a float32 rounding).
-    ``q``, ``k`` ``[NC, BT, HQ, K]`` and ``v`` ``[NC, BT, HV, V]`` token-major (GVA: HQ divides HV), ``akk`` (``(I + L)^-1``) and ``aqk`` ``[NC, HV, BT, BT]`` are cast
-    to ``k``'s dtype (float16 or bfloat16: the Cube's), ``beta`` ``[NC, HV, BT]``, ``g`` (G, log2: KDA
-    token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``), ``e_last`` and ``h0`` to float32. Padding
-    rows of tail chunks must hold zeros in ``k`` and ``v``. Rows of chunks outside every sequence's range
-    are not written."""
+    ``q``, ``k`` ``[NC, BT, HQ, K]`` and ``v`` ``[NC, BT, HV, V]`` token-major (GVA: HQ divides HV), ``akk``
+    (``(I + L)^-1``) and ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``k``'s dtype (float16 or bfloat16: the
+    Cube's), ``beta`` ``[NC, HV, BT]``, ``g`` (G, log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV,
+    BT, 1]``), ``e_last`` and ``h0`` to float32. Padding rows of tail chunks must hold zeros in ``k`` and
+    ``v``. Rows of chunks outside every sequence's range are not written."""
     T = k.dtype
     if T not in (torch.float16, torch.bfloat16):
         raise ValueError(f"chunk_state_output: `k` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {T}")
