@@ -35,9 +35,10 @@ struct ChunkStateGm {
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
-// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written; fused: v_new itself), kFlagDs (kg^T @
-// v_new written). Fused, once per chunk: AIV -> AIC kFlagX (the rows of X1, kg, X2 and qe written).
-constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8;
+// (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written). Fused,
+// kFlagS and kFlagDs only (the Cube forms v_new's halves itself), and AIV -> AIC kFlagX once per chunk
+// (the rows of X1, kg, X2 and qe written) and kFlagI once per core (the rows of -I written).
+constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8, kFlagI = 9;
 
 // A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
 // interleave: while the Cube works on one lane the vector cores work on the other, so neither
@@ -65,8 +66,8 @@ __aicore__ inline Unit DecodeUnit(const ChunkStateTiling& t, uint32_t u) {
     return Unit{nh / t.HV, nh % t.HV, vb * t.v_block, vb + 1 == t.num_vb ? t.v_last : t.v_block};
 }
 
-// The workspace slice of AI core `block`: elements of T (S_hi, S_lo, v_hi, v_lo[, qe, X1, kg, X2]),
-// then floats (wS or, fused, v_new; dS): WsAt.
+// The workspace slice of AI core `block`: elements of T (S_hi, S_lo, then v_hi, v_lo or, fused,
+// FusedRegions), then floats (wS, dS; fused dS only).
 template <class T>
 __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& wsF, GM_ADDR ws, uint32_t block,
                                      const ChunkStateTiling& t) {
@@ -75,14 +76,14 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
     wsF.SetGlobalBuffer((__gm__ float*)(base + uint64_t(t.ws_t_elems) * sizeof(T)), t.ws_f_elems);
 }
 
-// The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block] and
-// v_hi, v_lo [BT, v_block], qe, X1, kg [BT, K] and X2 [BT, v_block].
+// The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block], -I
+// [BT, BT] (written once), qe, X1, kg [BT, K] and X2 [BT, v_block].
 struct WsAt {
-    uint64_t qe, x1, kg, x2;
+    uint64_t negI, qe, x1, kg, x2;
 };
 __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t) {
-    const uint64_t qe = 2ull * (t.K + t.BT) * t.v_block, m = uint64_t(t.BT) * t.K;
-    return WsAt{qe, qe + m, qe + 2 * m, qe + 3 * m};
+    const uint64_t negI = 2ull * t.K * t.v_block, qe = negI + uint64_t(t.BT) * t.BT, m = uint64_t(t.BT) * t.K;
+    return WsAt{negI, qe, qe + m, qe + 2 * m, qe + 3 * m};
 }
 
 // The fused output's o, token-major [NC, BT, HV, V]: the element of row 0 of chunk c, head h, column
@@ -112,20 +113,25 @@ class ChunkStateCube {
             Bind(rows * t_.BT, gAqk_, a.aqk, gAkk_, a.akk);
             Bind(rows * t_.V, gO_, a.o);
             InitBufs(pipe_, BT * K * sizeof(T), qe1_, x11_);
-            InitBufs(pipe_, BT * BT * sizeof(T), aqk1_, akk1_);
+            InitBufs(pipe_, BT * BT * sizeof(T), aqk1_, akk1_, negI1_);
             InitBufs(pipe_, BT * Vb * sizeof(T), x21_);
         } else {
             Bind(rows * t_.K, gW_, a.w, gKg_, a.kg);
         }
-        // L0A: w, kg^T; fused, Akk first in kg^T's place, qe and Aqk in theirs after the chunk's dS products
+        // L0A: w, kg^T; fused, Akk and -I first in kg^T's place, qe and Aqk in theirs after the chunk's dS
+        // products
         InitBufs(pipe_, BT * K * sizeof(T), wa_);
-        InitBufs(pipe_, (kOut && BT > K ? BT : K) * BT * sizeof(T), kga_);
+        InitBufs(pipe_, (kOut && 2 * BT > K ? 2 * BT : K) * BT * sizeof(T), kga_);  // fused: Akk, -I
         InitBufs(pipe_, rows0 * t_.n_tile * sizeof(T), b2a_, b2b_);
         InitBufs(pipe_, rows0 * t_.n_tile * sizeof(float), oc_);
     }
 
     __aicore__ inline void Process() {
         const Units r = CoreUnitsOf(t_, static_cast<uint32_t>(GetBlockIdx()));
+        if (kOut && r.count > 0) {  // -I, for the whole launch
+            CrossCoreWaitFlag(kFlagI);
+            LoadNz(negI1_.Get<T>(), gWsT_[FusedRegions(t_).negI], t_.BT, t_.BT);
+        }
         for (uint32_t i = 0; i < r.count; ++i) {
             const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
@@ -164,30 +170,59 @@ class ChunkStateCube {
                 if (!kOut) LoadAT(kga, kg1, K, BT);  // kg^T: the contraction runs over kg's rows
             }
             if (kOut) {
-                const CubeProduct<T> vn[3] = {
-                    {kga, x21_.Get<T>()[BT * L.c[l]], b2a, BT}, {wa, sHi1[s0], b2b, K}, {wa, sLo1[s0], b2a, K}};
-                TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, vn);
+                VNewHalves(L, l);
             } else {
                 const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K}, {wa, sLo1[s0], b2b, K}};
                 TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
+                CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
             }
-            CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
         }
-        if (kOut) {  // kg^T over Akk, once every lane's v_new products have read it
+        if (kOut) {  // kg^T over Akk and -I, once every lane's v_new products have read them
             Sync<HardEvent::M_MTE1>();
             LoadAT(kga, kg1, K, BT);
+            Sync<HardEvent::FIX_MTE1>();  // v_hi and v_lo written before the dS products load them
         }
-        for (uint32_t l = 0; l < L.n; ++l) {  // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
+        const uint64_t dsAt = kOut ? 0 : uint64_t(BT) * Vb;  // dS in the workspace's floats
+        for (uint32_t l = 0; l < L.n; ++l) {                 // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
             const uint32_t w = L.w[l], v0 = BT * L.c[l];
-            CrossCoreWaitFlag(LaneFlag(kFlagV, l));
-            LoadNz(vHi1[v0], gWsT_[vs + v0], BT, w);
-            LoadNz(vLo1[v0], gWsT_[vs + uint64_t(BT) * Vb + v0], BT, w);
-            Sync<HardEvent::MTE2_MTE1>();
+            if (!kOut) {  // the AIVs' halves of v_new
+                CrossCoreWaitFlag(LaneFlag(kFlagV, l));
+                LoadNz(vHi1[v0], gWsT_[vs + v0], BT, w);
+                LoadNz(vLo1[v0], gWsT_[vs + uint64_t(BT) * Vb + v0], BT, w);
+                Sync<HardEvent::MTE2_MTE1>();
+            }
             const CubeProduct<T> ds[2] = {{kga, vHi1[v0], b2a, BT}, {kga, vLo1[v0], b2b, BT}};
-            TileProducts(oc, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
+            TileProducts(oc, gWsF_[dsAt + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
         }
         if (kOut) Output(c, u, L);
+    }
+
+    // Fused, lane l: per V tile v_new = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo in L0C (one fp32
+    // accumulation), rounded once into v_hi (L1, NZ); then -I @ v_hi accumulated onto the same tile
+    // gives v_new - v_hi exactly (Sterbenz: v_hi is v_new's rounding), rounded once into v_lo: the
+    // halves the AIVs' Split forms, without v_new's round trip through the workspace.
+    __aicore__ inline void VNewHalves(const Lanes& L, uint32_t l) {
+        const uint32_t BT = t_.BT, K = t_.K, W = L.w[l], s0 = K * L.c[l], v0 = BT * L.c[l];
+        LocalTensor<T> kga = kga_.Get<T>(), wa = wa_.Get<T>(), b2a = b2a_.Get<T>(), b2b = b2b_.Get<T>();
+        LocalTensor<T> x2 = x21_.Get<T>()[v0], sHi = sHi1_.Get<T>()[s0], sLo = sLo1_.Get<T>()[s0];
+        LocalTensor<T> vHi = vHi1_.Get<T>()[v0], vLo = vLo1_.Get<T>()[v0];
+        LocalTensor<float> oc = oc_.Get<float>();
+        for (uint32_t n0 = 0; n0 < W; n0 += t_.n_tile) {  // columns n0.. of an NZ matrix of k rows: at n0 k
+            const uint32_t n = W - n0 < t_.n_tile ? W - n0 : t_.n_tile;
+            const CubeProduct<T> vn[3] = {{kga, x2[n0 * BT], b2a, BT}, {wa, sHi[n0 * K], b2b, K}, {wa, sLo[n0 * K], b2a, K}};
+            TileProducts(oc, NzL1<T>{vHi[n0 * BT], BT}, 0, BT, n, n, vn);
+            Sync<HardEvent::FIX_MTE1>();  // v_hi's tile written before LoadData reads it
+            Sync<HardEvent::M_MTE1>();    // the Mmads have read L0B
+            LoadB(b2b, vHi, BT, n0, n);
+            Sync<HardEvent::MTE1_M>();
+            Sync<HardEvent::FIX_M>();  // the Fixpipe has read the tile
+            AccumulateBarrier(BT, n);  // onto the previous Mmad's tile (Mmad.md)
+            Mmad(oc, kga[BT * BT], b2b,
+                 MmadParams(static_cast<uint16_t>(BT), static_cast<uint16_t>(n), static_cast<uint16_t>(BT), 0, false, false));
+            Sync<HardEvent::M_FIX>();
+            WriteTile(NzL1<T>{vLo, BT}, 0, n0, oc, BT, n);
+        }
     }
 
     // Fused: the chunk's Aqk and Akk from GM, qe, X1 (the AIVs' -T(beta k e_row)), kg and X2 from the
@@ -210,6 +245,7 @@ class ChunkStateCube {
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
         LoadA(aa, akk1, BT, BT);
+        LoadA(aa[BT * BT], negI1_.Get<T>(), BT, BT);
         Sync<HardEvent::MTE1_FIX>();  // the previous chunk's LoadData have read w1
         const CubeProduct<T> w[1] = {{aa, x11_.Get<T>(), b2, BT}};
         TileProducts(oc, NzL1<T>{w1_.Get<T>(), BT}, 0, BT, K, t_.n_tile, w);
@@ -235,7 +271,7 @@ class ChunkStateCube {
 
     const ChunkStateTiling t_;
     TPipe pipe_;
-    TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_, akk1_;
+    TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_, akk1_, negI1_;
     TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_, x11_, x21_;
     TBuf<TPosition::A2> wa_, kga_;
     TBuf<TPosition::B2> b2a_, b2b_;
@@ -283,13 +319,18 @@ class ChunkStateVector {
         InitQues(pipe_, 1, Max(rk, kOut ? rv : 0) * sizeof(float), inE_);
         if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
         InitBufs(pipe_, Max(rk * 8, kOut ? rv * 26 : 0) * sizeof(float), bc_);
-        InitBufs(pipe_, Max(m * Vb, 2 * qe) * sizeof(float), res_);
-        InitQues(pipe_, 2, Max(m * Vb, qe) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
+        const uint32_t negI = kOut ? rv * t_.BT : 0;  // the rows of -I
+        InitBufs(pipe_, Max(Max(m * Vb, 2 * qe), negI) * sizeof(float), res_);
+        InitQues(pipe_, 2, Max(Max(m * Vb, qe), negI) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
         InitQues(pipe_, 1, m * Vb * sizeof(float), outF_);
     }
 
     __aicore__ inline void Process() {
         const Units r = CoreUnitsOf(t_, at_.block);
+        if (kOut && r.count > 0) {
+            NegIdentityRows();
+            CrossCoreSetFlag<2, PIPE_MTE3>(kFlagI);
+        }
         for (uint32_t i = 0; i < r.count; ++i) {
             const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
@@ -487,35 +528,49 @@ class ChunkStateVector {
             Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(rk * u.vw));
         }
 
-        // 3. Per lane: v_new = u - w S (fp32; fused: the Cube's); v_hi, v_lo to the Cube, then v_new
-        // out (rounded once when T: v_hi).
-        if (!kOut) a = inA_.template DeQue<float>();
-        for (uint32_t l = 0; l < L.n; ++l) {
-            const uint32_t w = L.w[l], n = rv * w;
-            const uint64_t at = uint64_t(BT) * L.c[l] + uint64_t(r0) * w;
-            CrossCoreWaitFlag(LaneFlag(kFlagWs, l));
-            LocalTensor<float> vn = CopyIn(inB_, gWsF_[at], n);
-            if (!kOut) {
+        // 3. Per lane (fused: none, the Cube forms v_new's halves): v_new = u - w S (fp32); v_hi, v_lo to
+        // the Cube, then v_new out (rounded once when T: v_hi).
+        if (!kOut) {
+            a = inA_.template DeQue<float>();
+            for (uint32_t l = 0; l < L.n; ++l) {
+                const uint32_t w = L.w[l], n = rv * w;
+                const uint64_t at = uint64_t(BT) * L.c[l] + uint64_t(r0) * w;
+                CrossCoreWaitFlag(LaneFlag(kFlagWs, l));
+                LocalTensor<float> vn = CopyIn(inB_, gWsF_[at], n);
                 Sub(vn, a[rv * L.c[l]], vn, static_cast<int32_t>(n));
                 OrderV();
+                Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, t_.v_new_f32 ? nullptr : &hi);
+                CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagV, l));
+                WriteOut(t_.v_new_f32, gVf_, gVt_, vOff + L.c[l], vn, hi, rv, w);
+                inB_.FreeTensor(vn);
             }
-            Split(vn, rv, w, vs + at, vs + uint64_t(BT) * Vb + at, kOut || t_.v_new_f32 ? nullptr : &hi);
-            CrossCoreSetFlag<2, PIPE_MTE3>(LaneFlag(kFlagV, l));
-            if (!kOut) WriteOut(t_.v_new_f32, gVf_, gVt_, vOff + L.c[l], vn, hi, rv, w);
-            inB_.FreeTensor(vn);
+            inA_.FreeTensor(a);
         }
-        if (!kOut) inA_.FreeTensor(a);
 
         // 4. Per lane: S += kg^T v_new.
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], n = rk * w;
             CrossCoreWaitFlag(LaneFlag(kFlagDs, l));
-            LocalTensor<float> d = CopyIn(inA_, gWsF_[uint64_t(BT) * Vb + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
+            LocalTensor<float> d =
+                CopyIn(inA_, gWsF_[(kOut ? 0 : uint64_t(BT) * Vb) + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
             OrderV();
             Add(S[rk * L.c[l]], S[rk * L.c[l]], d, static_cast<int32_t>(n));
             inA_.FreeTensor(d);
         }
         OrderV();
+    }
+
+    // Fused: this AIV's rows [r0, r0 + rows_v) of -I [BT, BT] in T to the workspace, once: zeros, the
+    // diagonal set by the scalar unit, one rounding (exact) to T.
+    __aicore__ inline void NegIdentityRows() {
+        const uint32_t BT = t_.BT, rv = t_.rows_v, r0 = at_.sub * rv;
+        LocalTensor<float> f = res_.Get<float>();
+        Duplicate(f, 0.0f, static_cast<int32_t>(rv * BT));
+        Sync<HardEvent::V_S>();
+        for (uint32_t i = 0; i < rv; ++i) f.SetValue(i * BT + r0 + i, -1.0f);
+        Sync<HardEvent::S_V>();
+        OrderV();  // the zeros too: the scalar writes do not order the vector pipe
+        CastOut(outT_, gWsT_[FusedRegions(t_).negI + uint64_t(r0) * BT], f, rv * BT);
     }
 
     // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = -T(k e_row beta) (negated: the Cube's

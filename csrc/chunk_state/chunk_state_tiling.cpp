@@ -18,14 +18,14 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 // v_new in place), e_last and its Brcb rows, the hi-lo residual, two T output buffers (x_hi held
 // for the output while x_lo goes out) and the fp32 output buffer. The fused kernel's operand rows
 // pass through them too (G, k / q / v in T, beta, two fp32 R x K pieces, X1 / kg / qe / X2 in T,
-// wy_rows::Scratch's broadcasts and factors) and KDA's last row of G: each buffer the larger of its
-// uses, as the kernel sizes them.
+// wy_rows::Scratch's broadcasts and factors), KDA's last row of G and the rows of -I (fp32, then T):
+// each buffer the larger of its uses, as the kernel sizes them.
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
-    const uint64_t qe = f * rv * K;
+    const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
     return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max(rv * vb * 4, qe * 2)) +
            Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) + Pad32(Max(rk * 8, f * rv * 26) * 4) +
-           Pad32(Max(m * vb, 2 * qe) * 4) + 2 * Pad32(Max(m * vb, qe) * 2) + Pad32(m * vb * 4);
+           Pad32(Max(Max(m * vb, 2 * qe), negI) * 4) + 2 * Pad32(Max(Max(m * vb, qe), negI) * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
 
@@ -98,18 +98,23 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     uint32_t nt = soc::kL0abBytes / (2 * rows * p.elem_bytes) / 16 * 16;
     nt = Min(nt, p.l0c_bytes / (rows * 4) / 16 * 16);
     t->n_tile = Min(nt, vb);
-    // fused: Akk, then Aqk take kg^T's place (wider when BT > K), qe w's
-    t->l0a_bytes_used = (p.K + (p.fused_output ? Max(p.K, p.BT) : p.K)) * p.BT * p.elem_bytes;
+    // fused: Akk and -I, then Aqk take kg^T's place (wider when 2 BT > K), qe w's
+    t->l0a_bytes_used = (p.K + (p.fused_output ? Max(p.K, 2 * p.BT) : p.K)) * p.BT * p.elem_bytes;
     t->l0b_bytes_used = 2 * rows * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = rows * t->n_tile * 4;
-    // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk [BT, BT] and X2 [BT, vb]
+    // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk, -I [BT, BT] and X2 [BT, vb]
     t->l1_bytes_used =
-        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 2 * p.BT * p.BT + p.BT * vb : 0)) *
+        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0)) *
         p.elem_bytes;
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    t->ws_t_elems = 2 * (p.K + p.BT) * vb + (p.fused_output ? 3 * p.BT * p.K + p.BT * vb : 0);  // + qe, X1, kg, X2
-    t->ws_f_elems = (p.BT + p.K) * vb;
+    if (p.fused_output) {  // S_hi, S_lo, -I, qe, X1, kg, X2; dS (the Cube forms v_new's halves itself)
+        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 3 * p.BT * p.K + p.BT * vb;
+        t->ws_f_elems = p.K * vb;
+    } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
+        t->ws_t_elems = 2 * (p.K + p.BT) * vb;
+        t->ws_f_elems = (p.BT + p.K) * vb;
+    }
     t->ws_bytes_per_core = t->ws_t_elems * p.elem_bytes + t->ws_f_elems * 4;
     return 0;
 }

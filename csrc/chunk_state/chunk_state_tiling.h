@@ -48,15 +48,19 @@
 //   (common/wy_rows.h: X1 = -T(beta k e_row), negated, kg = T(k e_tail), X2 = T(beta v) of the unit's
 //   V block) and of qe = T(q e_row) (one e_row for both) into the workspace (flag X); the Cube forms
 //   -w = Akk @ X1 straight into L1 (Fixpipe L0C -> L1 NZ, rounded once to T: the WY kernel's w in T,
-//   negated). Then the state kernel's chunk step, but with v_new itself from the Cube: per lane u -
-//   w S = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo, one fp32 accumulation in L0C, in place of w S (u never
-//   goes to GM or the workspace); after the dS products o = qe @ S_hi + Aqk @ v_hi per lane, Fixpipe'd
-//   to o (token-major, rounded once to T): the products the chunk output kernel forms from the h and
-//   v_new the state kernel writes in T. So o and final are those of wy_fast (w, kg in T) +
-//   chunk_state (h, v_new in T) + chunk_output but for v_new's rounding (u and w S rounded to fp32
-//   apart there): final within a float32 rounding, o in all but a few elements. None of w, u, kg, h
-//   and v_new is written; q, k, v, beta, G, Akk and Aqk are read once per unit (per V block). The X
-//   regions are rewritten only after the dS flags that follow the Cube's loads of them.
+//   negated). Then the state kernel's chunk step with v_new kept on the Cube: per lane and V tile
+//   v_new = u - w S = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo, one fp32 accumulation in L0C, Fixpipe'd
+//   into L1 as v_hi = T(v_new); -I @ v_hi accumulated onto the same tile is v_new - v_hi exactly
+//   (Sterbenz), Fixpipe'd into L1 as v_lo: the halves the AIVs' split forms, so v_new, u and w S
+//   never go through GM and each chunk has two hand-offs per lane (S to the Cube, dS back) instead of
+//   four. -I comes once per launch from the AIVs (the Cube cannot write a pattern; flag I). After the
+//   dS products o = qe @ S_hi + Aqk @ v_hi per lane, Fixpipe'd to o (token-major, rounded once to T):
+//   the products the chunk output kernel forms from the h and v_new the state kernel writes in T. So
+//   o and final are those of wy_fast (w, kg in T) + chunk_state (h, v_new in T) + chunk_output but for
+//   v_new's rounding (u and w S rounded to fp32 apart there): final within a float32 rounding, o
+//   equal in all but a few elements. None of w, u, kg, h and v_new is written; q, k, v, beta, G, Akk
+//   and Aqk are read once per unit (per V block). The X regions are rewritten only after the dS flags
+//   that follow the Cube's loads of them.
 //
 // Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]; Kg in {1, K}.
 #ifndef FLA_NPU_CHUNK_STATE_TILING_H
@@ -90,9 +94,9 @@ struct ChunkStateTiling {
     uint32_t vec_rows;     // max(rows_k, rows_v): rows of the AIV's staging buffers
     uint32_t spread_rows;  // rows of S per state_v_first piece (8 x v_block floats each)
     uint32_t n_tile;       // columns per L0B / L0C tile (multiple of 16)
-    uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], v_hi, v_lo [BT, v_block]
-                           // [, fused: qe, X1, kg [BT, K], X2 [BT, v_block]]
-    uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block][, fused: u [BT, v_block]]
+    uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], then v_hi, v_lo [BT, v_block]
+                           // (fused: -I [BT, BT], qe, X1, kg [BT, K], X2 [BT, v_block])
+    uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block] (fused: dS only)
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };

@@ -135,8 +135,9 @@ def test_counters_against_the_chain(capsys, monkeypatch):
     """GM bytes (exact) and Cube multiply-adds for NC = 16, HV = 4, BT = 64, K = V = 128 (KDA, one V
     block per head on 4 cores): the fused launch reads q, k, v, beta, G, Akk, Aqk and e_last once (and
     G's last row once per vector core) and writes o and final once, plus its workspace round trips
-    (the state kernel's hand-off, v_new in place of w S; qe, X1, kg and X2); the chain also writes
-    and reads w, kg, u, h and v_new, and reads G twice, with the same Cube work."""
+    (S's halves and dS; qe, X1, kg and X2; -I once per core: the Cube forms v_new's halves itself);
+    the chain also writes and reads w, kg, u, h and v_new, and reads G twice, with the same Cube
+    work but the subtraction -I v_hi."""
     NC, HV, BT, K, V = 16, 4, 64, 128, 128
     x = _inputs(1, NC * BT, HV, K, V, BT, True, None, False, False, 1, BF16, seed=5)
     monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
@@ -149,14 +150,16 @@ def test_counters_against_the_chain(capsys, monkeypatch):
     chunks = NC * HV
     reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * 4 + BT * K * 4 + 2 * K * 4 + 2 * BT * BT * 2 + K * 4)
     writes = chunks * BT * V * 2 + HV * K * V * 4
-    workspace = chunks * (2 * (K + BT) * V * 2 + (K + BT) * V * 4 + 3 * BT * K * 2 + BT * V * 2)
+    # per chunk S's halves to the Cube and dS back, qe, X1, kg and X2 to the Cube; -I once per core
+    workspace = chunks * (2 * K * V * 2 + K * V * 4 + 3 * BT * K * 2 + BT * V * 2) + 4 * BT * BT * 2
     assert (fused.ws_to_local_bytes, fused.local_to_ws_bytes) == (workspace, workspace)
     moved = fused.gm_to_local_bytes + fused.local_to_gm_bytes
     assert moved == reads + writes + 2 * workspace, (moved, reads + writes + 2 * workspace)
     # the Cube: Akk X1 and Akk X2, w S and kg^T v_new on hi and lo halves, then qe S_hi and Aqk v_hi:
-    # the chain's products
-    assert fused.cube_macs == chunks * (BT * BT * (K + V) + 4 * BT * K * V + BT * K * V + BT * BT * V)
-    assert fused.cube_macs == sum(launch["cube_macs"] for launch in prof.launches)
+    # the chain's products; and -I v_hi, the subtraction that forms v_lo
+    chain_macs = sum(launch["cube_macs"] for launch in prof.launches)
+    assert chain_macs == chunks * (BT * BT * (K + V) + 4 * BT * K * V + BT * K * V + BT * BT * V)
+    assert fused.cube_macs == chain_macs + chunks * BT * BT * V
     chain_moved = sum(launch["gm_read_bytes"] + launch["gm_write_bytes"] for launch in prof.launches)
     chain_ws = sum(launch["ws_read_bytes"] + launch["ws_write_bytes"] for launch in prof.launches)
     # outside the workspaces: w, kg (bf16), u (fp32), h and v_new (bf16) written and read back, G read

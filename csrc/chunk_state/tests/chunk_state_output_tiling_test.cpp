@@ -20,8 +20,9 @@ static ChunkStateProblem Problem(uint32_t N, uint32_t HV, uint32_t NC, uint32_t 
     return p;
 }
 
-// Every shape the state kernel takes fits with the fused kernel's buffers: qe, X1, kg, X2 and u in the
-// workspace after the hand-off, qe, X1, X2, Aqk and Akk in L1, Akk, qe and Aqk over w and kg^T in L0A.
+// Every shape the state kernel takes fits with the fused kernel's buffers: -I, qe, X1, kg and X2 in the
+// workspace after S's halves, qe, X1, X2, Aqk, Akk and -I in L1, Akk and -I, then qe and Aqk over w and
+// kg^T in L0A.
 static void TestShapes() {
     const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 80, 128, 256};
     for (const soc::SocFacts* s : {&soc::kA2, &soc::kA5})
@@ -36,10 +37,10 @@ static void TestShapes() {
                             CHECK(ComputeTiling(p, &t, &err) == 0);
                             CHECK(t.fused_output == 1 && t.groups == 1);
                             CHECK(t.ub_bytes_used <= p.ub_bytes && t.l0a_bytes_used <= soc::kL0abBytes);
-                            CHECK(t.l0a_bytes_used == (K + (K > BT ? K : BT)) * BT * 2);
+                            CHECK(t.l0a_bytes_used == (K + (K > 2 * BT ? K : 2 * BT)) * BT * 2);
                             CHECK(t.l1_bytes_used <= 512u * 1024 - 256);
-                            CHECK(t.ws_t_elems == 2 * (K + BT) * t.v_block + 3 * BT * K + BT * t.v_block);
-                            CHECK(t.ws_f_elems == (BT + K) * t.v_block);
+                            CHECK(t.ws_t_elems == 2 * K * t.v_block + BT * BT + 3 * BT * K + BT * t.v_block);
+                            CHECK(t.ws_f_elems == K * t.v_block);
                             CHECK((t.num_vb - 1) * t.v_block + t.v_last == V && t.v_block % 16 == 0);
                             tiling_test::CheckCover(t);
                         }
