@@ -77,12 +77,14 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 }
 
 // The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block], -I
-// [BT, BT] (written once), qe, X1, kg [BT, K] and X2 [BT, v_block].
+// [BT, BT] (written once), then two slots (a core's j-th chunk uses slot j % 2: the AIVs form a
+// chunk's operands while the Cube works on the one before) of qe, X1, kg [BT, K] and X2 [BT, v_block].
 struct WsAt {
     uint64_t negI, qe, x1, kg, x2;
 };
-__aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t) {
-    const uint64_t negI = 2ull * t.K * t.v_block, qe = negI + uint64_t(t.BT) * t.BT, m = uint64_t(t.BT) * t.K;
+__aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0) {
+    const uint64_t negI = 2ull * t.K * t.v_block, m = uint64_t(t.BT) * t.K;
+    const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * (3 * m + uint64_t(t.BT) * t.v_block);
     return WsAt{negI, qe, qe + m, qe + 2 * m, qe + 3 * m};
 }
 
@@ -132,15 +134,16 @@ class ChunkStateCube {
             CrossCoreWaitFlag(kFlagI);
             LoadNz(negI1_.Get<T>(), gWsT_[FusedRegions(t_).negI], t_.BT, t_.BT);
         }
+        uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % 2
         for (uint32_t i = 0; i < r.count; ++i) {
             const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
-            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u);
+            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++ % 2);
         }
     }
 
   private:
-    __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
+    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block;
         const Lanes L = SplitLanes(u.vw);
         const uint64_t tile = (uint64_t(c) * t_.HV + u.h) * BT * K, vs = 2ull * K * Vb;
@@ -151,7 +154,7 @@ class ChunkStateCube {
 
         Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
         if (kOut) {
-            WyFactors(c, u);
+            WyFactors(c, u, slot);
         } else {
             LoadNz(w1, gW_[tile], BT, K);
             LoadNz(kg1, gKg_[tile], BT, K);
@@ -229,10 +232,10 @@ class ChunkStateCube {
     // workspace (once the AIVs wrote them; the dS flags later tell the AIVs the regions were read) into
     // L1; Akk into L0A in kg^T's place; -w = Akk @ X1 into w1 (NZ, rounded once to T: minus the WY
     // kernel's w in T, exactly). u = Akk @ X2 is formed with each lane's v_new.
-    __aicore__ inline void WyFactors(uint32_t c, const Unit& u) {
+    __aicore__ inline void WyFactors(uint32_t c, const Unit& u, uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K;
         const uint64_t unit = uint64_t(c) * t_.HV + u.h;
-        const WsAt at = FusedRegions(t_);
+        const WsAt at = FusedRegions(t_, slot);
         LocalTensor<T> akk1 = akk1_.Get<T>(), aa = kga_.Get<T>(), b2 = b2a_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
         LoadNz(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);
@@ -331,11 +334,12 @@ class ChunkStateVector {
             NegIdentityRows();
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagI);
         }
+        uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % 2
         for (uint32_t i = 0; i < r.count; ++i) {
             const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
             LoadState(u);
-            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u);
+            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++ % 2, c == c0, c + 1 < c1);
             StoreFinal(u);
         }
     }
@@ -481,7 +485,9 @@ class ChunkStateVector {
         }
     }
 
-    __aicore__ inline void Chunk(uint32_t c, const Unit& u) {
+    // Chunk c of unit u (fused: its operands in `slot`; `first` of the unit's chunks, a `next` one
+    // follows).
+    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t slot, bool first, bool next) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v;
         const uint32_t k0 = at_.sub * rk, r0 = at_.sub * rv;
         const Lanes L = SplitLanes(u.vw);
@@ -490,10 +496,10 @@ class ChunkStateVector {
         LocalTensor<float> S = s_.Get<float>();
         LocalTensor<T> hi;
 
-        // 0. Fused: this AIV's rows of X1, kg, X2 and qe to the Cube (their regions are free: the Cube
-        // read them before the previous chunk's dS flags).
-        if (kOut) {
-            FormOperands(ch, r0, u);
+        // 0. Fused, the unit's first chunk: this AIV's rows of X1, kg, X2 and qe to the Cube (the later
+        // chunks' come during the chunk before, step 3).
+        if (kOut && first) {
+            FormOperands(ch, r0, u, slot);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
         }
 
@@ -528,8 +534,14 @@ class ChunkStateVector {
             Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(rk * u.vw));
         }
 
-        // 3. Per lane (fused: none, the Cube forms v_new's halves): v_new = u - w S (fp32); v_hi, v_lo to
-        // the Cube, then v_new out (rounded once when T: v_hi).
+        // 3. Fused: the next chunk's operands into the other slot while the Cube works on this one (the
+        // slot is free: the Cube read it before the previous chunk's dS flags). Unfused, per lane:
+        // v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
+        if (kOut && next) {
+            OrderV();  // the decay's reads of bc_ before the operands' broadcasts overwrite it
+            FormOperands(ch + t_.HV, r0, u, slot ^ 1);
+            CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
+        }
         if (!kOut) {
             a = inA_.template DeQue<float>();
             for (uint32_t l = 0; l < L.n; ++l) {
@@ -576,10 +588,10 @@ class ChunkStateVector {
     // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = -T(k e_row beta) (negated: the Cube's
     // v_new = u - w S is then one accumulation), kg = T(k e_tail), qe = T(q e_row) (one e_row for
     // both) and X2 = T(v beta) (the unit's V block) to the workspace.
-    __aicore__ inline void FormOperands(uint64_t ch, uint32_t r0, const Unit& u) {
+    __aicore__ inline void FormOperands(uint64_t ch, uint32_t r0, const Unit& u, uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K, rv = t_.rows_v, HV = t_.HV;
         const uint32_t unit = static_cast<uint32_t>(ch);
-        const WsAt at = FusedRegions(t_);
+        const WsAt at = FusedRegions(t_, slot);
         // bc_: Brcb(-beta), GDN's Brcb row, GDN's factor, -beta, Brcb(beta) (R x 8, R x 8, R, R, R x 8 floats)
         LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>(), nb = bc[rv * 17], bcV = bc[rv * 18];
         const wy_rows::Scratch x{work, work[rv * K], bc, bc[rv * 8], bc[rv * 16]};

@@ -28,8 +28,8 @@ Every row of every chunk of a sequence is computed (padding rows of tail chunks 
 inputs hold there: zeros in k, v keep them out of the state); rows of chunks outside every
 sequence's range are not written. Limits as FlaNpuChunkState's; float32 Cube inputs are refused.
 
-Workspace: per launched AI core, K v_block (2 sizeof(T) + 4) + (BT^2 + 3 BT K + BT v_block) sizeof(T)
-bytes (S's halves and dS; -I, qe, X1, kg and X2). NPU flavours
+Workspace: per launched AI core, K v_block (2 sizeof(T) + 4) + (BT^2 + 2 (3 BT K + BT v_block))
+sizeof(T) bytes (S's halves and dS; -I; two slots of qe, X1, kg and X2). NPU flavours
 forward to aclnnFlaNpuChunkStateOutput[GetWorkspaceSize](q, k, v, beta, g, akk, aqk, eLast,
 chunkOffsets, h0, o, final, stateVFirst); nothing is called without a unit.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)

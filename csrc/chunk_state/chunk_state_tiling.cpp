@@ -108,8 +108,8 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
         p.elem_bytes;
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    if (p.fused_output) {  // S_hi, S_lo, -I, qe, X1, kg, X2; dS (the Cube forms v_new's halves itself)
-        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 3 * p.BT * p.K + p.BT * vb;
+    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg, X2; dS (the Cube forms v_new's halves)
+        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 2 * (3 * p.BT * p.K + p.BT * vb);
         t->ws_f_elems = p.K * vb;
     } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
         t->ws_t_elems = 2 * (p.K + p.BT) * vb;

@@ -59,8 +59,9 @@
 //   o and final are those of wy_fast (w, kg in T) + chunk_state (h, v_new in T) + chunk_output but for
 //   v_new's rounding (u and w S rounded to fp32 apart there): final within a float32 rounding, o
 //   equal in all but a few elements. None of w, u, kg, h and v_new is written; q, k, v, beta, G, Akk
-//   and Aqk are read once per unit (per V block). The X regions are rewritten only after the dS flags
-//   that follow the Cube's loads of them.
+//   and Aqk are read once per unit (per V block). The operands go through two workspace slots (a
+//   core's j-th chunk in slot j % 2): the AIVs form chunk c + 1's after S(c)'s halves, while the Cube
+//   works on chunk c; a slot is rewritten only after the dS flags that follow the Cube's loads of it.
 //
 // Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]; Kg in {1, K}.
 #ifndef FLA_NPU_CHUNK_STATE_TILING_H
@@ -95,7 +96,7 @@ struct ChunkStateTiling {
     uint32_t spread_rows;  // rows of S per state_v_first piece (8 x v_block floats each)
     uint32_t n_tile;       // columns per L0B / L0C tile (multiple of 16)
     uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], then v_hi, v_lo [BT, v_block]
-                           // (fused: -I [BT, BT], qe, X1, kg [BT, K], X2 [BT, v_block])
+                           // (fused: -I [BT, BT], two slots of qe, X1, kg [BT, K], X2 [BT, v_block])
     uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block] (fused: dS only)
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;

@@ -39,7 +39,7 @@ static void TestShapes() {
                             CHECK(t.ub_bytes_used <= p.ub_bytes && t.l0a_bytes_used <= soc::kL0abBytes);
                             CHECK(t.l0a_bytes_used == (K + (K > 2 * BT ? K : 2 * BT)) * BT * 2);
                             CHECK(t.l1_bytes_used <= 512u * 1024 - 256);
-                            CHECK(t.ws_t_elems == 2 * K * t.v_block + BT * BT + 3 * BT * K + BT * t.v_block);
+                            CHECK(t.ws_t_elems == 2 * K * t.v_block + BT * BT + 2 * (3 * BT * K + BT * t.v_block));
                             CHECK(t.ws_f_elems == K * t.v_block);
                             CHECK((t.num_vb - 1) * t.v_block + t.v_last == V && t.v_block % 16 == 0);
                             tiling_test::CheckCover(t);
