@@ -159,8 +159,8 @@ class ChunkStateCube {
             LoadNz(w1, gW_[tile], BT, K);
             LoadNz(kg1, gKg_[tile], BT, K);
         }
-        // Per lane wS = w @ S_hi + w @ S_lo; fused v_new = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo itself
-        // (w1 holds -w; Akk stays in kg^T's place until both lanes are done).
+        // Per lane wS = w @ S_hi + w @ S_lo; fused, v_new's halves (VNewHalves: w1 holds -w; Akk and -I
+        // stay in kg^T's place until both lanes are done).
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], s0 = K * L.c[l];
             CrossCoreWaitFlag(LaneFlag(kFlagS, l));
@@ -286,8 +286,9 @@ class ChunkStateCube {
 
 // ------------------------------------------------------------------------------------------------
 // AIV: the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub BT/2, (sub+1) BT/2)),
-// the hi / lo halves for the Cube and every output. Fused (kOut): first its rows of the Cube's
-// operands X1, kg, X2 (common/wy_rows.h) and qe, u from the workspace, and neither h nor v_new.
+// the hi / lo halves for the Cube and every output. Fused (kOut): its rows of the Cube's operands X1,
+// kg, X2 (common/wy_rows.h) and qe (the next chunk's while the Cube works on this one) and -I once;
+// no v_new (the Cube forms its halves), neither h nor v_new written.
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut>
 class ChunkStateVector {
@@ -302,9 +303,8 @@ class ChunkStateVector {
             Bind(chunks * t_.BT * t_.V, gV_, a.v);
             Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
             Bind(chunks * t_.BT, gB_, a.beta);
-        } else {
-            Bind(chunks * t_.BT * t_.V, gU_,
-                 a.u);  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
+        } else {  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
+            Bind(chunks * t_.BT * t_.V, gU_, a.u);
             Bind(t_.h_f32 ? chunks * t_.K * t_.V : 0, gHf_, a.h);
             Bind(t_.h_f32 ? 0 : chunks * t_.K * t_.V, gHt_, a.h);
             Bind(t_.v_new_f32 ? chunks * t_.BT * t_.V : 0, gVf_, a.vNew);
