@@ -6,12 +6,12 @@
 //
 // The factoring that keeps every Cube operand finite, the shapes and the work split:
 // chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
-//   AIV  [i >= 2: wait Free]  KDA: per owned block row I (reference row r: its middle or first row,
-//        chunk_intra_tiling.h) the column operand k_j 2^(G_r - G_j)
-//        (j < 16 (I + 1); the diagonal block's rows zero when max |G_r - G_j| there exceeds
-//        safe_span) and the row operands q_I, beta_I k_I times 2^(G_I - G_r), fp32 then one rounding
-//        to T, into the operand slot (each G and k block read once per AIV, every owned block row
-//        served from it);  set Ready (PIPE_MTE3);  then finish unit i - 1 (below)
+//   AIV  [i >= 2: wait Free]  KDA: per owned block J, for every block row I >= J (reference row r:
+//        its middle or first row, chunk_intra_tiling.h) the column operand rows k_j 2^(G_r - G_j) of
+//        block J (the diagonal block's rows zero when max |G_r - G_j| there exceeds safe_span), and at
+//        I == J the row operands q_I, beta_I k_I times 2^(G_I - G_r), fp32 then one rounding to T,
+//        into the operand slot (each G and k block read by its owner only);  set Ready (PIPE_MTE3);
+//        then finish unit i - 1 (below)
 //   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
 //        [slot reused later: set Free]; per block row I one Mmad per part (q, beta k): Fixpipe the
 //        columns [0, 16 I) straight to Aqk and L (fp32, or rounded once to T), the 16 x 16 diagonal
@@ -208,7 +208,7 @@ class ChunkIntraVector {
         InitQues(pipe_, 2, P * sizeof(T), inT_);
         InitQues(pipe_, 1, 32 * BT * sizeof(float), res_);
         InitQues(pipe_, 1, 16 * sizeof(float), inB_);
-        InitQues(pipe_, 1, 3 * 2 * t_.K * sizeof(float), inR_);
+        InitQues(pipe_, 1, 3 * t_.nb * t_.K * sizeof(float), inR_);
         InitQues(pipe_, 2, P * sizeof(T), outT_);
         InitQues(pipe_, 2, 16 * BT * sizeof(float), outF_);
         InitBufs(pipe_, P * sizeof(float), w0_, w1_, w2_, w3_);
@@ -286,28 +286,29 @@ class ChunkIntraVector {
     }
 
     // ---- KDA operands ----------------------------------------------------------------------------
-    // The reference row of each owned block row I of unit u (chunk_intra_tiling.h): its middle row
-    // m = 16 I + 8 when max |G_m - G_j| over its diagonal block is at most safe_span (then that block
-    // goes through the Cube), else its first row 16 I (the row factors stay <= 1 whatever the gate).
-    // G does not increase along the chunk, so that maximum is over the block's first and last rows:
-    // max(G_first - G_m, G_m - G_last). Reads those three rows of every owned block row once, into the
-    // returned tensor (rows 3 o, 3 o + 1, 3 o + 2: first, m, last; the caller frees it), in which the
-    // reference row of o is row RefRow(o). Sets midRef_[o].
+    // The reference row of each block row I >= this AIV's first owned one, of unit u
+    // (chunk_intra_tiling.h): its middle row m = 16 I + 8 when max |G_m - G_j| over its diagonal block
+    // is at most safe_span (then that block goes through the Cube), else its first row 16 I (the row
+    // factors stay <= 1 whatever the gate). G does not increase along the chunk, so that maximum is
+    // over the block's first and last rows: max(G_first - G_m, G_m - G_last). Reads those three rows
+    // of each such block row once, into the returned tensor (rows 3 I, 3 I + 1, 3 I + 2: first, m,
+    // last; the caller frees it), in which the reference row of I is row RefRow(I). Sets midRef_[I]
+    // (the same choice on both AIVs: the same rows, the same operations).
     __aicore__ inline LocalTensor<float> ChooseReferences(uint32_t u) {
         constexpr uint32_t kRows[3] = {0, 8, 15};  // first, middle, last row of a block row
         const uint32_t K = t_.K;
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>();
         LocalTensor<float> r = inR_.template AllocTensor<float>();
-        for (uint32_t o = 0; o < nOwned_; ++o)
-            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * o + i) * K], gG_[GateOf(u, 16 * owned_[o] + kRows[i])], K);
+        for (uint32_t I = owned_[0]; I < t_.nb; ++I)
+            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * I + i) * K], gG_[GateOf(u, 16 * I + kRows[i])], K);
         inR_.EnQue(r);
         r = inR_.template DeQue<float>();
-        for (uint32_t o = 0; o < nOwned_; ++o) {
-            const LocalTensor<float> rows = r[3 * o * K];
+        for (uint32_t I = owned_[0]; I < t_.nb; ++I) {
+            const LocalTensor<float> rows = r[3 * I * K];
             Sub(d, rows, rows[K], static_cast<int32_t>(K));            // G_first - G_m
             Sub(d[K], rows[K], rows[2 * K], static_cast<int32_t>(K));  // G_m - G_last
             OrderV();
-            midRef_[o] = MaxAbs(d, x, f, 2 * K) <= t_.safe_span;
+            midRef_[I] = MaxAbs(d, x, f, 2 * K) <= t_.safe_span;
         }
         return r;
     }
@@ -315,31 +316,31 @@ class ChunkIntraVector {
     // The element of G (KDA: token-major, common/chunk_cube.h's GateRow) of row r of unit u.
     __aicore__ inline uint64_t GateOf(uint32_t u, uint32_t r) const { return GateRow(u, r, t_.HV, t_.BT, t_.Kg); }
 
-    // The row of ChooseReferences' tensor that is owned block row o's reference row.
-    __aicore__ inline uint32_t RefRow(uint32_t o) const { return 3 * o + (midRef_[o] ? 1 : 0); }
+    // The row of ChooseReferences' tensor that is block row I's reference row.
+    __aicore__ inline uint32_t RefRow(uint32_t I) const { return 3 * I + (midRef_[I] ? 1 : 0); }
 
-    // The owned block rows of unit u into operand slot `slot`, each G and k block read once: for
-    // every block J up to the last owned block row, the column operand rows of block J of every owned
-    // block row I >= J; at J == I also I's row operands. Records in unsafe_[slot] which diagonal
-    // blocks the AIV computes exactly (max |G_r - G_j| over the block above safe_span from both
-    // reference rows).
+    // This AIV's share of unit u's operands into operand slot `slot`, each G and k block read by one
+    // AIV only: for every owned block J, the column operand rows of block J of every block row I >= J
+    // (their reference rows read by both AIVs), and at J == I the row operands of I. Records in
+    // unsafe_[slot] which of its diagonal blocks the AIV computes exactly (max |G_r - G_j| over the
+    // block above safe_span from both reference rows). The ownership (BlockRowOwner) gives both AIVs
+    // the same count of column operand blocks for BT 64: {0, 3} 4 + 1, {1, 2} 3 + 2.
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t base = uint64_t(slot) * t_.ws_op_elems;
         LocalTensor<float> gr = ChooseReferences(u);  // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
-        for (uint32_t J = 0; J <= owned_[nOwned_ - 1]; ++J) {
+        for (uint32_t o = 0; o < nOwned_; ++o) {
+            const uint32_t J = owned_[o];
             LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
             CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
             OrderV();
-            for (uint32_t o = 0; o < nOwned_; ++o) {
-                const uint32_t I = owned_[o];
-                if (I < J) continue;
-                SubFromRow(d, gr[RefRow(o) * K], gJ, 16, K);  // G_r - G_j
+            for (uint32_t I = J; I < t_.nb; ++I) {
+                SubFromRow(d, gr[RefRow(I) * K], gJ, 16, K);  // G_r - G_j
                 OrderV();
                 bool safe = true;
                 if (J == I) {  // a middle reference was chosen because the block fits the span from it
-                    safe = midRef_[o] || MaxAbs(d, x, f) <= t_.safe_span;
+                    safe = midRef_[I] || MaxAbs(d, x, f) <= t_.safe_span;
                     unsafe_[slot][o] = !safe;
                 }
                 if (safe) {  // column operand rows k_j 2^(G_r - G_j)
@@ -565,7 +566,7 @@ class ChunkIntraVector {
     uint32_t maskW_ = 16, maskBytes_ = 0;
     uint32_t owned_[2] = {0, 0}, nOwned_ = 0;
     bool unsafe_[2][2] = {{false, false}, {false, false}};  // [slot][owned block row]: exact diagonal block
-    bool midRef_[2] = {false, false};                       // [owned block row]: reference row 16 I + 8 (this unit)
+    bool midRef_[4] = {false, false, false, false};         // [block row]: reference row 16 I + 8 (this unit)
     TPipe pipe_;
     TQue<QuePosition::VECIN, 2> inF_, inT_;
     TQue<QuePosition::VECIN, 1> res_, inB_, inR_;

@@ -32,14 +32,14 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     // AIV: pieces of 16 rows. G blocks (fp32, two), q / k blocks (T, two), the result rows of a block
     // row (32 x BT fp32), operands / cast outputs (T, two), Aqk and L rows (16 x BT fp32, two), four
     // fp32 work pieces, beta, two Brcb tiles, a reduction result, the four select masks, the first,
-    // middle and last rows of G of the two owned block rows (their reference rows among them), KDA's
-    // zero rows (fp32 and T).
+    // middle and last rows of G of every block row (their reference rows among them), KDA's zero rows
+    // (fp32 and T).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);
     t->ub_bytes_used = static_cast<uint32_t>(
         2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) + 2 * Pad32(16ull * p.BT * 4) +
         4 * Pad32(P * 4) + Pad32(16 * 4) + 2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
-        Pad32(3 * 2ull * p.K * 4) + (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
+        Pad32(3ull * nb * p.K * 4) + (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the operand slot (KDA) or [q; k] (GDN) whole in L1; per Mmad the A rows in L0A, k^T columns

@@ -28,17 +28,17 @@
 //   diagonal block's factors: blocks of twice the decay stay on the Cube.
 //   GDN: the Cube computes q k^T and k k^T, the AIV multiplies by D[i, j] = 2^(G_i - G_j) (j <= i).
 //
-// Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). AIV sub-block s owns the block rows I with
-// (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows). KDA, per unit (chunk,
-// head): the AIVs form the scaled operands in fp32 (factors from differences of G, beta folded into
-// the k rows, one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix,
-// runs per block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block
-// straight to Aqk and L (Fixpipe: fp32, or rounded once to T) and the 16 x 16 diagonal blocks to a
-// result slot; the AIVs mask those (or compute them exactly) and write them with the zero columns.
-// GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the
-// result slot; the AIVs multiply by the decay, mask, scale by beta and write whole rows. Hand-off:
-// common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC -> AIV) for the
-// results; an AIV forms unit i + 1 before it finishes unit i, so the Cube works while the AIVs form.
+// Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). AIV sub-block s owns the blocks I with
+// (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows): their row operands
+// and outputs, and the column operands of block J for every block row I >= J (each G and k block
+// read by its owner only). KDA, per unit (chunk, head): the AIVs form the scaled operands in fp32 (factors from differences of G,
+// beta folded into the k rows, one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix, runs per
+// block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block straight to Aqk and L (Fixpipe: fp32,
+// or rounded once to T) and the 16 x 16 diagonal blocks to a result slot; the AIVs mask those (or compute them exactly) and write
+// them with the zero columns. GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the result
+// slot; the AIVs multiply by the decay, mask, scale by beta and write whole rows. Hand-off: common/chunk_cube.h's Ready / Free
+// flags for the operand slots, and Done (AIC -> AIV) for the results; an AIV forms unit i + 1 before it finishes unit i, so the
+// Cube works while the AIVs form.
 //
 // Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
 // (CoreUnits); the output is bit-identical for any core count.
@@ -109,8 +109,9 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 // (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraProblem* p);
 
-// The AIV sub-block that owns block row I (both operand forming and output): equal operand rows
-// for BT 64 ({0, 3} / {1, 2}), 48 / 64 for BT 32, everything on sub-block 0 for BT 16.
+// The AIV sub-block that owns block I (its row operands and outputs, and its column operands for every
+// block row from I on): equal operand rows for BT 64 ({0, 3} / {1, 2}: 2 x 32 + 5 x 16 each), 64 / 48
+// for BT 32, everything on sub-block 0 for BT 16.
 FLA_NPU_AICORE inline uint32_t BlockRowOwner(uint32_t I) { return (I ^ (I >> 1)) & 1u; }
 
 // First row of block row I's column operand in the KDA operand slot (after the row operands).

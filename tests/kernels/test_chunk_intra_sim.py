@@ -80,10 +80,10 @@ def _reference(q, k, beta, G):
 def _gm_bytes(q, k, beta, G, out_dtype):
     """Compulsory minimum (q, k, beta, G read once, Aqk and L written once) and, when every diagonal
     block goes through the Cube (mild gates), the kernel's own count, from its design
-    (chunk_intra_tiling.h). KDA: the AIV owning block rows S (sub-block (I ^ (I >> 1)) & 1) reads G and
-    k of blocks 0..max(S), q, and the first, middle and last rows of G of each I in S (they choose its
-    reference row and hold it), and writes per I the operand
-    rows (32 + 16 (I + 1)) the AIC reads back; the AIC writes the columns left of the diagonal block
+    (chunk_intra_tiling.h). KDA: the AIV owning blocks S (sub-block (I ^ (I >> 1)) & 1) reads G and k
+    of the blocks in S (each block read by one AIV), q of them, and the first, middle and last rows of
+    G of each block row I >= min(S) (they choose its reference row and hold it), and the AIVs write per
+    I the operand rows (32 + 16 (I + 1)) the AIC reads back; the AIC writes the columns left of the diagonal block
     to the outputs and the two 16 x 16 fp32 diagonal blocks to the workspace, which the AIV reads
     back. GDN: the AIC reads q and k and writes 2 BT x BT fp32 results; the AIV reads per block row
     the 32 x 16 (I + 1) it needs and g of the chunk."""
@@ -95,13 +95,13 @@ def _gm_bytes(q, k, beta, G, out_dtype):
         results = 32 * 16 * (i + 1) * 4
         if Kg == K:
             operands = (32 + 16 * (i + 1)) * K * eb
-            per_unit += 16 * K * eb + 3 * K * 4 + 2 * operands + 2 * 2 * 16 * 16 * 4  # diagonal blocks only
+            per_unit += 16 * K * eb + 16 * K * (4 + eb) + 2 * operands + 2 * 2 * 16 * 16 * 4  # q; G, k; diagonals
         else:
             per_unit += results + BT * 4
     if Kg == K:
         for sub in (0, 1):
             owned = [i for i in range(nb) if (i ^ (i >> 1)) & 1 == sub]
-            per_unit += (max(owned) + 1) * 16 * K * (4 + eb) if owned else 0
+            per_unit += (nb - min(owned)) * 3 * K * 4 if owned else 0
     else:
         per_unit += 2 * BT * K * eb + 2 * BT * BT * 4
     return minimum, units * per_unit
@@ -213,7 +213,7 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
 
 
 @pytest.mark.parametrize("per_key,gate,expect_ratio,expect_share", [
-    (True, "mild", 3.099, 0.777), (True, "strong", 3.432, 0.584),
+    (True, "mild", 2.771, 0.780), (True, "strong", 3.105, 0.586),
     (False, "mild", 1.818, 0.969), (False, "strong", 1.818, 0.969)])
 def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, expect_share):
     """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs): GM bytes over
