@@ -88,6 +88,9 @@ __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0
     return WsAt{negI, qe, qe + m, qe + 2 * m, qe + 3 * m};
 }
 
+// Where dS starts among the workspace's floats: after wS, or (fused: no wS) at the start.
+__aicore__ inline uint64_t DsAt(const ChunkStateTiling& t) { return t.fused_output ? 0 : uint64_t(t.BT) * t.v_block; }
+
 // The fused output's o, token-major [NC, BT, HV, V]: the element of row 0 of chunk c, head h, column
 // v0, and the distance between rows.
 __aicore__ inline uint64_t OutRow(const ChunkStateTiling& t, uint32_t c, uint32_t h, uint32_t v0) {
@@ -185,8 +188,7 @@ class ChunkStateCube {
             LoadAT(kga, kg1, K, BT);
             Sync<HardEvent::FIX_MTE1>();  // v_hi and v_lo written before the dS products load them
         }
-        const uint64_t dsAt = kOut ? 0 : uint64_t(BT) * Vb;  // dS in the workspace's floats
-        for (uint32_t l = 0; l < L.n; ++l) {                 // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
+        for (uint32_t l = 0; l < L.n; ++l) {  // dS = kg^T @ v_hi + kg^T @ v_lo, per lane
             const uint32_t w = L.w[l], v0 = BT * L.c[l];
             if (!kOut) {  // the AIVs' halves of v_new
                 CrossCoreWaitFlag(LaneFlag(kFlagV, l));
@@ -195,7 +197,7 @@ class ChunkStateCube {
                 Sync<HardEvent::MTE2_MTE1>();
             }
             const CubeProduct<T> ds[2] = {{kga, vHi1[v0], b2a, BT}, {kga, vLo1[v0], b2b, BT}};
-            TileProducts(oc, gWsF_[dsAt + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
+            TileProducts(oc, gWsF_[DsAt(t_) + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
         }
         if (kOut) Output(c, u, L);
@@ -563,8 +565,7 @@ class ChunkStateVector {
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], n = rk * w;
             CrossCoreWaitFlag(LaneFlag(kFlagDs, l));
-            LocalTensor<float> d =
-                CopyIn(inA_, gWsF_[(kOut ? 0 : uint64_t(BT) * Vb) + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
+            LocalTensor<float> d = CopyIn(inA_, gWsF_[DsAt(t_) + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
             OrderV();
             Add(S[rk * L.c[l]], S[rk * L.c[l]], d, static_cast<int32_t>(n));
             inA_.FreeTensor(d);

@@ -341,6 +341,20 @@ __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTe
     Brcb(bc, f, static_cast<uint8_t>((R + 7) / 8), BrcbRepeatParams(1, 8));
 }
 
+// dst = src * e for R rows of K fp32 columns, e the rows' gate factors: element-wise (KDA, Kg = K) or
+// one factor per row (GDN, Kg = 1: broadcast with Brcb into bc, R x 8 floats, read with stride 0).
+__aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& e,
+                               const LocalTensor<float>& bc, uint32_t R, uint32_t K, uint32_t Kg) {
+    if (Kg == K) {
+        Mul(dst, src, e, static_cast<int32_t>(R * K));
+    } else {
+        BroadcastRows(bc, e, R);
+        OrderV();
+        MulRows(dst, src, bc, R, K);
+    }
+    OrderV();
+}
+
 // R rows of qe = T(fp32(q) * e) to dst (R x K, contiguous), e = e_row = 2^G of the rows (R x Kg,
 // formed): one fp32 multiply, one rounding to T (KDA: element-wise, Kg = K; GDN: one factor per row,
 // Kg = 1, broadcast with Brcb into bc and read with stride 0). q: its first row, rows `qPitch`
@@ -349,18 +363,10 @@ template <class T, class QT, class QO>
 __aicore__ inline void QeRows(QT& inT, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
                               const GlobalTensor<T>& q, uint32_t qPitch, const LocalTensor<float>& e, const GlobalTensor<T>& dst,
                               uint32_t R, uint32_t K, uint32_t Kg) {
-    const uint32_t n = R * K;
     vector_io::CastInRows(inT, q, work, R, K, qPitch);
     OrderV();
-    if (Kg == K) {
-        Mul(work, work, e, static_cast<int32_t>(n));
-    } else {
-        BroadcastRows(bc, e, R);
-        OrderV();
-        MulRows(work, work, bc, R, K);
-    }
-    OrderV();
-    vector_io::CastOut(outT, dst, work, n);
+    MulGate(work, work, e, bc, R, K, Kg);
+    vector_io::CastOut(outT, dst, work, R * K);
 }
 
 // The same with e_row formed from the rows of G (g: the first row's, Kg floats a row, rows

@@ -45,19 +45,6 @@ __aicore__ inline void TailFactors(QL& inL, const LocalTensor<float>& e, const L
     OrderV();
 }
 
-// dst = src * e for R rows of K columns: element-wise (KDA) or one factor per row (GDN, through bcE).
-__aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& e,
-                               const LocalTensor<float>& bcE, const Rows& r) {
-    if (r.Kg == r.K) {
-        Mul(dst, src, e, static_cast<int32_t>(r.R * r.K));
-    } else {
-        BroadcastRows(bcE, e, r.R);
-        OrderV();
-        MulRows(dst, src, bcE, r.R, r.K);
-    }
-    OrderV();
-}
-
 // kg = k e_tail to kgDst (O: float, or T rounded once), then X1 = T(k e_row beta) to x1Dst (both R x K,
 // contiguous). k: the first row, rows kPitch apart; g: the first row's G (GatePitch apart), gLast the
 // chunk's last row; b: beta of the rows, x.bcB = Brcb(b). Queues: inT R K elements of T, inF R Kg
@@ -74,10 +61,10 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
     TailFactors(inL, x.s, e, gLast, r);  // s = e_tail
     if constexpr (IsSame<O, float>::value) {
         LocalTensor<float> z = outF.template AllocTensor<float>();
-        MulGate(z, x.kf, x.s, x.bcE, r);
+        MulGate(z, x.kf, x.s, x.bcE, r.R, r.K, r.Kg);
         vector_io::CopyOut(outF, kgDst, z, n);
     } else {
-        MulGate(x.s, x.kf, x.s, x.bcE, r);  // in place: each element reads its own factor (GDN: the Brcb copy)
+        MulGate(x.s, x.kf, x.s, x.bcE, r.R, r.K, r.Kg);  // in place: each element reads its own factor (GDN: the Brcb copy)
         vector_io::CastOut(outT, kgDst, x.s, n);
     }
     OrderV();                      // the reads of s above before it is written again
@@ -91,7 +78,7 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
     } else {  // GDN: one factor beta e_row per row
         Mul(x.fac, b, e, static_cast<int32_t>(r.R));
         OrderV();
-        MulGate(x.s, x.kf, x.fac, x.bcE, r);
+        MulGate(x.s, x.kf, x.fac, x.bcE, r.R, r.K, r.Kg);
     }
     vector_io::CastOut(outT, x1Dst, x.s, n);
     return e;

@@ -117,14 +117,16 @@ def chunk_state(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_offsets:
             "state_v_first": int(bool(state_v_first))}, {"H": h_dtype, "V": v_new_dtype, "T": cube_dtype}
 
 
-def _chunk_state_host(values: dict) -> None:
+def _check_chunk_offsets(op: str, offsets: Tensor, NC: int) -> None:
     """Offsets the kernel could not read within bounds: decreasing, or outside [0, NC] (free on the
     host; on a device the kernel reads them as given)."""
-    op, lead = ("chunk_state", "w") if "w" in values else ("chunk_state_output", "akk")
-    offsets, NC = values["chunk_offsets"], values[lead].shape[0]
     if offsets.device.type == "cpu" and offsets.dtype == torch.int32 and offsets.numel() and (
             int(offsets.min()) < 0 or int(offsets.max()) > NC or bool((offsets[1:] < offsets[:-1]).any())):
         raise ValueError(f"{op}: `chunk_offsets` must be non-decreasing within [0, NC = {NC}], got {offsets.tolist()}")
+
+
+def _chunk_state_host(values: dict) -> None:
+    _check_chunk_offsets("chunk_state", values["chunk_offsets"], values["w"].shape[0])
 
 
 # ---- chunk_state_output: stages 3, 4 and 5 in one launch, the Cube dtype that of k -------------
@@ -152,8 +154,12 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
             "state_v_first": int(bool(state_v_first))}, {"T": T}
 
 
+def _chunk_state_output_host(values: dict) -> None:
+    _check_chunk_offsets("chunk_state_output", values["chunk_offsets"], values["akk"].shape[0])
+
+
 OP_CALLS = {
     "gate_chunk_cumsum": OpCall(gate_chunk_cumsum, _gate_host),
     "chunk_state": OpCall(chunk_state, _chunk_state_host),
-    "chunk_state_output": OpCall(chunk_state_output, _chunk_state_host),
+    "chunk_state_output": OpCall(chunk_state_output, _chunk_state_output_host),
 }
