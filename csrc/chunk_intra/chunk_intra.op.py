@@ -13,6 +13,9 @@ OP = {
   g    [NC, BT, HV, K]   float32, G: the chunk-local cumulative log2 decay; KDA token-major (as the
        or [NC, HV, BT, 1]  gate kernel writes it), GDN (one per row) head-major.
                          G must not increase along a chunk (a decay); padding rows hold the last value
+  q_scale, k_scale [NC, HQ, BT]  float32, optional (both or neither): per-row factors of q and k (the
+                         l2 norms' reciprocals, q's times the scale), applied in float32 before any
+                         rounding, as if q and k were given multiplied by them
   aqk  [NC, HV, BT, BT]  A, float32 or T:  aqk[i, j] = sum_d q_id k_jd 2^(G_id - G_jd)  (j <= i, else 0)
   l    [NC, HV, BT, BT]  O, float32 or T:  l[i, j] = beta_i sum_d k_id k_jd 2^(G_id - G_jd)  (j < i, else 0)
 All contiguous; BT 16, 32 or 64; K a multiple of 16 in [16, 256]; NC or HV may be 0 (nothing runs).
@@ -26,9 +29,10 @@ kernel's Cube reads, and l in float32, what the triangular inverse reads).
 Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K elements
 of T each; GDN: none) and two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
 floats). NPU flavours forward to
-aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, aqk, l); nothing is called when there is no chunk.""",
+aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k, beta, g, qScale, kScale, aqk, l); nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
+             ("q_scale", "in?", "float32"), ("k_scale", "in?", "float32"),
              ("aqk", "out", "A", ["q[0]", "beta[1]", "q[1]", "q[1]"]), ("l", "out", "O", ["q[0]", "beta[1]", "q[1]", "q[1]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "A": ["float32", "T"], "O": ["float32", "T"]},
     "dtype_args": {"A": ("aqk_dtype", "float32"), "O": ("l_dtype", "float32")},

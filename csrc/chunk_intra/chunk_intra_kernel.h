@@ -44,7 +44,7 @@ using namespace vector_io;
 
 // The kernel's GM arguments (both sides read their own).
 struct ChunkIntraGm {
-    GmAddr q, k, beta, g, aqk, l, ws;
+    GmAddr q, k, beta, g, qScale, kScale, aqk, l, ws;
 };
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
@@ -203,6 +203,7 @@ class ChunkIntraVector {
         const uint64_t rows = uint64_t(t_.num_units) * t_.BT;
         Bind(rows, gB_, a.beta);
         Bind(rows * t_.Kg, gG_, a.g);
+        if (t_.qk_scaled) Bind(rows / t_.groups, gQs_, a.qScale, gKs_, a.kScale);
         const uint32_t P = t_.piece_elems, BT = t_.BT;
         InitQues(pipe_, 2, P * sizeof(float), inF_);
         InitQues(pipe_, 2, P * sizeof(T), inT_);
@@ -243,16 +244,6 @@ class ChunkIntraVector {
 
   private:
     // ---- small pieces -------------------------------------------------------------------------
-    // dst[r, :] = src[r, :] * row[:] for `rows` rows of K fp32 columns.
-    __aicore__ inline void MulByRow(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& row,
-                                    uint32_t rows) {
-        const uint32_t K = t_.K;
-        const uint8_t rb = static_cast<uint8_t>(K / 8);
-        const BinaryRepeatParams p(1, 1, 1, rb, rb, 0);
-        for (uint32_t c = 0; c < K; c += kFloatLanes)
-            Mul(dst[c], src[c], row[c], K - c < kFloatLanes ? K - c : kFloatLanes, static_cast<uint8_t>(rows), p);
-    }
-
     // dst[r] = sum of row r of x (rows x K fp32; x is overwritten): the K / 64 lane groups are
     // added into the first, then one WholeReduceSum per row.
     __aicore__ inline void RowSums(const LocalTensor<float>& dst, const LocalTensor<float>& x, uint32_t rows) {
@@ -335,6 +326,7 @@ class ChunkIntraVector {
             LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
             CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
             OrderV();
+            ScaleRows(kf, LoadScale(gKs_, u, 16 * J, bcG_.Get<float>()), 16, K);  // k_j's own factor, once for every I
             for (uint32_t I = J; I < t_.nb; ++I) {
                 SubFromRow(d, gr[RefRow(I) * K], gJ, 16, K);  // G_r - G_j
                 OrderV();
@@ -361,9 +353,9 @@ class ChunkIntraVector {
         inR_.FreeTensor(gr);
     }
 
-    // Row operands of block row I: q_I and beta_I k_I (kf, fp32) times 2^(G_i - G_r) = 2^-d (beta
-    // here makes the Cube's k part L itself; <= 1 for a first-row reference, within 2^safe_span for a
-    // middle one).
+    // Row operands of block row I: q_I and beta_I k_I (kf, fp32, its rows' factors applied) times
+    // 2^(G_i - G_r) = 2^-d (beta here makes the Cube's k part L itself; <= 1 for a first-row reference,
+    // within 2^safe_span for a middle one).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
                                        const LocalTensor<float>& kf) {
         const uint32_t K = t_.K, n = 16 * K;
@@ -381,6 +373,7 @@ class ChunkIntraVector {
         CastOut(outT_, g_.op[base + uint64_t(32 * I + 16) * K], x, n);
         CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], x, 16, K, QkPitchOf(t_));
         OrderV();
+        ScaleRows(x, LoadScale(gQs_, u, 16 * I, bcG_.Get<float>()), 16, K);
         Mul(x, x, f, n);
         OrderV();
         CastOut(outT_, g_.op[base + uint64_t(32 * I) * K], x, n);
@@ -401,6 +394,17 @@ class ChunkIntraVector {
         return m;
     }
 
+    // The factors of rows [r, r + 16) of unit u of q_scale or k_scale (gs), Brcb'd into bc; off (nothing
+    // read) when the call gave none. Through inB_: beta's queue, free whenever this is called.
+    __aicore__ inline RowScale LoadScale(const GlobalTensor<float>& gs, uint32_t u, uint32_t r, const LocalTensor<float>& bc) {
+        if (!t_.qk_scaled) return RowScale{false, bc};
+        LocalTensor<float> f = CopyIn(inB_, gs[ScaleRow(u, r, t_.HV, t_.groups, t_.BT)], 16);
+        BroadcastRows(bc, f, 16);
+        OrderV();
+        inB_.FreeTensor(f);
+        return RowScale{true, bc};
+    }
+
     // ---- outputs ---------------------------------------------------------------------------------
     __aicore__ inline void Finish(uint32_t u, uint32_t slot) {
         CrossCoreWaitFlag(kFlagDone);
@@ -410,9 +414,15 @@ class ChunkIntraVector {
         }
     }
 
-    // beta of rows [row, row + 16) from GM (returned: free it after use), Brcb'd into bc.
-    __aicore__ inline LocalTensor<float> LoadBeta(uint64_t row, const LocalTensor<float>& bc) {
+    // beta of rows [row, row + 16) from GM (returned: free it after use), times `by` (16 factors, GDN's
+    // k_i factors) when given, Brcb'd into bc.
+    __aicore__ inline LocalTensor<float> LoadBeta(uint64_t row, const LocalTensor<float>& bc,
+                                                  const LocalTensor<float>* by = nullptr) {
         LocalTensor<float> b = CopyIn(inB_, gB_[row], 16);
+        if (by != nullptr) {
+            Mul(b, b, *by, 16);
+            OrderV();
+        }
         BroadcastRows(bc, b, 16);
         OrderV();
         return b;
@@ -460,6 +470,9 @@ class ChunkIntraVector {
     __aicore__ inline void FinishBlockRow(uint32_t u, uint32_t slot, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o], w = 16 * (I + 1), n = 16 * BT;
         const uint64_t row0 = uint64_t(u) * BT + 16 * I;  // first output row
+        // The factors of the unit's k rows (for every column, and block row I's for L's rows with beta).
+        LocalTensor<float> fk;
+        if (t_.qk_scaled) fk = CopyIn(inF_, gKs_[ScaleRow(u, 0, t_.HV, t_.groups, BT)], BT);
         // The written columns [0, w) of the q k^T and k k^T rows; the rest is never read unmasked.
         LocalTensor<float> r = res_.template AllocTensor<float>();
         const uint64_t res = uint64_t(slot) * t_.ws_res_elems;
@@ -468,10 +481,12 @@ class ChunkIntraVector {
         DataCopy(r, g_.res[res + uint64_t(16 * I) * BT], rows);
         DataCopy(r[n], g_.res[res + uint64_t(BT + 16 * I) * BT], rows);
         res_.EnQue(r);
-        LocalTensor<float> bc = bcB_.Get<float>();
-        LocalTensor<float> b = LoadBeta(row0, bc);
         r = res_.template DeQue<float>();
-        ScaleByDecay(r, u, I);
+        ScaleByDecay(r, u, I, fk);
+        ScaleRows(r, LoadScale(gQs_, u, 16 * I, bcG_.Get<float>()), 16, BT);  // Aqk's rows: q_i's factors
+        LocalTensor<float> bc = bcB_.Get<float>();
+        LocalTensor<float> fkI = t_.qk_scaled ? fk[16 * I] : fk;
+        LocalTensor<float> b = LoadBeta(row0, bc, t_.qk_scaled ? &fkI : nullptr);  // L's rows: beta_i and k_i's factors
         LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
         LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
         Select(oa, m[2 * o * maskBytes_], r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
@@ -480,13 +495,14 @@ class ChunkIntraVector {
         res_.FreeTensor(r);
         MulRows(ol, ol, bc, 16, BT);
         inB_.FreeTensor(b);
+        if (t_.qk_scaled) inF_.FreeTensor(fk);
         WriteRows(oa, g_.a, row0 * BT, BT);
         WriteRows(ol, g_.l, row0 * BT, BT);
     }
 
     // GDN: the result rows of block row I times D[i, j] = 2^(g_i - g_j) (every column; the masks
-    // drop j > i, where D may be infinite).
-    __aicore__ inline void ScaleByDecay(const LocalTensor<float>& r, uint32_t u, uint32_t I) {
+    // drop j > i, where D may be infinite), with the call's row factors times fk[j] too.
+    __aicore__ inline void ScaleByDecay(const LocalTensor<float>& r, uint32_t u, uint32_t I, const LocalTensor<float>& fk) {
         const uint32_t BT = t_.BT, n = 16 * BT;
         LocalTensor<float> g = CopyIn(inF_, gG_[uint64_t(u) * BT], BT), bc = bcG_.Get<float>(), dd = w0_.Get<float>();
         BroadcastRows(bc, g[16 * I], 16);
@@ -499,6 +515,10 @@ class ChunkIntraVector {
         OrderV();
         Exp(dd, dd, n);
         OrderV();
+        if (t_.qk_scaled) {
+            MulByRow(dd, dd, fk, 16, BT);
+            OrderV();
+        }
         Mul(r, r, dd, n);
         Mul(r[n], r[n], dd, n);
         OrderV();
@@ -515,6 +535,8 @@ class ChunkIntraVector {
         CastInRows(inT_, g_.q[qk], qf, 16, K, QkPitchOf(t_));
         CastInRows(inT_, g_.k[qk], kf, 16, K, QkPitchOf(t_));
         OrderV();
+        ScaleRows(qf, LoadScale(gQs_, u, 16 * I, bcG_.Get<float>()), 16, K);  // bcB_ is free until beta's load
+        ScaleRows(kf, LoadScale(gKs_, u, 16 * I, bcB_.Get<float>()), 16, K);
         for (uint32_t a = 0; a < 16; ++a) {
             const uint32_t rows = a + 1, cnt = rows * K;
             SubFromRow(e, g[a * K], g, rows, K);  // G_a - G_j
@@ -525,12 +547,12 @@ class ChunkIntraVector {
             OrderV();
             Mul(e, e, kf, cnt);  // k_j 2^(G_a - G_j)
             OrderV();
-            MulByRow(x, e, qf[a * K], rows);
+            MulByRow(x, e, qf[a * K], rows, K);
             OrderV();
             RowSums(oa[a * 16], x, rows);
             if (a == 0) continue;
             OrderV();
-            MulByRow(x, e, kf[a * K], a);
+            MulByRow(x, e, kf[a * K], a, K);
             OrderV();
             RowSums(ol[a * 16], x, a);
         }
@@ -573,20 +595,20 @@ class ChunkIntraVector {
     TQue<QuePosition::VECOUT, 2> outT_, outF_;
     TBuf<TPosition::VECCALC> w0_, w1_, w2_, w3_, bcB_, bcG_, red_, masks_, zf_, zt_;
     SharedGm<T> g_;
-    GlobalTensor<float> gB_, gG_;
+    GlobalTensor<float> gB_, gG_, gQs_, gKs_;
 };
 
 // The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and l (each float or T).
 // They decide the output paths; the tiling's aqk_f32 / l_f32 of a checked call say the same.
 template <class T, class A, class O>
-__aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR ws,
-                                     const ChunkIntraTiling& tiling) {
+__aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR qScale, GM_ADDR kScale, GM_ADDR aqk,
+                                     GM_ADDR l, GM_ADDR ws, const ChunkIntraTiling& tiling) {
     static_assert((IsSame<A, float>::value || IsSame<A, T>::value) && (IsSame<O, float>::value || IsSame<O, T>::value),
                   "aqk and l: float or the Cube input type");
     ChunkIntraTiling t = tiling;
     t.aqk_f32 = IsSame<A, float>::value ? 1u : 0u;
     t.l_f32 = IsSame<O, float>::value ? 1u : 0u;
-    RunMixed<ChunkIntraCube<T>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, aqk, l, ws}, t);
+    RunMixed<ChunkIntraCube<T>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, qScale, kScale, aqk, l, ws}, t);
 }
 
 }  // namespace chunk_intra

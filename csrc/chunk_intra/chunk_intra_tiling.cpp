@@ -17,6 +17,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->groups = p.groups;
     t->aqk_f32 = p.aqk_f32 ? 1u : 0u;
     t->l_f32 = p.l_f32 ? 1u : 0u;
+    t->qk_scaled = p.qk_scaled ? 1u : 0u;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
@@ -54,12 +55,12 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraProblem* p) {
-    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[4], &l = a[5];
+    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[6], &l = a[7];
     const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q, k are token-major [NC, BT, HQ, K]
-    ShapeArg heads[6];                               // the call with g head-major, for the shared checks
-    for (int i = 0; i < 6; ++i) heads[i] = a[i];
-    const ShapeArg& g = heads[3] = chunk_tiling::GateHeadMajor(a[3]);
-    if (!RanksAre(a, {4, 4, 3, 4, 4, 4}))
+    // The call without the row factors and with g head-major, for the shared checks: q, k, beta, g, aqk, l.
+    ShapeArg heads[6] = {a[0], a[1], a[2], chunk_tiling::GateHeadMajor(a[3]), aqk, l};
+    const ShapeArg& g = heads[3];
+    if (!RanksAre(heads, {4, 4, 3, 4, 4, 4}))
         return "`beta` must be 3-D and `q`, `k`, `g`, `aqk`, `l` 4-D (chunk layout [NC, HV, ...])";
     const int64_t BT = q.d[2], K = q.d[3], Kg = g.d[3];
     if (!SameShape(k, qt)) return "`k` must have the shape of `q`";
@@ -71,6 +72,7 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
         return bad;
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (const char* bad = chunk_tiling::CheckGate(a[3], BT, K)) return bad;
+    if (const char* bad = chunk_tiling::CheckRowScales(a[4], a[5], q, &p->qk_scaled)) return bad;
     if (aqk.d[2] != BT || aqk.d[3] != BT || l.d[2] != BT || l.d[3] != BT) return "`aqk` and `l` must be [NC, HV, BT, BT]";
     // The registration takes float16 / bfloat16 q and k, aqk and l each float32 or q's dtype.
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;

@@ -68,6 +68,7 @@ struct ChunkIntraTiling {
     uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t aqk_f32;     // 1: Aqk is float32; 0: T
     uint32_t l_f32;       // 1: L is float32; 0: T
+    uint32_t qk_scaled;   // 1: q_scale and k_scale given (per-row factors of q and k)
     uint32_t num_units;   // NC * HV
     uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
@@ -93,9 +94,10 @@ const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkInt
 
 // elem_bytes: of q, k.
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
-    bool fp16 = false;    // T is float16 (else bfloat16)
-    bool aqk_f32 = true;  // Aqk in float32 (else T)
-    bool l_f32 = true;    // L in float32 (else T)
+    bool fp16 = false;       // T is float16 (else bfloat16)
+    bool aqk_f32 = true;     // Aqk in float32 (else T)
+    bool l_f32 = true;       // L in float32 (else T)
+    bool qk_scaled = false;  // per-row factors of q and k given (q_scale, k_scale)
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
@@ -103,10 +105,9 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
 // The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp checks
 // dtypes and strides, then runs TilingFromShapes): on the call's tensors (q, k [NC, HV, BT, K], beta
-// [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and l [NC, HV, BT, BT]) their ranks, shapes and sizes (BT
-// 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch
-// facts and the types by the dtypes of q and aqk. nullptr, or the message of the first defect
-// (static, without the op's name).
+// [NC, HV, BT], g [NC, HV, BT, 1 or K], the optional q_scale, k_scale [NC, HQ, BT], aqk and l [NC, HV, BT, BT]) their ranks,
+// shapes and sizes (BT 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch facts and
+// the types by the dtypes of q and aqk. nullptr, or the message of the first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraProblem* p);
 
 // The AIV sub-block that owns block I (its row operands and outputs, and its column operands for every

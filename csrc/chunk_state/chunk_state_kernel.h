@@ -31,7 +31,7 @@ using namespace vector_io;
 // k, v, beta, akk, q, g, aqk and o: the fused kernel's (chunk_state_output.op.py); the others null.
 struct ChunkStateGm {
     GmAddr w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws;
-    GmAddr k, v, beta, akk, q, g, aqk, o;
+    GmAddr k, v, beta, akk, q, g, aqk, o, qScale, kScale;
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
@@ -305,6 +305,7 @@ class ChunkStateVector {
             Bind(chunks * t_.BT * t_.V, gV_, a.v);
             Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
             Bind(chunks * t_.BT, gB_, a.beta);
+            if (t_.qk_scaled) Bind(chunks / t_.groups * t_.BT, gQs_, a.qScale, gKs_, a.kScale);
         } else {  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
             Bind(chunks * t_.BT * t_.V, gU_, a.u);
             Bind(t_.h_f32 ? chunks * t_.K * t_.V : 0, gHf_, a.h);
@@ -323,7 +324,7 @@ class ChunkStateVector {
         InitQues(pipe_, 1, Max(rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
         InitQues(pipe_, 1, Max(rk, kOut ? rv : 0) * sizeof(float), inE_);
         if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
-        InitBufs(pipe_, Max(rk * 8, kOut ? rv * 26 : 0) * sizeof(float), bc_);
+        InitBufs(pipe_, Max(rk * 8, kOut ? rv * (t_.qk_scaled ? 42 : 26) : 0) * sizeof(float), bc_);
         const uint32_t negI = kOut ? rv * t_.BT : 0;  // the rows of -I
         InitBufs(pipe_, Max(Max(m * Vb, 2 * qe), negI) * sizeof(float), res_);
         InitQues(pipe_, 2, Max(Max(m * Vb, qe), negI) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
@@ -588,14 +589,17 @@ class ChunkStateVector {
 
     // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = -T(k e_row beta) (negated: the Cube's
     // v_new = u - w S is then one accumulation), kg = T(k e_tail), qe = T(q e_row) (one e_row for
-    // both) and X2 = T(v beta) (the unit's V block) to the workspace.
+    // both) and X2 = T(v beta) (the unit's V block) to the workspace; q and k times the call's row
+    // factors first, when given.
     __aicore__ inline void FormOperands(uint64_t ch, uint32_t r0, const Unit& u, uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K, rv = t_.rows_v, HV = t_.HV;
         const uint32_t unit = static_cast<uint32_t>(ch);
         const WsAt at = FusedRegions(t_, slot);
-        // bc_: Brcb(-beta), GDN's Brcb row, GDN's factor, -beta, Brcb(beta) (R x 8, R x 8, R, R, R x 8 floats)
+        // bc_: Brcb(-beta), GDN's Brcb row, GDN's factor, -beta, Brcb(beta) (R x 8, R x 8, R, R, R x 8
+        // floats), with the call's row factors Brcb(k's), Brcb(q's) (R x 8 each)
         LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>(), nb = bc[rv * 17], bcV = bc[rv * 18];
-        const wy_rows::Scratch x{work, work[rv * K], bc, bc[rv * 8], bc[rv * 16]};
+        const wy_rows::Scratch x{work, work[rv * K], bc, bc[rv * 8], bc[rv * 16], LoadScale(gKs_, unit, r0, 26)};
+        const RowScale qScale = LoadScale(gQs_, unit, r0, 34);
         const wy_rows::Rows rows{rv, K, t_.Kg, HV};
         LocalTensor<float> b = CopyIn(inE_, gB_[ch * BT + r0], rv);
         Muls(nb, b, -1.0f, static_cast<int32_t>(rv));
@@ -609,13 +613,26 @@ class ChunkStateVector {
                                  gG_[GateRow(unit, r0, HV, BT, t_.Kg)], gG_[GateRow(unit, BT - 1, HV, BT, t_.Kg)],
                                  gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], nb, rows);
         OrderV();  // X1's reads of work before q overwrites it
-        QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, gWsT_[at.qe + uint64_t(r0) * K], rv, K,
-               t_.Kg);
+        QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, gWsT_[at.qe + uint64_t(r0) * K], rv, K, t_.Kg,
+               qScale);
         inA_.FreeTensor(e);
         OrderV();
         wy_rows::FormV(inB_, outT_, work, bcV, gV_[TokenRow(unit, r0, HV, 1, BT, t_.V) + u.v0], TokenPitch(HV, 1, t_.V),
                        gWsT_[at.x2 + uint64_t(r0) * u.vw], rv, u.vw);
         inE_.FreeTensor(b);
+    }
+
+    // Fused: the factors of rows [r0, r0 + rows_v) of unit u of q_scale or k_scale (gs), Brcb'd into bc_
+    // from element rows_v * at; off (nothing read) when the call gave none. Through inE_, before beta's
+    // load takes it.
+    __aicore__ inline RowScale LoadScale(const GlobalTensor<float>& gs, uint32_t u, uint32_t r0, uint32_t at) {
+        if (!t_.qk_scaled) return RowScale{};
+        const LocalTensor<float> bc = bc_.Get<float>()[t_.rows_v * at];
+        LocalTensor<float> f = CopyIn(inE_, gs[ScaleRow(u, r0, t_.HV, t_.groups, t_.BT)], t_.rows_v);
+        BroadcastRows(bc, f, t_.rows_v);
+        OrderV();
+        inE_.FreeTensor(f);
+        return RowScale{true, bc};
     }
 
     const ChunkStateTiling t_;
@@ -625,7 +642,7 @@ class ChunkStateVector {
     TQue<QuePosition::VECOUT, 2> outT_;
     TQue<QuePosition::VECOUT, 1> outF_;
     TBuf<TPosition::VECCALC> s_, bc_, res_;
-    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gB_;
+    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gB_, gQs_, gKs_;
     GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_, gK_, gV_;
     GlobalTensor<int32_t> gCo_;
 };
@@ -641,8 +658,8 @@ __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR e
     t.h_f32 = IsSame<H, float>::value ? 1u : 0u;
     t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
     RunMixed<ChunkStateCube<T, false>, ChunkStateVector<T, false>>(
-        ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr},
+        ChunkStateGm{w,       u,       kg,      eLast,   chunkOffsets, h0,      h,       vNew,    fin,     ws,
+                     nullptr, nullptr, nullptr, nullptr, nullptr,      nullptr, nullptr, nullptr, nullptr, nullptr},
         t);
 }
 

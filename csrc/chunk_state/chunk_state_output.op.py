@@ -18,6 +18,9 @@ the chunk-start state, so that none of w, u, kg, h and v_new goes to GM
       or [NC, HV, BT, 1]   = 2^(G[last row] - G)); KDA token-major, GDN (one per row) head-major
   akk    [NC, HV, BT, BT]  T, (I + L)^-1: lower triangular, unit diagonal (read as given)
   aqk    [NC, HV, BT, BT]  T, lower triangular (read as given)
+  q_scale, k_scale [NC, HQ, BT]  float32, optional (both or neither): per-row factors of q and k (the
+                           l2 norms' reciprocals, q's times the scale), applied in float32 before any
+                           rounding, as if q and k were given multiplied by them
   o      [NC, BT, HV, V]   T, token-major: o[c] = T(q * e_row) @ T(S) + aqk @ T(v_new) (fp32
                            accumulation, rounded once), S the chunk-start state, v_new = u - w @ S,
                            w = T(akk @ T(beta k e_row)), u = akk @ T(beta v), kg = T(k e_tail): the
@@ -31,11 +34,12 @@ sequence's range are not written. Limits as FlaNpuChunkState's; float32 Cube inp
 Workspace: per launched AI core, K v_block (2 sizeof(T) + 4) + (BT^2 + 2 (3 BT K + BT v_block))
 sizeof(T) bytes (S's halves and dS; -I; two slots of qe, X1, kg and X2). NPU flavours
 forward to aclnnFlaNpuChunkStateOutput[GetWorkspaceSize](q, k, v, beta, g, akk, aqk, eLast,
-chunkOffsets, h0, o, final, stateVFirst); nothing is called without a unit.""",
+chunkOffsets, h0, qScale, kScale, o, final, stateVFirst); nothing is called without a unit.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
              ("akk", "in", "T"), ("aqk", "in", "T"), ("e_last", "in", "float32"), ("chunk_offsets", "in", "int32"),
-             ("h0", "in?", "float32"), ("o", "out", "T", ["v[0]", "v[1]", "v[2]", "v[3]"]),
+             ("h0", "in?", "float32"),
+             ("q_scale", "in?", "float32"), ("k_scale", "in?", "float32"), ("o", "out", "T", ["v[0]", "v[1]", "v[2]", "v[3]"]),
              ("final", "out", "float32", ["chunk_offsets[0]-1", "v[2]", "k[3]", "v[3]"], "state_v_first"),
              ("state_v_first", "int32")],
     "dtypes": {"T": ["float16", "bfloat16"]},

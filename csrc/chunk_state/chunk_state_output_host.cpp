@@ -16,8 +16,9 @@ constexpr const char* kFloat32Message =
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* beta,
                     const FlaNpuTensor* g, const FlaNpuTensor* akk, const FlaNpuTensor* aqk, const FlaNpuTensor* e_last,
-                    const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* o, const FlaNpuTensor* final,
-                    int32_t state_v_first, EntryCall* call) {
+                    const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* q_scale,
+                    const FlaNpuTensor* k_scale, const FlaNpuTensor* o, const FlaNpuTensor* final, int32_t state_v_first,
+                    EntryCall* call) {
     if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
     // The descriptor's dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook (called by name: its signature is the state op's, in its own namespace).
@@ -27,7 +28,8 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
         if (x->dtype != k->dtype) return Invalid("`q`, `k`, `v`, `akk`, `aqk` and `o` must have one dtype");
     for (const FlaNpuTensor* x : {beta, g, e_last, final})
         if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`beta`, `g`, `e_last` and `final` must be float32");
-    if (h0 != nullptr && h0->dtype != FLA_NPU_FLOAT32) return Invalid("`h0` must be float32");
+    for (const FlaNpuTensor* x : {h0, q_scale, k_scale})
+        if (x != nullptr && x->dtype != FLA_NPU_FLOAT32) return Invalid("`h0`, `q_scale` and `k_scale` must be float32");
     if (chunk_offsets->dtype != FLA_NPU_INT32) return Invalid("`chunk_offsets` must be int32");
     return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors,
                                [call, state_v_first](const ShapeArg* a, const DeviceFacts& dev) {

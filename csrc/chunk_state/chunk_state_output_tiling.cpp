@@ -8,7 +8,7 @@ namespace chunk_state_output {
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
-    const ShapeArg &qt = a[0], &kt = a[1], &vt = a[2], &beta = a[3], &akk = a[5], &aqk = a[6], &o = a[10];
+    const ShapeArg &qt = a[0], &kt = a[1], &vt = a[2], &beta = a[3], &akk = a[5], &aqk = a[6], &o = a[12];
     const ShapeArg q = chunk_tiling::HeadMajor(qt), k = chunk_tiling::HeadMajor(kt), v = chunk_tiling::HeadMajor(vt);
     const ShapeArg g = chunk_tiling::GateHeadMajor(a[4]);
     chunk_state::ChunkStateProblem p;
@@ -33,7 +33,8 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const Dev
         else if (!DimsAre(akk, {NC, HV, BT, BT})) bad = "`akk` must be [NC, HV, BT, BT]";
         else if (!DimsAre(aqk, {NC, HV, BT, BT})) bad = "`aqk` must be [NC, HV, BT, BT]";
         else if (!SameShape(o, vt)) bad = "`o` must have the shape of `v` [NC, BT, HV, V] (token-major)";
-        else bad = chunk_state::StateArgs(lead, V, a[7], a[8], a[9], a[11], state_v_first, dev, &p);
+        else if (const char* scales = chunk_tiling::CheckRowScales(a[10], a[11], k, &p.qk_scaled)) bad = scales;
+        else bad = chunk_state::StateArgs(lead, V, a[7], a[8], a[9], a[13], state_v_first, dev, &p);
     }
     p.fused_output = true;
     p.h_f32 = p.v_new_f32 = false;  // neither is written

@@ -18,14 +18,15 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 // v_new in place), e_last and its Brcb rows, the hi-lo residual, two T output buffers (x_hi held
 // for the output while x_lo goes out) and the fp32 output buffer. The fused kernel's operand rows
 // pass through them too (G, k / q / v in T, beta, two fp32 R x K pieces, X1 / kg / qe / X2 in T,
-// wy_rows::Scratch's broadcasts and factors), KDA's last row of G and the rows of -I (fp32, then T):
-// each buffer the larger of its uses, as the kernel sizes them.
+// wy_rows::Scratch's broadcasts and factors, with q_scale / k_scale the Brcb of each), KDA's last row
+// of G and the rows of -I (fp32, then T): each buffer the larger of its uses, as the kernel sizes them.
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
     return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max(rv * vb * 4, qe * 2)) +
-           Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) + Pad32(Max(rk * 8, f * rv * 26) * 4) +
-           Pad32(Max(Max(m * vb, 2 * qe), negI) * 4) + 2 * Pad32(Max(Max(m * vb, qe), negI) * 2) + Pad32(m * vb * 4);
+           Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
+           Pad32(Max(rk * 8, f * rv * (p.qk_scaled ? 42 : 26)) * 4) + Pad32(Max(Max(m * vb, 2 * qe), negI) * 4) +
+           2 * Pad32(Max(Max(m * vb, qe), negI) * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
 
@@ -45,6 +46,7 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->v_new_f32 = p.v_new_f32;
     t->fused_output = p.fused_output;
     t->groups = p.groups;
+    t->qk_scaled = p.qk_scaled;
     t->rows_k = p.K / 2;
     t->rows_v = p.BT / 2;
     t->vec_rows = Max(t->rows_k, t->rows_v);

@@ -84,6 +84,7 @@ struct ChunkStateTiling {
     uint32_t h_f32, v_new_f32;  // output dtypes: 1 float32, 0 T
     uint32_t fused_output;      // 1: the WY factors and o fused in (chunk_state_output), no h / v_new
     uint32_t groups;            // GVA of q and k (fused): value heads per q / k head
+    uint32_t qk_scaled;         // fused: 1 when q_scale and k_scale (per-row factors of q and k) are given
     uint32_t num_vb;            // V blocks per (sequence, head)
     uint32_t v_block;           // columns of every V block but the last
     uint32_t v_last;            // columns of the last one (multiple of 16)
@@ -116,6 +117,7 @@ struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     bool has_h0 = false, state_v_first = false;
     bool h_f32 = true, v_new_f32 = true;
     bool fused_output = false;
+    bool qk_scaled = false;  // fused: per-row factors of q and k given
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

@@ -68,6 +68,11 @@ __aicore__ inline uint64_t TokenRow(uint32_t u, uint32_t r, uint32_t HV, uint32_
 // Its distance between rows, in elements: H D.
 __aicore__ inline uint32_t TokenPitch(uint32_t HV, uint32_t groups, uint32_t D) { return HV / groups * D; }
 
+// q_scale / k_scale, head-major [NC, HV / groups, BT]: the element of row r of value-head unit u (u = c HV + h).
+__aicore__ inline uint64_t ScaleRow(uint32_t u, uint32_t r, uint32_t HV, uint32_t groups, uint32_t BT) {
+    return (uint64_t(u / HV) * (HV / groups) + (u % HV) / groups) * BT + r;
+}
+
 // The gate cumsum G (common/chunk_shapes.h's GateHeadMajor: KDA token-major [NC, BT, HV, K], GDN
 // head-major [NC, HV, BT, 1]): the element of row r of unit u = c * HV + h, and the distance between
 // rows in elements.
@@ -327,6 +332,31 @@ __aicore__ inline void SubFromRow(const LocalTensor<float>& dst, const LocalTens
         Sub(dst[c], row[c], src[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
 }
 
+// dst[r, :] = src[r, :] * row[:] for R rows of C fp32 columns (C a multiple of 8): the one row read
+// for every repeat (repeat stride 0), one instruction per 64 columns.
+__aicore__ inline void MulByRow(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& row,
+                                uint32_t R, uint32_t C) {
+    const uint8_t rowBlk = static_cast<uint8_t>(C * sizeof(float) / 32);
+    const BinaryRepeatParams p(1, 1, 1, rowBlk, rowBlk, 0);
+    for (uint32_t c = 0; c < C; c += kFloatLanes)
+        Mul(dst[c], src[c], row[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
+}
+
+// The optional per-row factors of q or k (q_scale / k_scale [NC, HQ, BT], float32): `on` when the call
+// gave them, bc then holding Brcb of the rows' factors (BroadcastRows).
+struct RowScale {
+    bool on = false;
+    LocalTensor<float> bc;
+};
+
+// x[r, :] *= the factor of row r when s is on (R rows of C fp32 columns; x already ordered after its
+// writers, its readers ordered after this by the caller).
+__aicore__ inline void ScaleRows(const LocalTensor<float>& x, const RowScale& s, uint32_t R, uint32_t C) {
+    if (!s.on) return;
+    MulRows(x, x, s.bc, R, C);
+    OrderV();
+}
+
 constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
 
 // dst = 2^(scale * src), n fp32 elements (in place allowed): Muls by scale ln 2, then Exp.
@@ -356,15 +386,16 @@ __aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<
 }
 
 // R rows of qe = T(fp32(q) * e) to dst (R x K, contiguous), e = e_row = 2^G of the rows (R x Kg,
-// formed): one fp32 multiply, one rounding to T (KDA: element-wise, Kg = K; GDN: one factor per row,
-// Kg = 1, broadcast with Brcb into bc and read with stride 0). q: its first row, rows `qPitch`
-// elements apart. Queues: inT and outT R K elements of T; work R K floats; bc 8 R floats (GDN).
+// formed), q's rows times their factors first when qScale is on: fp32 multiplies, one rounding to T (KDA: element-wise, Kg = K;
+// GDN: one factor per row, Kg = 1, broadcast with Brcb into bc and read with stride 0). q: its first row, rows `qPitch` elements
+// apart. Queues: inT and outT R K elements of T; work R K floats; bc 8 R floats (GDN).
 template <class T, class QT, class QO>
 __aicore__ inline void QeRows(QT& inT, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
                               const GlobalTensor<T>& q, uint32_t qPitch, const LocalTensor<float>& e, const GlobalTensor<T>& dst,
-                              uint32_t R, uint32_t K, uint32_t Kg) {
+                              uint32_t R, uint32_t K, uint32_t Kg, const RowScale& qScale = RowScale{}) {
     vector_io::CastInRows(inT, q, work, R, K, qPitch);
     OrderV();
+    ScaleRows(work, qScale, R, K);
     MulGate(work, work, e, bc, R, K, Kg);
     vector_io::CastOut(outT, dst, work, R * K);
 }

@@ -50,6 +50,18 @@ inline const char* CheckGate(const ShapeArg& g, int64_t BT, int64_t K) {
     return nullptr;
 }
 
+// The optional per-row factors of q and k (`qs`, `ks`: q_scale, k_scale [NC, HQ, BT], both or neither;
+// absent: ndim -1) of a call whose q is `q` (head-major [NC, HQ, BT, K]). *present says whether they
+// were given. nullptr, or the message.
+inline const char* CheckRowScales(const ShapeArg& qs, const ShapeArg& ks, const ShapeArg& q, bool* present) {
+    *present = qs.present();
+    if (qs.present() != ks.present()) return "`q_scale` and `k_scale` must be given together";
+    if (*present &&
+        (qs.ndim != 3 || ks.ndim != 3 || !DimsAre(qs, {q.d[0], q.d[1], q.d[2]}) || !DimsAre(ks, {q.d[0], q.d[1], q.d[2]})))
+        return "`q_scale` and `k_scale` must be [NC, HQ, BT] (a factor per row of `q` and `k`)";
+    return nullptr;
+}
+
 // Whether the tensors a[i] of `idx` all have the [NC, HV] of the first of them.
 inline bool ShareUnitsOf(const ShapeArg* a, std::initializer_list<int> idx) {
     const ShapeArg& first = a[*idx.begin()];

@@ -23,9 +23,11 @@ struct Rows {
 };
 
 // The work buffers: kf and s R x K floats each (k widened, the scaled rows), bcB = Brcb(beta) and bcE
-// (GDN's Brcb of a row factor) R x 8 floats each, fac R floats (GDN's beta e_row).
+// (GDN's Brcb of a row factor) R x 8 floats each, fac R floats (GDN's beta e_row); kScale: the call's
+// factors of the k rows (off unless given), applied to kf first.
 struct Scratch {
     LocalTensor<float> kf, s, bcB, bcE, fac;
+    RowScale kScale{};
 };
 
 // e = 2^(G_last - G) over the R rows of G (g, R x Kg) and the chunk's last row (gLast, through queue
@@ -57,6 +59,10 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
                                            const GlobalTensor<T>& x1Dst, const LocalTensor<float>& b, const Rows& r) {
     const uint32_t n = r.R * r.K;
     vector_io::CastInRows(inT, k, x.kf, r.R, r.K, kPitch);
+    if (x.kScale.on) {
+        OrderV();
+        ScaleRows(x.kf, x.kScale, r.R, r.K);
+    }
     LocalTensor<float> e = CopyInGate(inF, g, r.R, r.HV, r.Kg);
     TailFactors(inL, x.s, e, gLast, r);  // s = e_tail
     if constexpr (IsSame<O, float>::value) {

@@ -9,11 +9,18 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
-  2  ``Aqk`` (T), ``L`` (fp32) = chunk_intra(q, k, beta, G);   ``Akk`` (T) = solve_tril(L)
+  2  ``Aqk`` (T), ``L`` (fp32) = chunk_intra(q, k, beta, G[, q_scale, k_scale]);   ``Akk`` (T) = solve_tril(L)
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
-  3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, beta, G, Akk, Aqk, e_last, chunk_offsets, h0)
+  3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, beta, G, Akk, Aqk, e_last, chunk_offsets, h0[,
+       q_scale, k_scale])
+
+With stages 3-5 fused and stage 2 on its kernel, q and k reach the kernels unscaled, with the factors
+of their rows (the l2 norms' reciprocals, q's times the attention scale) apart, ``q_scale`` /
+``k_scale`` ``[NC, HQ, BT]`` float32 (:func:`takes_row_scales`): each kernel multiplies its rows in
+float32 before rounding, so no pass over q and k writes scaled copies. Otherwise q and k come scaled,
+rounded once to T.
 
 Stages 3, 4 and 5 run as one launch (``chunk_state_output``: the same products, final within a
 float32 rounding, none of w, u, kg, h and v_new in GM) unless the caller keeps ``h``
@@ -65,6 +72,18 @@ FUSED_STATE_OUTPUT = "chunk_state_output"  # stages 3, 4 and 5 in one launch
 FUSED_STAGES = {"stage 3: WY factors", "stage 4: state recurrence", "stage 5: output"}
 
 
+def runs_fused(skip: dict, keep_h: bool) -> bool:
+    """Whether :func:`forward` runs stages 3, 4 and 5 as one launch (``chunk_state_output``)."""
+    return not keep_h and not (FUSED_STAGES & skip.keys()) and kernels.get(FUSED_STATE_OUTPUT) is not None
+
+
+def takes_row_scales(skip: dict, keep_h: bool) -> bool:
+    """Whether :func:`forward` takes q and k unscaled with the factors of their rows (l2norm, scale)
+    apart, ``ChunkInputs.q_scale`` / ``k_scale``: when every kernel that reads q or k applies them
+    (the intra-chunk and the fused kernels); otherwise q and k come scaled."""
+    return runs_fused(skip, keep_h) and "stage 2: intra-chunk" not in skip
+
+
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
             skip: dict, keep_h: bool = False) -> tuple[torch.Tensor, ChunkForward]:
     """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage results. ``T``: the
@@ -93,12 +112,13 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
         Aqk, Akk = ref.chunk_intra_fwd(qf, kf, p.b, d)
     else:
         # Aqk in T: the output kernel's Cube reads it so; L in float32: the inverse reads it so
-        Aqk, L = ops.chunk_intra(q, k, b, G, T, f32)
+        Aqk, L = ops.chunk_intra(q, k, b, G, p.q_scale, p.k_scale, T, f32)
         Akk = ops.solve_tril(L, T)
 
-    if not keep_h and not (FUSED_STAGES & skip.keys()) and kernels.get(FUSED_STATE_OUTPUT) is not None:
+    if runs_fused(skip, keep_h):
         # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view
-        o, final = ops.chunk_state_output(q, k, v, b, G, Akk.to(T), Aqk.to(T), d.e_last, plan.offsets, h0, state_v_first)
+        o, final = ops.chunk_state_output(q, k, v, b, G, Akk.to(T), Aqk.to(T), d.e_last, plan.offsets, h0, state_v_first,
+                                          p.q_scale, p.k_scale)
         return o.transpose(1, 2), ChunkForward(Aqk, Akk, None, None, None, None, None, final)
 
     if "stage 3: WY factors" in skip:

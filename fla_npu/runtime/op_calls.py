@@ -131,7 +131,8 @@ def _chunk_state_host(values: dict) -> None:
 
 # ---- chunk_state_output: stages 3, 4 and 5 in one launch, the Cube dtype that of k -------------
 def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, akk: Tensor, aqk: Tensor, e_last: Tensor,
-                       chunk_offsets: Tensor, h0: Tensor | None = None, state_v_first: bool = False) -> tuple[Tensor, Tensor]:
+                       chunk_offsets: Tensor, h0: Tensor | None = None, state_v_first: bool = False,
+                       q_scale: Tensor | None = None, k_scale: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The kernel's call: the WY factors (:func:`wy_fast`'s ``w``, ``kg`` in the Cube dtype, ``u``)
     fed into :func:`chunk_state`'s recurrence (``e_last``, ``chunk_offsets``, ``h0``, ``state_v_first``
     as there) with the chunk output formed where the chunk-start state is: returns ``o`` ``[NC, BT, HV,
@@ -141,8 +142,10 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
     ``q``, ``k`` ``[NC, BT, HQ, K]`` and ``v`` ``[NC, BT, HV, V]`` token-major (GVA: HQ divides HV), ``akk``
     (``(I + L)^-1``) and ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``k``'s dtype (float16 or bfloat16: the
     Cube's), ``beta`` ``[NC, HV, BT]``, ``g`` (G, log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV,
-    BT, 1]``), ``e_last`` and ``h0`` to float32. Padding rows of tail chunks must hold zeros in ``k`` and
-    ``v``. Rows of chunks outside every sequence's range are not written."""
+    BT, 1]``), ``e_last`` and ``h0`` to float32. ``q_scale``, ``k_scale`` ``[NC, HQ, BT]`` (both or neither;
+    float32): factors of q's and k's rows (the l2 norms' reciprocals, q's times the attention scale),
+    applied in float32 before anything is rounded. Padding rows of tail chunks must hold zeros in ``k``
+    and ``v``. Rows of chunks outside every sequence's range are not written."""
     T = k.dtype
     if T not in (torch.float16, torch.bfloat16):
         raise ValueError(f"chunk_state_output: `k` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {T}")
@@ -151,6 +154,7 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
     f32 = torch.float32
     return {"q": q.to(T), "k": k, "v": v.to(T), "beta": beta.to(f32), "g": g.to(f32), "akk": akk.to(T), "aqk": aqk.to(T),
             "e_last": e_last.to(f32), "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32),
+            "q_scale": None if q_scale is None else q_scale.to(f32), "k_scale": None if k_scale is None else k_scale.to(f32),
             "state_v_first": int(bool(state_v_first))}, {"T": T}
 
 

@@ -96,8 +96,10 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     """``return_intermediate_states`` (KDA; GDN's call has no such switch, its forward is the fused one
     only): stages 3, 4 and 5 then run as wy_fast, chunk_state (writing h) and chunk_output, with the
     final state a float32 rounding from the fused launch's and o equal to it in all but a few elements
-    (the fused kernel accumulates v_new = u - w S at once: tests/kernels/test_chunk_state_output_sim.py),
-    and h within the bf16 tolerance of the reference's."""
+    (the fused kernel accumulates v_new = u - w S at once: tests/kernels/test_chunk_state_output_sim.py)
+    when both read the same q and k (no l2norm, scale 1: the fused chain would take their row factors
+    apart, the unfused one scaled copies); with l2norm and the default scale, h, o and the final state
+    within the bf16 tolerance of the reference's."""
     from fla_npu.testing import check_close
 
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
@@ -114,13 +116,23 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     assert fused.kernels() == CHAIN
     if op != "kda":
         return
+    qn, kn = (torch.nn.functional.normalize(x.float(), dim=-1).to(BF16) for x in (q, k))
+    plain = dict(initial_state=h0, output_final_state=True, scale=1.0)
+    with torch.inference_mode():
+        o1, final1 = fn(qn, kn, v, g, beta, **plain)
     with torch.inference_mode(), fla_npu.profile() as pair:
-        o2, final2, h = fn(q, k, v, g, beta, return_intermediate_states=True, **kw)
+        o2, final2, _ = fn(qn, kn, v, g, beta, return_intermediate_states=True, **plain)
     assert pair.kernels() == CHAIN[:-1] + ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
-    check_close("final", final2, final, torch.float32)
-    assert (o != o2).float().mean() < 0.01
+    check_close("final", final2, final1, torch.float32)
+    assert (o1 != o2).float().mean() < 0.01
+    with torch.inference_mode():
+        o3, final3, h = fn(q, k, v, g, beta, return_intermediate_states=True, **kw)
     monkeypatch.delenv("FLA_NPU_CPU_IMPL")
     with torch.inference_mode():
-        ref_h = fn(q.double(), k.double(), v.double(), g.double(), beta.double(), return_intermediate_states=True,
-                   **kw)[2]
+        ref_o, ref_final, ref_h = fn(q.double(), k.double(), v.double(), g.double(), beta.double(),
+                                     return_intermediate_states=True, **kw)
     check_close("h", h, ref_h, BF16)
+    for name, x in (("o (fused)", o), ("o (kept states)", o3)):
+        check_close(name, x, ref_o, BF16)
+    for name, x in (("final (fused)", final), ("final (kept states)", final3)):
+        check_close(name, x, ref_final, BF16)

@@ -138,6 +138,53 @@ def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtyp
     assert t["aqk_f32"] == t["l_f32"] == (out_dtype == FP32)
 
 
+def _row_factors(x, gen):
+    """Factors of the rows of ``x`` (token-major [NC, BT, H, K]) as the chain passes them: head-major
+    [NC, H, BT] float32, the rows' reciprocal l2 norms times a random factor in [0.5, 2)."""
+    norm = x.float().square().sum(-1).add(1e-6).rsqrt()
+    return (norm * (0.5 + 1.5 * torch.rand(norm.shape, generator=gen))).transpose(1, 2).contiguous()
+
+
+SCALED_CASES = [  # (B, T, HV, HQ, K, BT, per_key, dtype, gate, cu): the Cube's diagonal blocks, the exact ones, GDN, GVA
+    pytest.param(2, 100, 2, 2, 128, 64, True, BF16, "mild", None, id="kda-bt64-mild-bf16"),
+    pytest.param(1, 150, 2, 2, 64, 64, True, FP16, "strong", None, id="kda-bt64-strong-fp16"),
+    pytest.param(1, 100, 4, 2, 64, 32, True, BF16, "steep", (0, 1, 1, 60, 100), id="kda-bt32-steep-varlen-gva"),
+    pytest.param(2, 90, 2, 2, 128, 64, False, BF16, "strong", None, id="gdn-bt64-strong-bf16"),
+    pytest.param(1, 100, 4, 1, 64, 16, False, FP16, "mild", (0, 37, 37, 100), id="gdn-bt16-varlen-gva-fp16"),
+]
+
+
+@pytest.mark.parametrize("B,T,HV,HQ,K,BT,per_key,dtype,gate,cu", SCALED_CASES)
+def test_row_factors_of_q_and_k(B, T, HV, HQ, K, BT, per_key, dtype, gate, cu):
+    """q_scale / k_scale (the chain's l2 norms and attention scale): every row of q and k times its
+    factor in float32 before anything is rounded, on every path (the Cube's factored blocks, the exact
+    diagonal blocks, GDN's scaled results), GVA's factors per q / k head: against the reference stage
+    in float64 on q * q_scale and k * k_scale; unit factors give the call without them bit for bit."""
+    q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
+    q, k = (x[:, :, ::HV // HQ].contiguous() * 3 for x in (q, k))   # HQ heads, rows of norm ~3
+    gen = torch.Generator().manual_seed(5)
+    fq, fk = _row_factors(q, gen), _row_factors(k, gen)
+    Aqk, L = kernels.chunk_intra(q, k, beta, G, fq, fk, aqk_dtype=dtype)
+    launch = kernels.chunk_intra.last_launch()
+    assert launch is not None and launch.ok, launch and launch.error
+    assert kernels.chunk_intra.last_tiling()["qk_scaled"] == 1
+    scaled = lambda x, f: x.double() * f.transpose(1, 2).unsqueeze(-1).double()  # noqa: E731
+    groups = HV // HQ
+    refs = _reference(*(x.repeat_interleave(groups, 2) for x in (scaled(q, fq), scaled(k, fk))), beta, G)
+    for name, x, ref in (("Aqk", Aqk, refs[0]), ("L", L, refs[1])):
+        assert torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned)"
+        check_close(name, x, ref, dtype)
+    ones = torch.ones_like(fq)
+    plain = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype)
+    assert kernels.chunk_intra.last_tiling()["qk_scaled"] == 0
+    for x, y in zip(kernels.chunk_intra(q, k, beta, G, ones, ones.clone(), aqk_dtype=dtype), plain):
+        assert torch.equal(x, y)
+    with pytest.raises(_native.KernelError, match="given together"):
+        kernels.chunk_intra(q, k, beta, G, fq)
+    with pytest.raises(_native.KernelError, match=r"\[NC, HQ, BT\]"):
+        kernels.chunk_intra(q, k, beta, G, fq[:, :, :8].contiguous(), fk[:, :, :8].contiguous())
+
+
 @pytest.mark.parametrize("per_key,dtype", [(True, BF16), (False, FP16)], ids=["kda-bf16", "gdn-fp16"])
 def test_aqk_in_the_cube_type_with_l_in_float32(per_key, dtype):
     """The chain's call: Aqk in the Cube type (what the output kernel's Cube reads), L in float32 (what

@@ -137,7 +137,10 @@ def test_every_kernel_custom_op_passes_opcheck():
     torch.manual_seed(2)
     q = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
     G = torch.cumsum(-torch.rand(NC, BT, HV, K) * 0.1, dim=1)   # KDA token-major
-    torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, torch.bfloat16, torch.float32))
+    s = torch.rand(NC, HV, BT) + 0.5   # the row factors of q and k
+    for scales in ((None, None), (s, s.clone())):
+        torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, *scales, torch.bfloat16,
+                                                        torch.float32))
     torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))
     w, u, e_last = (torch.randn(NC, HV, BT, K) * 0.1).to(torch.bfloat16), torch.randn(NC, HV, BT, V), torch.rand(NC, HV, K)
     offsets, h0 = torch.tensor([0, 1, 2], dtype=torch.int32), torch.randn(2, HV, V, K)
@@ -146,8 +149,9 @@ def test_every_kernel_custom_op_passes_opcheck():
     assert ops.chunk_state(*args)[2].shape == (2, HV, V, K)  # state_v_first: [N, HV, V, K]
     aqk = torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16)
     k, v, beta, akk, _ = _wy_inputs()
-    args = (q, k, v, beta, G, akk, aqk, e_last + 0.5, offsets, h0, True)
+    args = (q, k, v, beta, G, akk, aqk, e_last + 0.5, offsets, h0, True, None, None)
     torch.library.opcheck(ops.chunk_state_output.default, args)
+    torch.library.opcheck(ops.chunk_state_output.default, (*args[:-2], s, s.clone()))   # q's and k's row factors
     o, final = ops.chunk_state_output(*args)
     assert o.shape == (NC, BT, HV, V) and final.shape == (2, HV, V, K)  # o token-major; state_v_first
     q, kv = torch.randn(1, 2, 3, 64).to(torch.bfloat16), torch.randn(1, 5, 64).to(torch.bfloat16)

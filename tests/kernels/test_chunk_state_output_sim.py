@@ -48,8 +48,9 @@ def _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype, seed=0)
                            e_last=f(st.e_last), offsets=st.offsets, h0=st.h0, plan=st.plan, v_first=v_first, groups=groups)
 
 
-def _fused(x):
-    o, final = kernels.chunk_state_output(x.q, x.k, x.v, x.beta, x.G, x.Akk, x.Aqk, x.e_last, x.offsets, x.h0, x.v_first)
+def _fused(x, q_scale=None, k_scale=None):
+    o, final = kernels.chunk_state_output(x.q, x.k, x.v, x.beta, x.G, x.Akk, x.Aqk, x.e_last, x.offsets, x.h0, x.v_first,
+                                          q_scale, k_scale)
     launch = kernels.chunk_state_output.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     return o, final
@@ -95,15 +96,25 @@ def test_matches_unfused_chain(B, T, HV, K, V, BT, per_key, cu, h0, v_first, gro
     assert (o != o2).float().mean() < 0.01
 
 
+@pytest.mark.parametrize("scaled", [False, True], ids=["", "row-factors"])
 @pytest.mark.parametrize(ARGS, CASES[1:4])
-def test_matches_reference_stages(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype):
+def test_matches_reference_stages(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype, scaled):
     """Against stages 3-5 in float64 on the kernel's inputs, with the Cube operands the kernel rounds
     once to the Cube dtype (X1 = beta k e_row, X2 = beta v, w, kg) rounded alike: o within the Cube
     dtype's tolerance (its operands qe, S and v_new are rounded once), final within float32's (S and
-    v_new reach the Cube as hi + lo halves)."""
+    v_new reach the Cube as hi + lo halves). ``scaled``: with q_scale / k_scale (factors of q's and
+    k's rows, per q / k head), the reference on q * q_scale and k * k_scale."""
     x = _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype)
-    o, final = _fused(x)
     d = lambda t: t.double()  # noqa: E731
+    factors = (None, None)
+    if scaled:  # rows of q and k three times larger, scaled back by factors in [0.2, 0.5)
+        gen = torch.Generator().manual_seed(3)
+        x.q, x.k = (t * 3 for t in (x.q, x.k))
+        factors = tuple(0.2 + 0.3 * torch.rand(x.q.shape[0], x.q.shape[2], BT, generator=gen) for _ in range(2))
+    o, final = _fused(x, *factors)
+    assert kernels.chunk_state_output.last_tiling()["qk_scaled"] == int(scaled)
+    if scaled:
+        x.q, x.k = (d(t) * f.transpose(1, 2).unsqueeze(-1).double() for t, f in zip((x.q, x.k), factors))
     s0 = None if x.h0 is None else d(x.h0.transpose(-1, -2) if v_first else x.h0)
     G = d(sim_helpers.reference_gate(x.G))
     decay = SimpleNamespace(e_row=torch.exp2(G), e_tail=torch.exp2(G[:, :, -1:] - G), e_last=d(x.e_last))
@@ -189,6 +200,19 @@ def test_refusals():
         kernels.chunk_state_output(**args(aqk=x.Aqk[..., :32]))
     with pytest.raises(ValueError, match="non-decreasing"):
         kernels.chunk_state_output(**args(chunk_offsets=torch.tensor([0, 5], dtype=torch.int32)))
+    f = torch.ones(x.q.shape[0], x.q.shape[2], 64)
+    with pytest.raises(KernelError, match="given together"):
+        kernels.chunk_state_output(**args(k_scale=f))
+    with pytest.raises(KernelError, match=r"\[NC, HQ, BT\]"):
+        kernels.chunk_state_output(**args(q_scale=f[..., :32].contiguous(), k_scale=f[..., :32].contiguous()))
+
+
+def test_unit_row_factors_change_nothing():
+    """q_scale = k_scale = 1: the call without them, bit for bit (the factors multiply in float32)."""
+    x = _inputs(1, 150, 2, 128, 128, 64, True, None, True, False, 2, BF16)
+    ones = torch.ones(x.q.shape[0], x.q.shape[2], 64)
+    for a, b in zip(_fused(x, ones, ones.clone()), _fused(x)):
+        assert torch.equal(a, b)
 
 
 # ---- the public chunk ops with FLA_NPU_CPU_IMPL=sim: stages 3, 4 and 5 on this kernel -------------

@@ -39,7 +39,7 @@ typedef struct FakeTensor {
 
 typedef struct FakeCall {
     char function[96];
-    const FakeTensor* tensors[12]; /* in argument order; NULL for an absent optional input */
+    const FakeTensor* tensors[16]; /* in argument order; NULL for an absent optional input */
     int32_t num_tensors;
     int32_t num_ints;
     int64_t ints[4];
@@ -146,7 +146,7 @@ static FakeCall* record(const char* function) {
 }
 
 static void add_tensor(FakeCall* c, const void* t) {
-    if (c != NULL && c->num_tensors < 12) c->tensors[c->num_tensors++] = (const FakeTensor*)t;
+    if (c != NULL && c->num_tensors < 16) c->tensors[c->num_tensors++] = (const FakeTensor*)t;
 }
 
 /* ---- CANN's libnnopbase.so (what the bridge uses of it) ------------------------------------------ */
@@ -393,13 +393,15 @@ EXPORT int32_t aclnnFlaNpuChunkState(void* workspace, uint64_t workspace_size, v
 }
 
 EXPORT int32_t aclnnFlaNpuChunkIntraGetWorkspaceSize(const void* q, const void* k, const void* beta, const void* g,
-                                                     const void* aqk, const void* l, uint64_t* workspace_size,
-                                                     void** executor) {
+                                                     const void* q_scale, const void* k_scale, const void* aqk,
+                                                     const void* l, uint64_t* workspace_size, void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkIntraGetWorkspaceSize");
     add_tensor(c, q);
     add_tensor(c, k);
     add_tensor(c, beta);
     add_tensor(c, g);
+    add_tensor(c, q_scale);
+    add_tensor(c, k_scale);
     add_tensor(c, aqk);
     add_tensor(c, l);
     return first_phase(c, "aclnnFlaNpuChunkIntra", workspace_size, executor);
@@ -411,8 +413,9 @@ EXPORT int32_t aclnnFlaNpuChunkIntra(void* workspace, uint64_t workspace_size, v
 
 EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const void* k, const void* v, const void* beta,
                                                            const void* g, const void* akk, const void* aqk, const void* e_last,
-                                                           const void* chunk_offsets, const void* h0, const void* o,
-                                                           const void* final_state, int64_t state_v_first,
+                                                           const void* chunk_offsets, const void* h0, const void* q_scale,
+                                                           const void* k_scale, const void* o, const void* final_state,
+                                                           int64_t state_v_first,
                                                            uint64_t* workspace_size, void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkStateOutputGetWorkspaceSize");
     add_tensor(c, q);
@@ -425,6 +428,8 @@ EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const 
     add_tensor(c, e_last);
     add_tensor(c, chunk_offsets);
     add_tensor(c, h0);
+    add_tensor(c, q_scale);
+    add_tensor(c, k_scale);
     add_tensor(c, o);
     add_tensor(c, final_state);
     if (c != NULL) {

@@ -36,7 +36,7 @@ class FakeTensor(ctypes.Structure):
 
 
 class FakeCall(ctypes.Structure):
-    _fields_ = [("function", ctypes.c_char * 96), ("tensors", ctypes.POINTER(FakeTensor) * 12),
+    _fields_ = [("function", ctypes.c_char * 96), ("tensors", ctypes.POINTER(FakeTensor) * 16),
                 ("num_tensors", ctypes.c_int32), ("num_ints", ctypes.c_int32), ("ints", ctypes.c_int64 * 4),
                 ("num_floats", ctypes.c_int32), ("status", ctypes.c_int32), ("floats", ctypes.c_double * 4),
                 ("workspace", ctypes.c_void_p), ("workspace_size", ctypes.c_uint64), ("executor", ctypes.c_void_p),
@@ -443,10 +443,13 @@ def test_chunk_state_output_forwarded_exactly(bridge, fake):
     qk = lambda: torch.randn(NC, BT, HQ, K).bfloat16()  # noqa: E731
     tensors = (qk(), qk(), torch.randn(NC, BT, HV, V).bfloat16(), torch.rand(NC, HV, BT), -torch.rand(NC, BT, HV, K),
                torch.randn(NC, HV, BT, BT).bfloat16(), torch.randn(NC, HV, BT, BT).bfloat16(), torch.rand(NC, HV, K), offsets,
-               torch.randn(N_, HV, K, V), torch.empty(NC, BT, HV, V).bfloat16(), torch.empty(N_, HV, K, V))
-    check_forwarded_exactly(bridge, fake, "flaNpuChunkStateOutput", tensors, 0, ints=[0])  # state_v_first
+               torch.randn(N_, HV, K, V), None, None, torch.empty(NC, BT, HV, V).bfloat16(), torch.empty(N_, HV, K, V))
+    call = check_forwarded_exactly(bridge, fake, "flaNpuChunkStateOutput", tensors, 0, ints=[0])  # state_v_first
+    assert tensors_of(call)[10:12] == [None, None]  # no row factors: NULL
+    scaled = (*tensors[:10], torch.rand(NC, HQ, BT), torch.rand(NC, HQ, BT), *tensors[12:])
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkStateOutput", scaled, 0, ints=[0])
     # Refused before any aclnn call: fp32 Cube inputs, k with a head count that does not divide HV.
-    as_fp32 = tuple(t.float() if t.dtype == torch.bfloat16 else t for t in tensors)
+    as_fp32 = tuple(t.float() if t is not None and t.dtype == torch.bfloat16 else t for t in tensors)
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkStateOutput", "float32 Cube inputs are not supported", as_fp32, 0)
     k3 = torch.randn(NC, BT, 3, K).bfloat16()
     bad_k = (k3, k3, *tensors[2:])
@@ -456,12 +459,17 @@ def test_chunk_state_output_forwarded_exactly(bridge, fake):
 def test_chunk_intra_forwarded_exactly(bridge, fake):
     NC, HV, BT, K = 3, 2, 64, 128
     tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT),
-               -torch.rand(NC, BT, HV, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16())
+               -torch.rand(NC, BT, HV, K), None, None, torch.empty(NC, HV, BT, BT).bfloat16(),
+               torch.empty(NC, HV, BT, BT).bfloat16())
     check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors)
+    scaled = (*tensors[:4], torch.rand(NC, HV, BT), torch.rand(NC, HV, BT), *tensors[6:])
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", scaled)
+    # Refused before any aclnn call: one factor tensor without the other.
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "given together", (*scaled[:5], None, *scaled[6:]))
     # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's.
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 Cube inputs are not supported",
-                               tuple(t.float() for t in tensors))
-    half_out = tensors[:4] + tuple(t.half() for t in tensors[4:])
+                               tuple(None if t is None else t.float() for t in tensors))
+    half_out = tensors[:6] + tuple(t.half() for t in tensors[6:])
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 or the dtype of `q`", half_out)
 
 

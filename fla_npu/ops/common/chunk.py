@@ -53,19 +53,28 @@ def _state_out(s: torch.Tensor, cfg: DeltaRuleConfig, dtype) -> torch.Tensor:
 
 
 def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool,
-             cube: torch.dtype | None = None) -> ChunkInputs:
+             cube: torch.dtype | None = None, row_scales: bool = False) -> ChunkInputs:
     """Pre-processing and chunk layout. With ``sim``, stage 1 (gate activation + chunk-local cumsum)
     runs as the Ascend C kernel (float32 cumsum, as on the device); otherwise the cumsum is
     accumulated in float64. With ``cube`` (the kernel chain's Cube dtype), ``q``, ``k`` and ``v`` come
     out in it, token-major ``[NC, BT, H, D]`` (what the kernels read; for whole chunks the caller's
     tensors as they are): l2norm and scale in one float32 product rounded once, q and k with their
     own heads (the kernels read value head h's from head h / groups: GVA); the token-layout fields
-    the backward would read are not formed (it recomputes after the kernels)."""
+    the backward would read are not formed (it recomputes after the kernels). With ``row_scales`` (the
+    kernels take the factors: :func:`~fla_npu.runtime.chunk_pipeline.takes_row_scales`) q and k stay
+    as given and the factors of their rows come apart, ``q_scale`` / ``k_scale``."""
     ct = compute_dtype(q, k, v)
     bf = beta.to(ct)
     bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
     groups = v.shape[2] // q.shape[2]
-    if cube is not None:  # token-major [NC, BT, H, D]: for whole chunks views of the caller's tensors
+    q_scale = k_scale = None
+    if cube is not None and row_scales:  # token-major [NC, BT, H, D]: for whole chunks views of the caller's tensors
+        qc, kc = (plan.to_chunks(x.to(cube), token_major=True) for x in (q, k))
+        if cfg.use_qk_l2norm or cfg.scale != 1.0:
+            q_scale, k_scale = _row_factors(qc, cfg.use_qk_l2norm, cfg.scale), _row_factors(kc, cfg.use_qk_l2norm, 1.0)
+        qn = kn = q_rstd = k_rstd = None
+        vc = plan.to_chunks(v.to(cube), token_major=True)
+    elif cube is not None:
         qc, kc = (_normalized(x.to(cube), plan, cfg.use_qk_l2norm, s) for x, s in ((q, cfg.scale), (k, 1.0)))
         qn = kn = q_rstd = k_rstd = None
         vc = plan.to_chunks(v.to(cube), token_major=True)
@@ -79,7 +88,23 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
         vc = plan.to_chunks(v.to(ct))
     return ChunkInputs(
         ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf, q=qc, k=kc, v=vc, b=plan.to_chunks(bf),
-        decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim, token_major=cube is not None), ct))
+        decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim, token_major=cube is not None), ct),
+        q_scale=q_scale, k_scale=k_scale)
+
+
+def _factors(xc: torch.Tensor, l2norm: bool, scale: float) -> torch.Tensor:
+    """``scale`` times, with ``l2norm``, the reciprocal l2 norms of the rows of ``xc`` (as
+    :func:`l2norm_fwd` forms them), float32, shaped ``xc`` with a last dim of 1."""
+    if not l2norm:
+        return torch.full((*xc.shape[:-1], 1), scale, dtype=torch.float32, device=xc.device)
+    norm = torch.linalg.vector_norm(xc, dim=-1, keepdim=True, dtype=torch.float32)
+    return torch.rsqrt(norm.square() + L2NORM_EPS) * scale
+
+
+def _row_factors(xc: torch.Tensor, l2norm: bool, scale: float) -> torch.Tensor:
+    """The factors of the rows of ``xc`` (16-bit, token-major ``[NC, BT, H, K]``) as the kernels take
+    them: head-major ``[NC, H, BT]`` float32 (:func:`_factors`)."""
+    return _factors(xc, l2norm, scale).squeeze(-1).transpose(1, 2).contiguous()
 
 
 def _normalized(x: torch.Tensor, plan: ChunkPlan, l2norm: bool, scale: float) -> torch.Tensor:
@@ -91,11 +116,7 @@ def _normalized(x: torch.Tensor, plan: ChunkPlan, l2norm: bool, scale: float) ->
     xc = plan.to_chunks(x, token_major=True)
     if not l2norm and scale == 1.0:
         return xc
-    if l2norm:
-        norm = torch.linalg.vector_norm(xc, dim=-1, keepdim=True, dtype=torch.float32)
-        f = torch.rsqrt(norm.square() + L2NORM_EPS) * scale
-    else:
-        f = torch.tensor(scale, dtype=torch.float32, device=x.device)
+    f = _factors(xc, l2norm, scale) if l2norm else torch.tensor(scale, dtype=torch.float32, device=x.device)
     return torch.mul(xc, f, out=torch.empty_like(xc))
 
 
@@ -208,7 +229,8 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
         o, final, h, kept = [], [], [], []
         for sl in slices:
             qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
-            p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim, q.dtype if kernels else None)
+            p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim, q.dtype if kernels else None,
+                         kernels and chunk_pipeline.takes_row_scales(skip, cfg.return_intermediate_states))
             if kernels:
                 oc, f = chunk_pipeline.forward(p, h0s, plan, q.dtype, cfg.state_v_first, skip,
                                                keep_h=cfg.return_intermediate_states)
