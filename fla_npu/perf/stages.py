@@ -120,6 +120,13 @@ def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
     return k, v, A, G
 
 
+def _row_factors(shape):
+    """Factors of q's and k's rows [NC, H, BT] (the production switches' l2 norms and scale: the chain
+    passes them to the intra-chunk and the fused kernels)."""
+    import torch
+    return torch.rand(shape, generator=_gen(8)) + 0.5
+
+
 # Stages 2 and 3-5: the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout); active
 # once the build has the kernel.
 def _launch_intra(per_key: bool):
@@ -131,7 +138,8 @@ def _launch_intra(per_key: bool):
         k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
         beta = torch.rand(A.shape[:3], generator=_gen(2))
         G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=1 if per_key else 2)
-        chunk_intra(q, k, beta, G, _torch_dtype(dtype), torch.float32)  # as the chained forward calls it
+        f = _row_factors(A.shape[:3])
+        chunk_intra(q, k, beta, G, f, f.clone(), _torch_dtype(dtype), torch.float32)  # as the chained forward calls it
     return run
 
 
@@ -157,7 +165,8 @@ def _launch_state_output(per_key: bool):
         offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
         k, v, A, G = _chunk_tensors(shape, dtype, per_key)
         q = k.roll(1, dims=1).contiguous()
-        chunk_state_output(q, k, v, beta, G, A, A, e_last, offsets)  # as the chained forward calls it
+        f = _row_factors(beta.shape)
+        chunk_state_output(q, k, v, beta, G, A, A, e_last, offsets, None, False, f, f.clone())  # as the chained forward calls it
     return run
 
 
