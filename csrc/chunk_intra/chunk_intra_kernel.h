@@ -397,12 +397,7 @@ class ChunkIntraVector {
     // The factors of rows [r, r + 16) of unit u of q_scale or k_scale (gs), Brcb'd into bc; off (nothing
     // read) when the call gave none. Through inB_: beta's queue, free whenever this is called.
     __aicore__ inline RowScale LoadScale(const GlobalTensor<float>& gs, uint32_t u, uint32_t r, const LocalTensor<float>& bc) {
-        if (!t_.qk_scaled) return RowScale{false, bc};
-        LocalTensor<float> f = CopyIn(inB_, gs[ScaleRow(u, r, t_.HV, t_.groups, t_.BT)], 16);
-        BroadcastRows(bc, f, 16);
-        OrderV();
-        inB_.FreeTensor(f);
-        return RowScale{true, bc};
+        return LoadRowScale(inB_, t_.qk_scaled != 0, gs, ScaleRow(u, r, t_.HV, t_.groups, t_.BT), 16, bc);
     }
 
     // ---- outputs ---------------------------------------------------------------------------------

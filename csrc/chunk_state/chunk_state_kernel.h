@@ -626,13 +626,9 @@ class ChunkStateVector {
     // from element rows_v * at; off (nothing read) when the call gave none. Through inE_, before beta's
     // load takes it.
     __aicore__ inline RowScale LoadScale(const GlobalTensor<float>& gs, uint32_t u, uint32_t r0, uint32_t at) {
-        if (!t_.qk_scaled) return RowScale{};
-        const LocalTensor<float> bc = bc_.Get<float>()[t_.rows_v * at];
-        LocalTensor<float> f = CopyIn(inE_, gs[ScaleRow(u, r0, t_.HV, t_.groups, t_.BT)], t_.rows_v);
-        BroadcastRows(bc, f, t_.rows_v);
-        OrderV();
-        inE_.FreeTensor(f);
-        return RowScale{true, bc};
+        if (!t_.qk_scaled) return RowScale{};  // bc_ has no room for the broadcasts then
+        return LoadRowScale(inE_, true, gs, ScaleRow(u, r0, t_.HV, t_.groups, t_.BT), t_.rows_v,
+                            bc_.Get<float>()[t_.rows_v * at]);
     }
 
     const ChunkStateTiling t_;

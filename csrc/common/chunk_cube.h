@@ -342,21 +342,6 @@ __aicore__ inline void MulByRow(const LocalTensor<float>& dst, const LocalTensor
         Mul(dst[c], src[c], row[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
 }
 
-// The optional per-row factors of q or k (q_scale / k_scale [NC, HQ, BT], float32): `on` when the call
-// gave them, bc then holding Brcb of the rows' factors (BroadcastRows).
-struct RowScale {
-    bool on = false;
-    LocalTensor<float> bc;
-};
-
-// x[r, :] *= the factor of row r when s is on (R rows of C fp32 columns; x already ordered after its
-// writers, its readers ordered after this by the caller).
-__aicore__ inline void ScaleRows(const LocalTensor<float>& x, const RowScale& s, uint32_t R, uint32_t C) {
-    if (!s.on) return;
-    MulRows(x, x, s.bc, R, C);
-    OrderV();
-}
-
 constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
 
 // dst = 2^(scale * src), n fp32 elements (in place allowed): Muls by scale ln 2, then Exp.
@@ -369,6 +354,34 @@ __aicore__ inline void Pow2(const LocalTensor<float>& dst, const LocalTensor<flo
 // bc = Brcb(f): R fp32 factors, each into its own 32-byte block (whole groups of 8: R rounded up).
 __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTensor<float>& f, uint32_t R) {
     Brcb(bc, f, static_cast<uint8_t>((R + 7) / 8), BrcbRepeatParams(1, 8));
+}
+
+// The optional per-row factors of q or k (q_scale / k_scale [NC, HQ, BT], float32): `on` when the call
+// gave them, bc then holding Brcb of the rows' factors (BroadcastRows).
+struct RowScale {
+    bool on = false;
+    LocalTensor<float> bc;
+};
+
+// The factors of `rows` rows of q_scale / k_scale (gs from element `at`), Brcb'd into bc through a
+// buffer of queue q (freed again); off, nothing read, unless `on` (the call gave them).
+template <class Q>
+__aicore__ inline RowScale LoadRowScale(Q& q, bool on, const GlobalTensor<float>& gs, uint64_t at, uint32_t rows,
+                                        const LocalTensor<float>& bc) {
+    if (!on) return RowScale{};
+    LocalTensor<float> f = vector_io::CopyIn(q, gs[at], rows);
+    BroadcastRows(bc, f, rows);
+    OrderV();
+    q.FreeTensor(f);
+    return RowScale{true, bc};
+}
+
+// x[r, :] *= the factor of row r when s is on (R rows of C fp32 columns; x already ordered after its
+// writers, its readers ordered after this by the caller).
+__aicore__ inline void ScaleRows(const LocalTensor<float>& x, const RowScale& s, uint32_t R, uint32_t C) {
+    if (!s.on) return;
+    MulRows(x, x, s.bc, R, C);
+    OrderV();
 }
 
 // dst = src * e for R rows of K fp32 columns, e the rows' gate factors: element-wise (KDA, Kg = K) or
