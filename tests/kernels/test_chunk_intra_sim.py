@@ -257,6 +257,14 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
     for o in outs[1:]:
         for x, x0 in zip(o, outs[0]):
             assert torch.equal(x, x0)
+    # q's and k's row factors: KDA reads each block's once with its rows (mild gates: no exact block);
+    # GDN k's of the whole chunk per block row (the column factors) and q's of each block row once.
+    f = torch.rand(NC, HV, BT) + 0.5
+    kernels.chunk_intra(q, k, beta, G, f, f.clone())
+    tot = kernels.chunk_intra.last_launch().totals
+    extra = NC * HV * (2 * BT if per_key else (BT // 16 + 1) * BT) * 4
+    assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected + extra
+    assert tot.cube_macs == NC * HV * macs
 
 
 @pytest.mark.parametrize("per_key,gate,expect_ratio,expect_share", [

@@ -148,7 +148,7 @@ def test_counters_against_the_chain(capsys, monkeypatch):
     G's last row once per vector core) and writes o and final once, plus its workspace round trips
     (S's halves and dS; qe, X1, kg and X2; -I once per core: the Cube forms v_new's halves itself);
     the chain also writes and reads w, kg, u, h and v_new, and reads G twice, with the same Cube
-    work but the subtraction -I v_hi."""
+    work but the subtraction -I v_hi. With q's and k's row factors, those are read once more."""
     NC, HV, BT, K, V = 16, 4, 64, 128, 128
     x = _inputs(1, NC * BT, HV, K, V, BT, True, None, False, False, 1, BF16, seed=5)
     monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
@@ -177,6 +177,11 @@ def test_counters_against_the_chain(capsys, monkeypatch):
     # again by the output kernel
     assert chain_moved - chain_ws - (reads + writes) == chunks * (
         2 * (2 * BT * K * 2 + BT * V * 4 + K * V * 2 + BT * V * 2) + BT * K * 4)
+    # q's and k's row factors: read once more, a float per row each; the Cube's work the same
+    _fused(x, *(torch.rand(NC, HV, BT, generator=torch.Generator().manual_seed(i)) + 0.5 for i in (1, 2)))
+    scaled = kernels.chunk_state_output.last_launch().totals
+    assert scaled.gm_to_local_bytes + scaled.local_to_gm_bytes == moved + chunks * 2 * BT * 4
+    assert scaled.cube_macs == fused.cube_macs
     share = fused.cube_macs / (fused.cube_macs + fused.vector_elem_ops)
     with capsys.disabled():
         print(f"\nchunk_state_output NC=16 HV=4 BT=64 K=V=128: GM bytes {moved} (the chain {chain_moved}: "
