@@ -8,21 +8,21 @@ namespace fla_npu {
 namespace chunk_intra {
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* beta, const FlaNpuTensor* g,
-                    const FlaNpuTensor* q_scale, const FlaNpuTensor* k_scale, const FlaNpuTensor* aqk, const FlaNpuTensor* l,
-                    EntryCall* call) {
-    // The descriptor's dtypes here; strides, shapes and the tiling:
-    // TilingFromShapes, the operator package's hook.
+                    int32_t qk_l2norm, float scale, const FlaNpuTensor* aqk, const FlaNpuTensor* l, const FlaNpuTensor* q_scale,
+                    const FlaNpuTensor* k_scale, EntryCall* call) {
+    // The descriptor's dtypes here; strides, shapes, the attributes and the tiling: TilingFromShapes,
+    // the operator package's hook.
     if (!CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     if (k->dtype != q->dtype) return InvalidArgument(kEntry, "`q` and `k` must have one dtype");
-    if (beta->dtype != FLA_NPU_FLOAT32 || g->dtype != FLA_NPU_FLOAT32)
-        return InvalidArgument(kEntry, "`beta` and `g` must be float32");
-    for (const FlaNpuTensor* x : {q_scale, k_scale})
-        if (x != nullptr && x->dtype != FLA_NPU_FLOAT32)
-            return InvalidArgument(kEntry, "`q_scale` and `k_scale` must be float32");
+    for (const FlaNpuTensor* x : {beta, g, q_scale, k_scale})
+        if (x->dtype != FLA_NPU_FLOAT32) return InvalidArgument(kEntry, "`beta`, `g`, `q_scale` and `k_scale` must be float32");
     for (const FlaNpuTensor* x : {aqk, l})
         if (x->dtype != FLA_NPU_FLOAT32 && x->dtype != q->dtype)
             return InvalidArgument(kEntry, "`aqk` and `l` must each be float32 or the dtype of `q`");
-    return TileCall(kEntry, kTensorNames, kTensors, call);
+    return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors,
+                               [call, qk_l2norm, scale](const ShapeArg* a, const DeviceFacts& dev) {
+                                   return TilingFromShapes(a, qk_l2norm, scale, dev, &call->tiling);
+                               });
 }
 
 }  // namespace chunk_intra

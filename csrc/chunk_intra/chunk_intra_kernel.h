@@ -44,7 +44,7 @@ using namespace vector_io;
 
 // The kernel's GM arguments (both sides read their own).
 struct ChunkIntraGm {
-    GmAddr q, k, beta, g, qScale, kScale, aqk, l, ws;
+    GmAddr q, k, beta, g, aqk, l, qScale, kScale, ws;
 };
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
@@ -203,7 +203,7 @@ class ChunkIntraVector {
         const uint64_t rows = uint64_t(t_.num_units) * t_.BT;
         Bind(rows, gB_, a.beta);
         Bind(rows * t_.Kg, gG_, a.g);
-        if (t_.qk_scaled) Bind(rows / t_.groups, gQs_, a.qScale, gKs_, a.kScale);
+        Bind(rows / t_.groups, gQs_, a.qScale, gKs_, a.kScale);  // q_scale, k_scale [NC, HQ, BT]
         const uint32_t P = t_.piece_elems, BT = t_.BT;
         InitQues(pipe_, 2, P * sizeof(float), inF_);
         InitQues(pipe_, 2, P * sizeof(T), inT_);
@@ -244,19 +244,6 @@ class ChunkIntraVector {
 
   private:
     // ---- small pieces -------------------------------------------------------------------------
-    // dst[r] = sum of row r of x (rows x K fp32; x is overwritten): the K / 64 lane groups are
-    // added into the first, then one WholeReduceSum per row.
-    __aicore__ inline void RowSums(const LocalTensor<float>& dst, const LocalTensor<float>& x, uint32_t rows) {
-        const uint32_t K = t_.K;
-        const uint8_t rb = static_cast<uint8_t>(K / 8);
-        const BinaryRepeatParams p(1, 1, 1, rb, rb, rb);
-        for (uint32_t c = kFloatLanes; c < K; c += kFloatLanes) {
-            Add(x, x, x[c], K - c < kFloatLanes ? K - c : kFloatLanes, static_cast<uint8_t>(rows), p);
-            OrderV();
-        }
-        WholeReduceSum(dst, x, static_cast<int32_t>(K < kFloatLanes ? K : kFloatLanes), static_cast<int32_t>(rows), 1, 1, rb);
-    }
-
     // Select masks, 16 x W bits each (element (a, j) at bit a * W + j): [2 o] Aqk's j <= i, [2 o + 1]
     // L's j < i. GDN: W = BT, row i = 16 I + a of owned block row I = owned_[o]; KDA: the diagonal
     // block only (W = 16, i = a), the same for every block row.
@@ -326,7 +313,7 @@ class ChunkIntraVector {
             LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
             CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
             OrderV();
-            ScaleRows(kf, LoadScale(gKs_, u, 16 * J, bcG_.Get<float>()), 16, K);  // k_j's own factor, once for every I
+            ScaleRows(kf, OwnFactors(kf, x, gKs_, u, 16 * J, 1.0f, bcG_.Get<float>()), 16, K);  // once for every I
             for (uint32_t I = J; I < t_.nb; ++I) {
                 SubFromRow(d, gr[RefRow(I) * K], gJ, 16, K);  // G_r - G_j
                 OrderV();
@@ -373,7 +360,7 @@ class ChunkIntraVector {
         CastOut(outT_, g_.op[base + uint64_t(32 * I + 16) * K], x, n);
         CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], x, 16, K, QkPitchOf(t_));
         OrderV();
-        ScaleRows(x, LoadScale(gQs_, u, 16 * I, bcG_.Get<float>()), 16, K);
+        ScaleRows(x, OwnFactors(x, d, gQs_, u, 16 * I, t_.scale, bcG_.Get<float>()), 16, K);  // d is free now
         Mul(x, x, f, n);
         OrderV();
         CastOut(outT_, g_.op[base + uint64_t(32 * I) * K], x, n);
@@ -394,19 +381,65 @@ class ChunkIntraVector {
         return m;
     }
 
-    // The factors of rows [r, r + 16) of unit u of q_scale or k_scale (gs), Brcb'd into bc; off (nothing
-    // read) when the call gave none. Through inB_: beta's queue, free whenever this is called.
-    __aicore__ inline RowScale LoadScale(const GlobalTensor<float>& gs, uint32_t u, uint32_t r, const LocalTensor<float>& bc) {
-        return LoadRowScale(inB_, t_.qk_scaled != 0, gs, ScaleRow(u, r, t_.HV, t_.groups, t_.BT), 16, bc);
+    // The factors of x's 16 rows (fp32, K columns: rows [r, r + 16) of unit u of q or k): scale over
+    // their l2 norms with qk_l2norm, else scale (RowNormFactors; sq: 16 K floats of scratch); Brcb'd into
+    // bc and, with `write`, to rows [r, r + 16) of q_scale or k_scale (out) by the first value head of a
+    // q / k head (GVA: the others compute the same). Through a buffer of outF_.
+    // Without `write` (ExactDiagonal: outF_ is taken) the factors pass through red_. The RowScale is off
+    // when every factor is 1 (k without qk_l2norm; q without it at scale 1).
+    __aicore__ inline RowScale OwnFactors(const LocalTensor<float>& x, const LocalTensor<float>& sq,
+                                          const GlobalTensor<float>& out, uint32_t u, uint32_t r, float scale,
+                                          const LocalTensor<float>& bc, bool write = true) {
+        LocalTensor<float> f = write ? outF_.template AllocTensor<float>() : red_.Get<float>();
+        RowNormFactors(f, x, sq, t_.qk_l2norm != 0, scale, 16, t_.K);
+        OrderV();
+        BroadcastRows(bc, f, 16);
+        OrderV();
+        if (write) WriteFactors(f, out, u, r, 16);
+        return RowScale{t_.qk_l2norm != 0 || scale != 1.0f, bc};
+    }
+
+    // n factors f (a buffer of outF_, freed here) to rows [r, r + n) of unit u of q_scale or k_scale,
+    // by the first value head of its q / k head.
+    __aicore__ inline void WriteFactors(LocalTensor<float>& f, const GlobalTensor<float>& out, uint32_t u, uint32_t r,
+                                        uint32_t n) {
+        if ((u % t_.HV) % t_.groups == 0) {
+            outF_.EnQue(f);
+            f = outF_.template DeQue<float>();
+            DataCopy(out[ScaleRow(u, r, t_.HV, t_.groups, t_.BT)], f, n);
+        }
+        outF_.FreeTensor(f);
     }
 
     // ---- outputs ---------------------------------------------------------------------------------
     __aicore__ inline void Finish(uint32_t u, uint32_t slot) {
         CrossCoreWaitFlag(kFlagDone);
+        if (!kda_ && nOwned_ > 0) KeyFactors(slot);
         for (uint32_t o = 0; o < nOwned_; ++o) {
             if (kda_) FinishDiagonal(u, slot, o);
             else FinishBlockRow(u, slot, o);
         }
+    }
+
+    // GDN: the factors of the unit's BT rows of k into w1_ (NormFactors), with qk_l2norm from the
+    // diagonal of the Cube's k k^T (rows [BT, 2 BT) of the result slot): one float per row, BT + 1
+    // apart, each into its own 32-byte block, then compacted by a one-lane WholeReduceSum per row.
+    __aicore__ inline void KeyFactors(uint32_t slot) {
+        const uint32_t BT = t_.BT;
+        LocalTensor<float> fk = w1_.Get<float>();
+        if (t_.qk_l2norm) {
+            LocalTensor<float> a = inR_.template AllocTensor<float>();
+            DataCopyPad(a, g_.res[uint64_t(slot) * t_.ws_res_elems + uint64_t(BT) * BT],
+                        DataCopyExtParams(static_cast<uint16_t>(BT), 4, BT * 4, 0, 0),
+                        DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+            inR_.EnQue(a);
+            a = inR_.template DeQue<float>();
+            WholeReduceSum(fk, a, 1, static_cast<int32_t>(BT), 1, 1, 1);
+            inR_.FreeTensor(a);
+            OrderV();
+        }
+        NormFactors(fk, fk, w2_.Get<float>(), t_.qk_l2norm != 0, 1.0f, BT);
+        OrderV();
     }
 
     // beta of rows [row, row + 16) from GM (returned: free it after use), times `by` (16 factors, GDN's
@@ -465,9 +498,7 @@ class ChunkIntraVector {
     __aicore__ inline void FinishBlockRow(uint32_t u, uint32_t slot, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o], w = 16 * (I + 1), n = 16 * BT;
         const uint64_t row0 = uint64_t(u) * BT + 16 * I;  // first output row
-        // The factors of the unit's k rows (for every column, and block row I's for L's rows with beta).
-        LocalTensor<float> fk;
-        if (t_.qk_scaled) fk = CopyIn(inF_, gKs_[ScaleRow(u, 0, t_.HV, t_.groups, BT)], BT);
+        const LocalTensor<float> fk = w1_.Get<float>();   // the k rows' factors (KeyFactors)
         // The written columns [0, w) of the q k^T and k k^T rows; the rest is never read unmasked.
         LocalTensor<float> r = res_.template AllocTensor<float>();
         const uint64_t res = uint64_t(slot) * t_.ws_res_elems;
@@ -478,10 +509,20 @@ class ChunkIntraVector {
         res_.EnQue(r);
         r = res_.template DeQue<float>();
         ScaleByDecay(r, u, I, fk);
-        ScaleRows(r, LoadScale(gQs_, u, 16 * I, bcG_.Get<float>()), 16, BT);  // Aqk's rows: q_i's factors
+        // Aqk's rows times q_i's factors (from its rows with qk_l2norm), L's times k_i's with beta; the
+        // block row's factors out
+        LocalTensor<float> qf = w2_.Get<float>();
+        if (t_.qk_l2norm) {
+            CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], qf, 16, t_.K, QkPitchOf(t_));
+            OrderV();
+        }
+        ScaleRows(r, OwnFactors(qf, w3_.Get<float>(), gQs_, u, 16 * I, t_.scale, bcG_.Get<float>()), 16, BT);
+        LocalTensor<float> fkOut = outF_.template AllocTensor<float>();
+        const LocalTensor<float> fkI = fk[16 * I];
+        Muls(fkOut, fkI, 1.0f, 16);
+        WriteFactors(fkOut, gKs_, u, 16 * I, 16);
         LocalTensor<float> bc = bcB_.Get<float>();
-        LocalTensor<float> fkI = t_.qk_scaled ? fk[16 * I] : fk;
-        LocalTensor<float> b = LoadBeta(row0, bc, t_.qk_scaled ? &fkI : nullptr);  // L's rows: beta_i and k_i's factors
+        LocalTensor<float> b = LoadBeta(row0, bc, t_.qk_l2norm ? &fkI : nullptr);
         LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
         LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
         Select(oa, m[2 * o * maskBytes_], r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
@@ -490,7 +531,6 @@ class ChunkIntraVector {
         res_.FreeTensor(r);
         MulRows(ol, ol, bc, 16, BT);
         inB_.FreeTensor(b);
-        if (t_.qk_scaled) inF_.FreeTensor(fk);
         WriteRows(oa, g_.a, row0 * BT, BT);
         WriteRows(ol, g_.l, row0 * BT, BT);
     }
@@ -510,7 +550,7 @@ class ChunkIntraVector {
         OrderV();
         Exp(dd, dd, n);
         OrderV();
-        if (t_.qk_scaled) {
+        if (t_.qk_l2norm) {
             MulByRow(dd, dd, fk, 16, BT);
             OrderV();
         }
@@ -530,8 +570,9 @@ class ChunkIntraVector {
         CastInRows(inT_, g_.q[qk], qf, 16, K, QkPitchOf(t_));
         CastInRows(inT_, g_.k[qk], kf, 16, K, QkPitchOf(t_));
         OrderV();
-        ScaleRows(qf, LoadScale(gQs_, u, 16 * I, bcG_.Get<float>()), 16, K);  // bcB_ is free until beta's load
-        ScaleRows(kf, LoadScale(gKs_, u, 16 * I, bcB_.Get<float>()), 16, K);
+        // the rows' factors again (written by Form), bcB_ free until beta's load
+        ScaleRows(qf, OwnFactors(qf, e, gQs_, u, 16 * I, t_.scale, bcG_.Get<float>(), false), 16, K);
+        ScaleRows(kf, OwnFactors(kf, e, gKs_, u, 16 * I, 1.0f, bcB_.Get<float>(), false), 16, K);
         for (uint32_t a = 0; a < 16; ++a) {
             const uint32_t rows = a + 1, cnt = rows * K;
             SubFromRow(e, g[a * K], g, rows, K);  // G_a - G_j
@@ -544,12 +585,12 @@ class ChunkIntraVector {
             OrderV();
             MulByRow(x, e, qf[a * K], rows, K);
             OrderV();
-            RowSums(oa[a * 16], x, rows);
+            RowSums(oa[a * 16], x, rows, K);
             if (a == 0) continue;
             OrderV();
             MulByRow(x, e, kf[a * K], a, K);
             OrderV();
-            RowSums(ol[a * 16], x, a);
+            RowSums(ol[a * 16], x, a, K);
         }
         inF_.FreeTensor(g);
     }
@@ -596,14 +637,14 @@ class ChunkIntraVector {
 // The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and l (each float or T).
 // They decide the output paths; the tiling's aqk_f32 / l_f32 of a checked call say the same.
 template <class T, class A, class O>
-__aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR qScale, GM_ADDR kScale, GM_ADDR aqk,
-                                     GM_ADDR l, GM_ADDR ws, const ChunkIntraTiling& tiling) {
+__aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR qScale,
+                                     GM_ADDR kScale, GM_ADDR ws, const ChunkIntraTiling& tiling) {
     static_assert((IsSame<A, float>::value || IsSame<A, T>::value) && (IsSame<O, float>::value || IsSame<O, T>::value),
                   "aqk and l: float or the Cube input type");
     ChunkIntraTiling t = tiling;
     t.aqk_f32 = IsSame<A, float>::value ? 1u : 0u;
     t.l_f32 = IsSame<O, float>::value ? 1u : 0u;
-    RunMixed<ChunkIntraCube<T>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, qScale, kScale, aqk, l, ws}, t);
+    RunMixed<ChunkIntraCube<T>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, aqk, l, qScale, kScale, ws}, t);
 }
 
 }  // namespace chunk_intra

@@ -17,7 +17,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->groups = p.groups;
     t->aqk_f32 = p.aqk_f32 ? 1u : 0u;
     t->l_f32 = p.l_f32 ? 1u : 0u;
-    t->qk_scaled = p.qk_scaled ? 1u : 0u;
+    t->qk_l2norm = p.qk_l2norm ? 1u : 0u;
+    t->scale = p.scale;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
@@ -33,14 +34,15 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     // AIV: pieces of 16 rows. G blocks (fp32, two), q / k blocks (T, two), the result rows of a block
     // row (32 x BT fp32), operands / cast outputs (T, two), Aqk and L rows (16 x BT fp32, two), four
     // fp32 work pieces, beta, two Brcb tiles, a reduction result, the four select masks, the first,
-    // middle and last rows of G of every block row (their reference rows among them), KDA's zero rows
-    // (fp32 and T).
+    // middle and last rows of G of every block row (their reference rows among them; GDN: the diagonal
+    // of k k^T, spread one float per 32 bytes), KDA's zero rows (fp32 and T).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);
-    t->ub_bytes_used = static_cast<uint32_t>(
-        2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) + 2 * Pad32(16ull * p.BT * 4) +
-        4 * Pad32(P * 4) + Pad32(16 * 4) + 2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
-        Pad32(3ull * nb * p.K * 4) + (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
+    t->ub_bytes_used = static_cast<uint32_t>(2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) +
+                                             2 * Pad32(16ull * p.BT * 4) + 4 * Pad32(P * 4) + Pad32(16 * 4) +
+                                             2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
+                                             Pad32((3ull * nb * p.K > 8ull * p.BT ? 3ull * nb * p.K : 8ull * p.BT) * 4) +
+                                             (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the operand slot (KDA) or [q; k] (GDN) whole in L1; per Mmad the A rows in L0A, k^T columns
@@ -54,14 +56,15 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 }
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
-const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraProblem* p) {
-    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[6], &l = a[7];
+const char* ProblemFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, const DeviceFacts& dev, ChunkIntraProblem* p) {
+    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[4], &l = a[5];
     const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q, k are token-major [NC, BT, HQ, K]
-    // The call without the row factors and with g head-major, for the shared checks: q, k, beta, g, aqk, l.
-    ShapeArg heads[6] = {a[0], a[1], a[2], chunk_tiling::GateHeadMajor(a[3]), aqk, l};
-    const ShapeArg& g = heads[3];
-    if (!RanksAre(heads, {4, 4, 3, 4, 4, 4}))
-        return "`beta` must be 3-D and `q`, `k`, `g`, `aqk`, `l` 4-D (chunk layout [NC, HV, ...])";
+    ShapeArg heads[6];                               // the call with g head-major, for the shared checks
+    for (int i = 0; i < 6; ++i) heads[i] = a[i];
+    const ShapeArg& g = heads[3] = chunk_tiling::GateHeadMajor(a[3]);
+    if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 3, 3}))
+        return "`beta`, `q_scale` and `k_scale` must be 3-D and `q`, `k`, `g`, `aqk`, `l` 4-D (chunk layout [NC, HV, ...])";
+    if (qk_l2norm != 0 && qk_l2norm != 1) return "`qk_l2norm` must be 0 or 1";
     const int64_t BT = q.d[2], K = q.d[3], Kg = g.d[3];
     if (!SameShape(k, qt)) return "`k` must have the shape of `q`";
     if (!chunk_tiling::TokenPitchOk(qt)) return "`q` and `k`: HQ * K must be at most 65535 (a row stride of the loads)";
@@ -72,17 +75,22 @@ const char* ProblemFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIn
         return bad;
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (const char* bad = chunk_tiling::CheckGate(a[3], BT, K)) return bad;
-    if (const char* bad = chunk_tiling::CheckRowScales(a[4], a[5], q, &p->qk_scaled)) return bad;
     if (aqk.d[2] != BT || aqk.d[3] != BT || l.d[2] != BT || l.d[3] != BT) return "`aqk` and `l` must be [NC, HV, BT, BT]";
+    if (!DimsAre(a[6], {q.d[0], q.d[1], BT}) || !DimsAre(a[7], {q.d[0], q.d[1], BT}))
+        return "`q_scale` and `k_scale` must be [NC, HQ, BT] (a factor per row of `q` and `k`)";
     // The registration takes float16 / bfloat16 q and k, aqk and l each float32 or q's dtype.
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;
     p->aqk_f32 = aqk.dtype == FLA_NPU_FLOAT32;
     p->l_f32 = l.dtype == FLA_NPU_FLOAT32;
+    p->qk_l2norm = qk_l2norm == 1;
+    p->scale = scale;
     return chunk_tiling::SizedKeys(lead, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
 }
 
-const char* TilingFromShapes(const ShapeArg* a, const DeviceFacts& dev, ChunkIntraTiling* tiling) {
-    return chunk_tiling::TilingOfShapes<ChunkIntraProblem>(a, dev, tiling);
+const char* TilingFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, const DeviceFacts& dev,
+                             ChunkIntraTiling* tiling) {
+    ChunkIntraProblem p;
+    return TilingOrMessage(ProblemFromShapes(a, qk_l2norm, scale, dev, &p), p, tiling);
 }
 
 }  // namespace chunk_intra

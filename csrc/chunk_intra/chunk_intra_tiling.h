@@ -68,7 +68,7 @@ struct ChunkIntraTiling {
     uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t aqk_f32;     // 1: Aqk is float32; 0: T
     uint32_t l_f32;       // 1: L is float32; 0: T
-    uint32_t qk_scaled;   // 1: q_scale and k_scale given (per-row factors of q and k)
+    uint32_t qk_l2norm;   // 1: the rows' factors are their reciprocal l2 norms (times scale for q); 0: scale, 1
     uint32_t num_units;   // NC * HV
     uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
@@ -81,6 +81,7 @@ struct ChunkIntraTiling {
     uint32_t ws_bytes_per_core;  // two operand slots, then two result slots
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
     float safe_span;             // kSafeSpanBf16 or kSafeSpanFp16
+    float scale;                 // q's rows' factor (times the reciprocal norm with qk_l2norm)
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
@@ -90,14 +91,15 @@ using chunk_tiling::UserWorkspaceBytes;
 // The operator package's tiling of one call (called by the op_host file generated from the op's
 // descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
 // defect.
-const char* TilingFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraTiling* tiling);
+const char* TilingFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, const DeviceFacts& dev, ChunkIntraTiling* tiling);
 
 // elem_bytes: of q, k.
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool fp16 = false;       // T is float16 (else bfloat16)
     bool aqk_f32 = true;     // Aqk in float32 (else T)
     bool l_f32 = true;       // L in float32 (else T)
-    bool qk_scaled = false;  // per-row factors of q and k given (q_scale, k_scale)
+    bool qk_l2norm = false;  // the rows of q and k l2-normalised (their factors: reciprocal norms)
+    float scale = 1.0f;      // q's rows' factor (times the norm's)
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
@@ -105,10 +107,11 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
 // The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp checks
 // dtypes and strides, then runs TilingFromShapes): on the call's tensors (q, k [NC, HV, BT, K], beta
-// [NC, HV, BT], g [NC, HV, BT, 1 or K], the optional q_scale, k_scale [NC, HQ, BT], aqk and l [NC, HV, BT, BT]) their ranks,
+// [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and l [NC, HV, BT, BT], q_scale and k_scale [NC, HQ, BT]) their ranks,
 // shapes and sizes (BT 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch facts and
-// the types by the dtypes of q and aqk. nullptr, or the message of the first defect (static, without the op's name).
-const char* ProblemFromShapes(const ShapeArg* t, const DeviceFacts& dev, ChunkIntraProblem* p);
+// the types by the dtypes of q and aqk, the attributes (qk_l2norm 0 or 1). nullptr, or the message of the first defect
+// (static, without the op's name).
+const char* ProblemFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, const DeviceFacts& dev, ChunkIntraProblem* p);
 
 // The AIV sub-block that owns block I (its row operands and outputs, and its column operands for every
 // block row from I on): equal operand rows for BT 64 ({0, 3} / {1, 2}: 2 x 32 + 5 x 16 each), 64 / 48

@@ -356,6 +356,50 @@ __aicore__ inline void BroadcastRows(const LocalTensor<float>& bc, const LocalTe
     Brcb(bc, f, static_cast<uint8_t>((R + 7) / 8), BrcbRepeatParams(1, 8));
 }
 
+// dst[r] = sum of row r of x (R rows of C fp32 columns, C a multiple of 8; x is overwritten): the C /
+// 64 lane groups added into the first, then one WholeReduceSum per row.
+__aicore__ inline void RowSums(const LocalTensor<float>& dst, const LocalTensor<float>& x, uint32_t R, uint32_t C) {
+    const uint8_t rb = static_cast<uint8_t>(C / 8);
+    const BinaryRepeatParams p(1, 1, 1, rb, rb, rb);
+    for (uint32_t c = kFloatLanes; c < C; c += kFloatLanes) {
+        Add(x, x, x[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
+        OrderV();
+    }
+    WholeReduceSum(dst, x, static_cast<int32_t>(C < kFloatLanes ? C : kFloatLanes), static_cast<int32_t>(R), 1, 1, rb);
+}
+
+constexpr float kL2NormEps = 1e-6f;  // FLA's l2norm: x / sqrt(sum x^2 + eps)
+
+// f = scale / sqrt(s + kL2NormEps) with l2norm (s: R sums of squares; f may be s), else scale; tmp: R
+// floats of scratch.
+__aicore__ inline void NormFactors(const LocalTensor<float>& f, const LocalTensor<float>& s, const LocalTensor<float>& tmp,
+                                   bool l2norm, float scale, uint32_t R) {
+    const int32_t n = static_cast<int32_t>(R);
+    if (!l2norm) {
+        Duplicate(f, scale, n);
+        return;
+    }
+    Adds(f, s, kL2NormEps, n);
+    Duplicate(tmp, scale, n);
+    OrderV();
+    Sqrt(f, f, n);
+    OrderV();
+    Div(f, tmp, f, n);
+}
+
+// f = the factors of the R rows of x (C fp32 columns) as NormFactors forms them from their sums of
+// squares (sq: R C floats of scratch, overwritten).
+__aicore__ inline void RowNormFactors(const LocalTensor<float>& f, const LocalTensor<float>& x, const LocalTensor<float>& sq,
+                                      bool l2norm, float scale, uint32_t R, uint32_t C) {
+    if (l2norm) {
+        Mul(sq, x, x, static_cast<int32_t>(R * C));
+        OrderV();
+        RowSums(f, sq, R, C);
+        OrderV();
+    }
+    NormFactors(f, f, sq, l2norm, scale, R);
+}
+
 // The optional per-row factors of q or k (q_scale / k_scale [NC, HQ, BT], float32): `on` when the call
 // gave them, bc then holding Brcb of the rows' factors (BroadcastRows).
 struct RowScale {

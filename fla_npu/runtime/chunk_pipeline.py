@@ -9,18 +9,20 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
-  2  ``Aqk`` (T), ``L`` (fp32) = chunk_intra(q, k, beta, G[, q_scale, k_scale]);   ``Akk`` (T) = solve_tril(L)
+  2  ``Aqk`` (T), ``L`` (fp32), ``q_scale``, ``k_scale`` = chunk_intra(q, k, beta, G, l2norm, scale);
+     ``Akk`` (T) = solve_tril(L)
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
   3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, beta, G, Akk, Aqk, e_last, chunk_offsets, h0[,
        q_scale, k_scale])
 
-With stages 3-5 fused and stage 2 on its kernel, q and k reach the kernels unscaled, with the factors
-of their rows (the l2 norms' reciprocals, q's times the attention scale) apart, ``q_scale`` /
-``k_scale`` ``[NC, HQ, BT]`` float32 (:func:`takes_row_scales`): each kernel multiplies its rows in
-float32 before rounding, so no pass over q and k writes scaled copies. Otherwise q and k come scaled,
-rounded once to T.
+With stages 3-5 fused and stage 2 on its kernel (:func:`takes_row_scales`), q and k reach the kernels
+unscaled: the intra-chunk kernel forms the factors of their rows (the l2 norms' reciprocals, q's
+times the attention scale) from the rows it reads, applies them and returns them, ``q_scale`` /
+``k_scale`` ``[NC, HQ, BT]`` float32, which the fused kernel applies too: each multiplies in float32
+before rounding, and no PyTorch pass reads or writes q and k. Otherwise q and k come scaled, rounded
+once to T.
 
 Stages 3, 4 and 5 run as one launch (``chunk_state_output``: the same products, final within a
 float32 rounding, none of w, u, kg, h and v_new in GM) unless the caller keeps ``h``
@@ -78,9 +80,9 @@ def runs_fused(skip: dict, keep_h: bool) -> bool:
 
 
 def takes_row_scales(skip: dict, keep_h: bool) -> bool:
-    """Whether :func:`forward` takes q and k unscaled with the factors of their rows (l2norm, scale)
-    apart, ``ChunkInputs.q_scale`` / ``k_scale``: when every kernel that reads q or k applies them
-    (the intra-chunk and the fused kernels); otherwise q and k come scaled."""
+    """Whether :func:`forward` takes q and k unscaled, ``ChunkInputs.row_factors`` saying how their
+    rows are scaled (l2norm, scale): when every kernel that reads q or k applies the factors (the
+    intra-chunk kernel forms them, the fused kernel takes them from it); otherwise q and k come scaled."""
     return runs_fused(skip, keep_h) and "stage 2: intra-chunk" not in skip
 
 
@@ -112,13 +114,16 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
         Aqk, Akk = ref.chunk_intra_fwd(qf, kf, p.b, d)
     else:
         # Aqk in T: the output kernel's Cube reads it so; L in float32: the inverse reads it so
-        Aqk, L = ops.chunk_intra(q, k, b, G, p.q_scale, p.k_scale, T, f32)
+        # with p.row_factors the kernel applies q's and k's l2 norms and scale, and returns the factors
+        l2norm, scale = p.row_factors or (False, 1.0)
+        Aqk, L, q_scale, k_scale = ops.chunk_intra(q, k, b, G, l2norm, scale, T, f32)
         Akk = ops.solve_tril(L, T)
 
     if runs_fused(skip, keep_h):
         # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view
+        factors = (q_scale, k_scale) if p.row_factors else (None, None)
         o, final = ops.chunk_state_output(q, k, v, b, G, Akk.to(T), Aqk.to(T), d.e_last, plan.offsets, h0, state_v_first,
-                                          p.q_scale, p.k_scale)
+                                          *factors)
         return o.transpose(1, 2), ChunkForward(Aqk, Akk, None, None, None, None, None, final)
 
     if "stage 3: WY factors" in skip:

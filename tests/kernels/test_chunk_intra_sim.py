@@ -78,7 +78,7 @@ def _reference(q, k, beta, G):
 
 
 def _gm_bytes(q, k, beta, G, out_dtype):
-    """Compulsory minimum (q, k, beta, G read once, Aqk and L written once) and, when every diagonal
+    """Compulsory minimum (q, k, beta, G read once, Aqk, L and the row factors written once) and, when every diagonal
     block goes through the Cube (mild gates), the kernel's own count, from its design
     (chunk_intra_tiling.h). KDA: the AIV owning blocks S (sub-block (I ^ (I >> 1)) & 1) reads G and k
     of the blocks in S (each block read by one AIV), q of them, and the first, middle and last rows of
@@ -89,8 +89,8 @@ def _gm_bytes(q, k, beta, G, out_dtype):
     the 32 x 16 (I + 1) it needs and g of the chunk."""
     NC, BT, HV, K = q.shape
     Kg, eb, ob, units, nb = G.shape[-1], q.element_size(), torch.finfo(out_dtype).bits // 8, NC * HV, BT // 16
-    minimum = 2 * q.numel() * eb + beta.numel() * 4 + G.numel() * 4 + 2 * units * BT * BT * ob
-    per_unit = 2 * BT * BT * ob + BT * 4  # outputs, beta
+    minimum = 2 * q.numel() * eb + beta.numel() * 4 + G.numel() * 4 + 2 * units * BT * BT * ob + 2 * NC * HV * BT * 4
+    per_unit = 2 * BT * BT * ob + BT * 4 + 2 * BT * 4  # outputs, beta, q's and k's row factors (no GVA here)
     for i in range(nb):
         results = 32 * 16 * (i + 1) * 4
         if Kg == K:
@@ -124,7 +124,7 @@ CASES = [  # (B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu)
 @pytest.mark.parametrize("B,T,HV,K,BT,per_key,dtype,gate,out_dtype,cu", CASES)
 def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu):
     q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
-    Aqk, L = kernels.chunk_intra(q, k, beta, G, aqk_dtype=out_dtype, l_dtype=out_dtype)
+    Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=out_dtype, l_dtype=out_dtype)
     launch = kernels.chunk_intra.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     refs = _reference(q, k, beta, G)
@@ -138,14 +138,13 @@ def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtyp
     assert t["aqk_f32"] == t["l_f32"] == (out_dtype == FP32)
 
 
-def _row_factors(x, gen):
-    """Factors of the rows of ``x`` (token-major [NC, BT, H, K]) as the chain passes them: head-major
-    [NC, H, BT] float32, the rows' reciprocal l2 norms times a random factor in [0.5, 2)."""
-    norm = x.float().square().sum(-1).add(1e-6).rsqrt()
-    return (norm * (0.5 + 1.5 * torch.rand(norm.shape, generator=gen))).transpose(1, 2).contiguous()
+def _norm_factors(x, scale):
+    """The factors of the rows of ``x`` (token-major [NC, BT, H, K]) in float64: ``scale`` over their l2
+    norms (FLA's l2norm, eps 1e-6), head-major [NC, H, BT]."""
+    return (scale * x.double().square().sum(-1).add(1e-6).rsqrt()).transpose(1, 2)
 
 
-SCALED_CASES = [  # (B, T, HV, HQ, K, BT, per_key, dtype, gate, cu): the Cube's diagonal blocks, the exact ones, GDN, GVA
+L2NORM_CASES = [  # (B, T, HV, HQ, K, BT, per_key, dtype, gate, cu): the Cube's diagonal blocks, the exact ones, GDN, GVA
     pytest.param(2, 100, 2, 2, 128, 64, True, BF16, "mild", None, id="kda-bt64-mild-bf16"),
     pytest.param(1, 150, 2, 2, 64, 64, True, FP16, "strong", None, id="kda-bt64-strong-fp16"),
     pytest.param(1, 100, 4, 2, 64, 32, True, BF16, "steep", (0, 1, 1, 60, 100), id="kda-bt32-steep-varlen-gva"),
@@ -154,35 +153,40 @@ SCALED_CASES = [  # (B, T, HV, HQ, K, BT, per_key, dtype, gate, cu): the Cube's 
 ]
 
 
-@pytest.mark.parametrize("B,T,HV,HQ,K,BT,per_key,dtype,gate,cu", SCALED_CASES)
-def test_row_factors_of_q_and_k(B, T, HV, HQ, K, BT, per_key, dtype, gate, cu):
-    """q_scale / k_scale (the chain's l2 norms and attention scale): every row of q and k times its
-    factor in float32 before anything is rounded, on every path (the Cube's factored blocks, the exact
-    diagonal blocks, GDN's scaled results), GVA's factors per q / k head: against the reference stage
-    in float64 on q * q_scale and k * k_scale; unit factors give the call without them bit for bit."""
+@pytest.mark.parametrize("B,T,HV,HQ,K,BT,per_key,dtype,gate,cu", L2NORM_CASES)
+def test_l2norm_and_scale_of_q_and_k(B, T, HV, HQ, K, BT, per_key, dtype, gate, cu):
+    """qk_l2norm and scale (the chain's pre-processing, done by the kernel): every row of q and k times
+    its factor (scale / |q_i|, 1 / |k_j|) in float32 before anything is rounded, on every path (the
+    Cube's factored blocks, the exact diagonal blocks, GDN's scaled results; GDN's key norms from the
+    Cube's k k^T), GVA's factors per q / k head: against the reference stage in float64 on the
+    normalised rows; the factors returned (every row written, NaN-poisoned before) within float32's
+    tolerance of theirs in float64. Without qk_l2norm: scale for q, 1 for k, and at scale 1 the
+    results of unscaled rows."""
     q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
     q, k = (x[:, :, ::HV // HQ].contiguous() * 3 for x in (q, k))   # HQ heads, rows of norm ~3
-    gen = torch.Generator().manual_seed(5)
-    fq, fk = _row_factors(q, gen), _row_factors(k, gen)
-    Aqk, L = kernels.chunk_intra(q, k, beta, G, fq, fk, aqk_dtype=dtype)
+    scale = K ** -0.5
+    Aqk, L, fq, fk = kernels.chunk_intra(q, k, beta, G, True, scale, aqk_dtype=dtype)
     launch = kernels.chunk_intra.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
-    assert kernels.chunk_intra.last_tiling()["qk_scaled"] == 1
-    scaled = lambda x, f: x.double() * f.transpose(1, 2).unsqueeze(-1).double()  # noqa: E731
+    t = kernels.chunk_intra.last_tiling()
+    assert t["qk_l2norm"] == 1 and t["scale"] == pytest.approx(scale)
+    ref_fq, ref_fk = _norm_factors(q, scale), _norm_factors(k, 1.0)
+    assert fq.shape == fk.shape == (q.shape[0], HQ, BT) and fq.dtype == fk.dtype == FP32
+    check_close("q_scale", fq, ref_fq, FP32)
+    check_close("k_scale", fk, ref_fk, FP32)
+    scaled = lambda x, f: x.double() * f.transpose(1, 2).unsqueeze(-1)  # noqa: E731
     groups = HV // HQ
-    refs = _reference(*(x.repeat_interleave(groups, 2) for x in (scaled(q, fq), scaled(k, fk))), beta, G)
+    refs = _reference(*(x.repeat_interleave(groups, 2) for x in (scaled(q, ref_fq), scaled(k, ref_fk))), beta, G)
     for name, x, ref in (("Aqk", Aqk, refs[0]), ("L", L, refs[1])):
         assert torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned)"
         check_close(name, x, ref, dtype)
-    ones = torch.ones_like(fq)
-    plain = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype)
-    assert kernels.chunk_intra.last_tiling()["qk_scaled"] == 0
-    for x, y in zip(kernels.chunk_intra(q, k, beta, G, ones, ones.clone(), aqk_dtype=dtype), plain):
-        assert torch.equal(x, y)
-    with pytest.raises(_native.KernelError, match="given together"):
-        kernels.chunk_intra(q, k, beta, G, fq)
-    with pytest.raises(_native.KernelError, match=r"\[NC, HQ, BT\]"):
-        kernels.chunk_intra(q, k, beta, G, fq[:, :, :8].contiguous(), fk[:, :, :8].contiguous())
+    # no l2norm: the factors are scale and 1; at scale 1 the results of the rows as given
+    _, _, fq2, fk2 = kernels.chunk_intra(q, k, beta, G, False, 0.25, aqk_dtype=dtype)
+    assert torch.equal(fq2, torch.full_like(fq2, 0.25)) and torch.equal(fk2, torch.ones_like(fk2))
+    A1, L1, *_ = kernels.chunk_intra(q, k, beta, G, False, 1.0, aqk_dtype=dtype)
+    refs = _reference(*(x.repeat_interleave(groups, 2) for x in (q, k)), beta, G)
+    check_close("Aqk (scale 1)", A1, refs[0], dtype)
+    check_close("L (scale 1)", L1, refs[1], dtype)
 
 
 @pytest.mark.parametrize("per_key,dtype", [(True, BF16), (False, FP16)], ids=["kda-bf16", "gdn-fp16"])
@@ -191,9 +195,9 @@ def test_aqk_in_the_cube_type_with_l_in_float32(per_key, dtype):
     the triangular inverse reads). Aqk is the float32 result rounded once (bit-identical to rounding
     the float32 output), L unchanged; Aqk's write bytes halve."""
     q, k, beta, G, _ = _stage_inputs(2, 100, 2, 64, 64, per_key, dtype, "strong")
-    A32, L32 = kernels.chunk_intra(q, k, beta, G)
+    A32, L32, *_ = kernels.chunk_intra(q, k, beta, G)
     wrote32 = kernels.chunk_intra.last_launch().totals.local_to_gm_bytes
-    Aqk, L = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype)
+    Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype)
     launch = kernels.chunk_intra.last_launch()
     assert launch.ok, launch.error
     assert (Aqk.dtype, L.dtype) == (dtype, FP32) and torch.equal(Aqk, A32.to(dtype)) and torch.equal(L, L32)
@@ -209,7 +213,7 @@ def test_strong_gates_take_the_exact_path():
     counts = {}
     for gate in ("mild", "strong"):
         q, k, beta, G, _ = _stage_inputs(1, 128, 2, 64, 64, True, BF16, gate, seed=4)
-        Aqk, L = kernels.chunk_intra(q, k, beta, G)
+        Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G)
         counts[gate] = kernels.chunk_intra.last_launch().totals
         refs = _reference(q, k, beta, G)
         check_close(f"Aqk ({gate})", Aqk, refs[0], BF16)
@@ -227,7 +231,7 @@ def test_safe_span_per_dtype():
     for dtype in (BF16, FP16):
         for gate in ("mild", "wide", "steep"):
             q, k, beta, G, _ = _stage_inputs(1, 128, 2, 128, 64, True, dtype, gate, seed=9)
-            Aqk, L = kernels.chunk_intra(q, k, beta, G)
+            Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G)
             vector_ops[dtype, gate] = kernels.chunk_intra.last_launch().totals.vector_elem_ops
             refs = _reference(q, k, beta, G)
             check_close(f"Aqk ({dtype}, {gate})", Aqk, refs[0], dtype)
@@ -257,26 +261,26 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
     for o in outs[1:]:
         for x, x0 in zip(o, outs[0]):
             assert torch.equal(x, x0)
-    # q's and k's row factors: KDA reads each block's once with its rows (mild gates: no exact block);
-    # GDN k's of the whole chunk per block row (the column factors) and q's of each block row once.
-    f = torch.rand(NC, HV, BT) + 0.5
-    kernels.chunk_intra(q, k, beta, G, f, f.clone())
+    # With qk_l2norm: KDA forms the norms from the rows it reads anyway; GDN reads each of its q rows
+    # once and, per vector core with a block row, the diagonal of the Cube's k k^T (4 bytes a row).
+    kernels.chunk_intra(q, k, beta, G, True, 0.1)
     tot = kernels.chunk_intra.last_launch().totals
-    extra = NC * HV * (2 * BT if per_key else (BT // 16 + 1) * BT) * 4
+    extra = 0 if per_key else NC * HV * (BT * K * 2 + 2 * BT * 4)
     assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected + extra
     assert tot.cube_macs == NC * HV * macs
 
 
 @pytest.mark.parametrize("per_key,gate,expect_ratio,expect_share", [
-    (True, "mild", 2.771, 0.780), (True, "strong", 3.105, 0.586),
-    (False, "mild", 1.818, 0.969), (False, "strong", 1.818, 0.969)])
+    (True, "mild", 2.762, 0.736), (True, "strong", 3.094, 0.548),
+    (False, "mild", 2.065, 0.939), (False, "strong", 2.065, 0.939)])
 def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, expect_share):
-    """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs): GM bytes over
-    the compulsory minimum, and the Cube's share of the multiply-adds (vector element operations
-    counted as one multiply-add each)."""
+    """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs, q's and k's l2
+    norms and scale in the kernel, as the chain calls it): GM bytes over the compulsory minimum, and
+    the Cube's share of the multiply-adds (vector element operations counted as one multiply-add
+    each)."""
     q, k, beta, G, _ = _stage_inputs(4, 128, 4, 128, 64, per_key, BF16, gate, seed=5)
     assert q.shape[0] == 8
-    kernels.chunk_intra(q, k, beta, G)
+    kernels.chunk_intra(q, k, beta, G, True, 128 ** -0.5)
     tot = kernels.chunk_intra.last_launch().totals
     minimum, _ = _gm_bytes(q, k, beta, G, FP32)
     ratio = (tot.gm_to_local_bytes + tot.local_to_gm_bytes) / minimum
@@ -288,7 +292,7 @@ def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, ex
 
 def test_no_chunk_launches_nothing():
     q, k, beta, G, _ = _stage_inputs(1, 64, 2, 64, 64, True, BF16)
-    Aqk, L = kernels.chunk_intra(q[:0], k[:0], beta[:0], G[:0])
+    Aqk, L, *_ = kernels.chunk_intra(q[:0], k[:0], beta[:0], G[:0])
     assert Aqk.shape == L.shape == (0, 2, 64, 64) and kernels.chunk_intra.last_launch() is None
 
 
@@ -298,7 +302,7 @@ def test_refusals():
         kernels.chunk_intra(q.float(), k.float(), beta, G)
     with pytest.raises(_native.KernelError, match="one dtype"):
         kernels.chunk_intra(q, k.half(), beta, G)
-    with pytest.raises(_native.KernelError, match="`beta` and `g` must be float32"):
+    with pytest.raises(_native.KernelError, match="`beta`, `g`, `q_scale` and `k_scale` must be float32"):
         kernels.chunk_intra(q, k, beta.bfloat16(), G)
     with pytest.raises(_native.KernelError, match="float32 or the dtype of `q`"):
         kernels.chunk_intra(q, k, beta, G, l_dtype=FP16)
@@ -328,9 +332,9 @@ def test_gva_reads_q_and_k_by_head_group(per_key):
     those of the call on q and k expanded to the value heads, bit for bit."""
     q, k, beta, G, _ = _stage_inputs(1, 100, 4, 64, 32, per_key, BF16, "strong")
     qs, ks = q[:, :, ::2].contiguous(), k[:, :, ::2].contiguous()   # 2 q / k heads for 4 value heads
-    A, L = kernels.chunk_intra(qs, ks, beta, G, aqk_dtype=BF16)
+    A, L, *_ = kernels.chunk_intra(qs, ks, beta, G, aqk_dtype=BF16)
     assert kernels.chunk_intra.last_tiling()["groups"] == 2
-    A_ref, L_ref = kernels.chunk_intra(qs.repeat_interleave(2, 2), ks.repeat_interleave(2, 2), beta, G, aqk_dtype=BF16)
+    A_ref, L_ref, *_ = kernels.chunk_intra(qs.repeat_interleave(2, 2), ks.repeat_interleave(2, 2), beta, G, aqk_dtype=BF16)
     assert torch.equal(A, A_ref) and torch.equal(L, L_ref)
     with pytest.raises(_native.KernelError, match="GVA"):
         kernels.chunk_intra(q[:, :, :3].contiguous(), k[:, :, :3].contiguous(), beta, G)

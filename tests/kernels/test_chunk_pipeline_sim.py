@@ -137,10 +137,10 @@ def test_every_kernel_custom_op_passes_opcheck():
     torch.manual_seed(2)
     q = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
     G = torch.cumsum(-torch.rand(NC, BT, HV, K) * 0.1, dim=1)   # KDA token-major
+    for l2norm, scale in ((False, 1.0), (True, 0.125)):   # q's and k's l2 norms and scale
+        torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, l2norm, scale,
+                                                        torch.bfloat16, torch.float32))
     s = torch.rand(NC, HV, BT) + 0.5   # the row factors of q and k
-    for scales in ((None, None), (s, s.clone())):
-        torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, *scales, torch.bfloat16,
-                                                        torch.float32))
     torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))
     w, u, e_last = (torch.randn(NC, HV, BT, K) * 0.1).to(torch.bfloat16), torch.randn(NC, HV, BT, V), torch.rand(NC, HV, K)
     offsets, h0 = torch.tensor([0, 1, 2], dtype=torch.int32), torch.randn(2, HV, V, K)

@@ -393,17 +393,24 @@ EXPORT int32_t aclnnFlaNpuChunkState(void* workspace, uint64_t workspace_size, v
 }
 
 EXPORT int32_t aclnnFlaNpuChunkIntraGetWorkspaceSize(const void* q, const void* k, const void* beta, const void* g,
-                                                     const void* q_scale, const void* k_scale, const void* aqk,
-                                                     const void* l, uint64_t* workspace_size, void** executor) {
+                                                     int64_t qk_l2norm, double scale, const void* aqk, const void* l,
+                                                     const void* q_scale, const void* k_scale, uint64_t* workspace_size,
+                                                     void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkIntraGetWorkspaceSize");
     add_tensor(c, q);
     add_tensor(c, k);
     add_tensor(c, beta);
     add_tensor(c, g);
-    add_tensor(c, q_scale);
-    add_tensor(c, k_scale);
     add_tensor(c, aqk);
     add_tensor(c, l);
+    add_tensor(c, q_scale);
+    add_tensor(c, k_scale);
+    if (c != NULL) {
+        c->num_ints = 1;
+        c->ints[0] = qk_l2norm;
+        c->num_floats = 1;
+        c->floats[0] = scale;
+    }
     return first_phase(c, "aclnnFlaNpuChunkIntra", workspace_size, executor);
 }
 

@@ -206,9 +206,9 @@ def tensors_of(call: FakeCall) -> list:
     return [call.tensors[i].contents if call.tensors[i] else None for i in range(call.num_tensors)]
 
 
-def check_forwarded_exactly(bridge, fake, entry: str, tensors, *attrs, ints=(), workspace_size=4096) -> FakeCall:
+def check_forwarded_exactly(bridge, fake, entry: str, tensors, *attrs, ints=(), floats=(), workspace_size=4096) -> FakeCall:
     """A valid call of ``entry`` reaches the operator package's aclnn pair as made: every tensor described
-    exactly (NULL for an absent one), the int attributes ``ints`` and no float one, the workspace size the
+    exactly (NULL for an absent one), the int attributes ``ints`` and float ones ``floats``, the workspace size the
     package asks for; the launch gets the workspace, the package's executor and the stream, and every
     aclTensor is destroyed after it. Returns the GetWorkspaceSize call the fake recorded."""
     aclnn = "aclnnF" + entry[1:]  # flaNpuX -> aclnnFlaNpuX
@@ -223,7 +223,7 @@ def check_forwarded_exactly(bridge, fake, entry: str, tensors, *attrs, ints=(), 
             assert ft is None  # an absent optional input: passed as NULL
         else:
             assert_describes(ft, tensor)
-    assert list(call.ints)[:call.num_ints] == list(ints) and call.num_floats == 0
+    assert list(call.ints)[:call.num_ints] == list(ints) and list(call.floats)[:call.num_floats] == list(floats)
     workspace = torch.empty(ws, dtype=torch.uint8)
     assert getattr(bridge, entry)(workspace.data_ptr(), ws, ex, ctypes.c_void_p(STREAM)) == 0, err(bridge)
     launch = fake.calls()[-1]
@@ -459,18 +459,15 @@ def test_chunk_state_output_forwarded_exactly(bridge, fake):
 def test_chunk_intra_forwarded_exactly(bridge, fake):
     NC, HV, BT, K = 3, 2, 64, 128
     tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT),
-               -torch.rand(NC, BT, HV, K), None, None, torch.empty(NC, HV, BT, BT).bfloat16(),
-               torch.empty(NC, HV, BT, BT).bfloat16())
-    check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors)
-    scaled = (*tensors[:4], torch.rand(NC, HV, BT), torch.rand(NC, HV, BT), *tensors[6:])
-    check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", scaled)
-    # Refused before any aclnn call: one factor tensor without the other.
-    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "given together", (*scaled[:5], None, *scaled[6:]))
-    # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's.
+               -torch.rand(NC, BT, HV, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16(),
+               torch.empty(NC, HV, BT), torch.empty(NC, HV, BT))   # q, k, beta, g; aqk, l, q_scale, k_scale
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors, 1, 0.125, ints=[1], floats=[0.125])  # qk_l2norm, scale
+    # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's, qk_l2norm 2.
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 Cube inputs are not supported",
-                               tuple(None if t is None else t.float() for t in tensors))
-    half_out = tensors[:6] + tuple(t.half() for t in tensors[6:])
-    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 or the dtype of `q`", half_out)
+                               tuple(t.float() for t in tensors), 1, 0.125)
+    half_out = tensors[:4] + tuple(t.half() for t in tensors[4:6]) + tensors[6:]
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 or the dtype of `q`", half_out, 1, 0.125)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "`qk_l2norm` must be 0 or 1", tensors, 2, 0.125)
 
 
 def test_destroy_executor_destroys_the_tensors(bridge, fake):

@@ -11,15 +11,18 @@ using opp_test::CallSpec;
 using opp_test::Floats;
 
 // q, k [NC, BT, HV, K] (token-major) of `dtype`, beta [NC, HV, BT] (positive), g (GateDims: a narrow gate,
-// Kg = K is KDA, 1 GDN), with `scaled` q_scale and k_scale [NC, HV, BT] (positive; else absent), aqk and
-// l [NC, HV, BT, BT] of `out`.
-CallSpec Call(int32_t dtype, int32_t out, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t Kg, bool scaled = false) {
+// Kg = K is KDA, 1 GDN), aqk and l [NC, HV, BT, BT] of `out`, q_scale and k_scale [NC, HV, BT]; the
+// attributes qk_l2norm (`l2norm`) and scale (0.125 with it, else 1).
+CallSpec Call(int32_t dtype, int32_t out, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t Kg, bool l2norm = false) {
     const int32_t f32 = FLA_NPU_FLOAT32;
-    const auto scale = [&] { return scaled ? Floats(f32, {NC, HV, BT}, 0.05f, 2.0f) : opp_test::Absent(); };
-    return {{Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, K}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
-             Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -0.05f, 0.0f), scale(), scale(), Floats(out, {NC, HV, BT, BT}),
-             Floats(out, {NC, HV, BT, BT})},
-            {}};
+    CallSpec c{{Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, K}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
+                Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -0.05f, 0.0f), Floats(out, {NC, HV, BT, BT}),
+                Floats(out, {NC, HV, BT, BT}), Floats(f32, {NC, HV, BT}), Floats(f32, {NC, HV, BT})},
+               {}};
+    c.attrs.resize(2);
+    c.attrs[0].i = l2norm ? 1 : 0;
+    c.attrs[1].f = l2norm ? 0.125f : 1.0f;
+    return c;
 }
 
 const std::map<std::string, std::function<int()>> kCases = {
@@ -33,21 +36,21 @@ const std::map<std::string, std::function<int()>> kCases = {
     {"wide_bf16", [] { return Same(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 256, 256)); }},
     {"many_units_f16", [] { return Same(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT32, 9, 3, 32, 32, 32)); }},
     {"empty_bf16", [] { return Same(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 0, 2, 64, 64, 1)); }},
-    // The row factors of q and k (KDA, GDN).
-    {"kda_scaled_bf16", [] { return Same(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 3, 2, 64, 128, 128, true)); }},
-    {"gdn_scaled_f16", [] { return Same(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT16, 3, 2, 32, 64, 1, true)); }},
+    // q's and k's l2 norms and scale (KDA, GDN).
+    {"kda_l2norm_bf16", [] { return Same(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 3, 2, 64, 128, 128, true)); }},
+    {"gdn_l2norm_f16", [] { return Same(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT16, 3, 2, 32, 64, 1, true)); }},
     // Refused by both front ends with the same message.
     {"refuse_chunk_size", [] { return Refused(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT32, 1, 2, 48, 64, 1), "BT"); }},
     {"refuse_head_dim", [] { return Refused(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 72, 1), "multiple of 16"); }},
     {"refuse_g_shape", [] { return Refused(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 8), "`g`"); }},
     {"refuse_scale_shape",
      [] {
-         return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1, true), 5, {1, 2, 32}),
+         return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1, true), 7, {1, 2, 32}),
                         "[NC, HQ, BT]");
      }},
     {"refuse_l_shape",
      [] {
-         return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1), 7, {1, 2, 64, 32}), "`l`");
+         return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1), 5, {1, 2, 64, 32}), "`l`");
      }},
 };
 

@@ -93,49 +93,54 @@ static void TestArgs() {
     const auto q = Arg({3, 64, 2, 128}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), g1 = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
                gk = Arg({3, 64, 2, 128}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), a32 = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 100000, 131072);
-    const fla_npu::ShapeArg none;  // an absent optional input
     ChunkIntraProblem p;
-    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call) { return tiling_test::CheckCall(&p, dev, call); };
-    CHECK(check({q, q, b, g1, none, none, a, Arg({3, 2, 64})}) != nullptr);
-    CHECK(check({q, q, b, g1, none, none, a, a}) == nullptr);
+    // q, k, beta, g, aqk, l, q_scale, k_scale; qk_l2norm, scale
+    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t l2norm = 0, float scale = 1.0f) {
+        return tiling_test::CheckCall(&p, dev, call, l2norm, scale);
+    };
+    auto S = [](const fla_npu::ShapeArg& q) { return Arg({q.d[0], q.d[2], q.d[1]}, FLA_NPU_FLOAT32); };  // [NC, HQ, BT]
+    CHECK(check({q, q, b, g1, a, Arg({3, 2, 64}), S(q), S(q)}) != nullptr);
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}) == nullptr);
     CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.aqk_f32 && !p.l_f32);
-    CHECK(check({q, q, b, g1, none, none, a, a32}) == nullptr && !p.aqk_f32 && p.l_f32);  // Aqk in T, L in float32
+    CHECK(check({q, q, b, g1, a, a32, S(q), S(q)}) == nullptr && !p.aqk_f32 && p.l_f32);  // Aqk in T, L in float32
     const auto qb = Arg({3, 64, 2, 128}, FLA_NPU_BFLOAT16);
-    CHECK(check({qb, qb, b, gk, none, none, a32, a32}) == nullptr && p.Kg == 128 && !p.fp16 && p.aqk_f32 &&
-          p.l_f32);                                                                                        // KDA's G token-major
-    CHECK(Names(check({qb, qb, b, Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), none, none, a32, a32}), "`g`"));  // not head-major
+    CHECK(check({qb, qb, b, gk, a32, a32, S(qb), S(qb)}) == nullptr && p.Kg == 128 && !p.fp16 && p.aqk_f32 &&
+          p.l_f32);  // KDA's G token-major
+    CHECK(Names(check({qb, qb, b, Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), a32, a32, S(qb), S(qb)}), "`g`"));  // not head-major
     const auto badK = Arg({3, 64, 2, 64}), badB = Arg({3, 2, 32}), badG = Arg({3, 2, 64, 7}), badA = Arg({3, 2, 64, 32}),
                badHead = Arg({3, 64, 1, 128});
-    CHECK(Names(check({q, badK, b, g1, none, none, a, a}), "`k`"));
-    CHECK(Names(check({q, q, badB, g1, none, none, a, a}), "`beta`"));
-    CHECK(Names(check({q, q, b, badG, none, none, a, a}), "`g`"));
-    CHECK(Names(check({q, q, b, g1, none, none, a, badA}), "`aqk` and `l`"));
-    CHECK(Names(check({q, badHead, b, g1, none, none, a, a}), "`k`"));
-    CHECK(Names(check({q, q, b, Arg({3, 1, 64, 1}, FLA_NPU_FLOAT32), none, none, a, a}), "[NC, HV] of `beta`"));
+    CHECK(Names(check({q, badK, b, g1, a, a, S(q), S(q)}), "`k`"));
+    CHECK(Names(check({q, q, badB, g1, a, a, S(q), S(q)}), "`beta`"));
+    CHECK(Names(check({q, q, b, badG, a, a, S(q), S(q)}), "`g`"));
+    CHECK(Names(check({q, q, b, g1, a, badA, S(q), S(q)}), "`aqk` and `l`"));
+    CHECK(Names(check({q, badHead, b, g1, a, a, S(q), S(q)}), "`k`"));
+    CHECK(Names(check({q, q, b, Arg({3, 1, 64, 1}, FLA_NPU_FLOAT32), a, a, S(q), S(q)}), "[NC, HV] of `beta`"));
     // GVA: q and k with a number of heads dividing beta's HV; the problem is over the value heads.
     const auto q1 = Arg({3, 64, 1, 128}), b4 = Arg({3, 4, 64}, FLA_NPU_FLOAT32), g4 = Arg({3, 4, 64, 1}, FLA_NPU_FLOAT32),
                a4 = Arg({3, 4, 64, 64});
-    CHECK(check({q1, q1, b4, g4, none, none, a4, a4}) == nullptr && p.HV == 4 && p.groups == 4);
-    CHECK(check({q, q, b4, g4, none, none, a4, a4}) == nullptr && p.HV == 4 && p.groups == 2);
-    CHECK(check({q, q, b, g1, none, none, a, a}) == nullptr && p.groups == 1);
-    CHECK(Names(check({Arg({3, 64, 3, 128}), Arg({3, 64, 3, 128}), b4, g4, none, none, a4, a4}), "GVA"));
-    CHECK(Names(check({Arg({2, 64, 2, 128}), Arg({2, 64, 2, 128}), b, g1, none, none, a, a}), "GVA"));  // another NC
+    CHECK(check({q1, q1, b4, g4, a4, a4, S(q1), S(q1)}) == nullptr && p.HV == 4 && p.groups == 4);
+    CHECK(check({q, q, b4, g4, a4, a4, S(q), S(q)}) == nullptr && p.HV == 4 && p.groups == 2);
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}) == nullptr && p.groups == 1);
+    CHECK(Names(
+        check({Arg({3, 64, 3, 128}), Arg({3, 64, 3, 128}), b4, g4, a4, a4, S(Arg({3, 64, 3, 128})), S(Arg({3, 64, 3, 128}))}),
+        "GVA"));
+    CHECK(
+        Names(check({Arg({2, 64, 2, 128}), Arg({2, 64, 2, 128}), b, g1, a, a, S(Arg({2, 64, 2, 128})), S(Arg({2, 64, 2, 128}))}),
+              "GVA"));  // another NC
     const auto q48 = Arg({3, 48, 2, 128}), b48 = Arg({3, 2, 48}), g48 = Arg({3, 2, 48, 1}), a48 = Arg({3, 2, 48, 48});
-    CHECK(Names(check({q48, q48, b48, g48, none, none, a48, a48}), "BT"));
-    // The optional row factors of q and k: [NC, HQ, BT] float32, both or neither.
-    const auto f = Arg({3, 2, 64}, FLA_NPU_FLOAT32), f1 = Arg({3, 1, 64}, FLA_NPU_FLOAT32);
-    CHECK(check({q, q, b, g1, f, f, a, a}) == nullptr && p.qk_scaled);
-    CHECK(check({q, q, b, g1, none, none, a, a}) == nullptr && !p.qk_scaled);
-    CHECK(check({q1, q1, b4, g4, f1, f1, a4, a4}) == nullptr && p.qk_scaled && p.groups == 4);  // GVA: q's heads
-    CHECK(Names(check({q, q, b, g1, f, none, a, a}), "together"));
-    CHECK(Names(check({q, q, b, g1, none, f, a, a}), "together"));
-    CHECK(Names(check({q, q, b, g1, f, Arg({3, 2, 32}, FLA_NPU_FLOAT32), a, a}), "[NC, HQ, BT]"));
-    CHECK(Names(check({q1, q1, b4, g4, f, f, a4, a4}), "[NC, HQ, BT]"));  // value heads, not q's
-    CHECK(Names(check({q, q, b, g1, Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), f, a, a}), "[NC, HQ, BT]"));
+    CHECK(Names(check({q48, q48, b48, g48, a48, a48, S(q48), S(q48)}), "BT"));
+    // The factors of q's and k's rows: outputs [NC, HQ, BT]; qk_l2norm 0 or 1, scale as given.
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}, 1, 0.25f) == nullptr && p.qk_l2norm && p.scale == 0.25f);
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}) == nullptr && !p.qk_l2norm && p.scale == 1.0f);
+    CHECK(check({q1, q1, b4, g4, a4, a4, S(q1), S(q1)}, 1) == nullptr && p.groups == 4);  // GVA: q's heads
+    CHECK(Names(check({q, q, b, g1, a, a, S(q), S(q)}, 2), "`qk_l2norm`"));
+    CHECK(Names(check({q, q, b, g1, a, a, S(q), Arg({3, 2, 32}, FLA_NPU_FLOAT32)}), "[NC, HQ, BT]"));
+    CHECK(Names(check({q1, q1, b4, g4, a4, a4, S(q), S(q)}), "[NC, HQ, BT]"));  // value heads, not q's
+    CHECK(Names(check({q, q, b, g1, a, a, Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), S(q)}), "3-D"));
     ChunkIntraTiling t;
     const char* err = nullptr;
-    CHECK(check({q, q, b, g1, none, none, a, a}) == nullptr && ComputeTiling(p, &t, &err) == 0 && t.qk_scaled == 0);
-    CHECK(check({q, q, b, g1, f, f, a, a}) == nullptr && ComputeTiling(p, &t, &err) == 0 && t.qk_scaled == 1);
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}, 1, 0.5f) == nullptr && ComputeTiling(p, &t, &err) == 0 && t.qk_l2norm == 1 &&
+          t.scale == 0.5f);
 }
 
 int main() {

@@ -61,17 +61,16 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     tensors as they are): l2norm and scale in one float32 product rounded once, q and k with their
     own heads (the kernels read value head h's from head h / groups: GVA); the token-layout fields
     the backward would read are not formed (it recomputes after the kernels). With ``row_scales`` (the
-    kernels take the factors: :func:`~fla_npu.runtime.chunk_pipeline.takes_row_scales`) q and k stay
-    as given and the factors of their rows come apart, ``q_scale`` / ``k_scale``."""
+    kernels apply them: :func:`~fla_npu.runtime.chunk_pipeline.takes_row_scales`) q and k stay as given
+    and ``row_factors`` says how their rows are scaled (l2norm, scale)."""
     ct = compute_dtype(q, k, v)
     bf = beta.to(ct)
     bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
     groups = v.shape[2] // q.shape[2]
-    q_scale = k_scale = None
+    row_factors = None
     if cube is not None and row_scales:  # token-major [NC, BT, H, D]: for whole chunks views of the caller's tensors
         qc, kc = (plan.to_chunks(x.to(cube), token_major=True) for x in (q, k))
-        if cfg.use_qk_l2norm or cfg.scale != 1.0:
-            q_scale, k_scale = _row_factors(qc, cfg.use_qk_l2norm, cfg.scale), _row_factors(kc, cfg.use_qk_l2norm, 1.0)
+        row_factors = (cfg.use_qk_l2norm, cfg.scale)
         qn = kn = q_rstd = k_rstd = None
         vc = plan.to_chunks(v.to(cube), token_major=True)
     elif cube is not None:
@@ -89,22 +88,7 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     return ChunkInputs(
         ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf, q=qc, k=kc, v=vc, b=plan.to_chunks(bf),
         decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim, token_major=cube is not None), ct),
-        q_scale=q_scale, k_scale=k_scale)
-
-
-def _factors(xc: torch.Tensor, l2norm: bool, scale: float) -> torch.Tensor:
-    """``scale`` times, with ``l2norm``, the reciprocal l2 norms of the rows of ``xc`` (as
-    :func:`l2norm_fwd` forms them), float32, shaped ``xc`` with a last dim of 1."""
-    if not l2norm:
-        return torch.full((*xc.shape[:-1], 1), scale, dtype=torch.float32, device=xc.device)
-    norm = torch.linalg.vector_norm(xc, dim=-1, keepdim=True, dtype=torch.float32)
-    return torch.rsqrt(norm.square() + L2NORM_EPS) * scale
-
-
-def _row_factors(xc: torch.Tensor, l2norm: bool, scale: float) -> torch.Tensor:
-    """The factors of the rows of ``xc`` (16-bit, token-major ``[NC, BT, H, K]``) as the kernels take
-    them: head-major ``[NC, H, BT]`` float32 (:func:`_factors`)."""
-    return _factors(xc, l2norm, scale).squeeze(-1).transpose(1, 2).contiguous()
+        row_factors=row_factors)
 
 
 def _normalized(x: torch.Tensor, plan: ChunkPlan, l2norm: bool, scale: float) -> torch.Tensor:
@@ -116,7 +100,11 @@ def _normalized(x: torch.Tensor, plan: ChunkPlan, l2norm: bool, scale: float) ->
     xc = plan.to_chunks(x, token_major=True)
     if not l2norm and scale == 1.0:
         return xc
-    f = _factors(xc, l2norm, scale) if l2norm else torch.tensor(scale, dtype=torch.float32, device=x.device)
+    if l2norm:
+        norm = torch.linalg.vector_norm(xc, dim=-1, keepdim=True, dtype=torch.float32)
+        f = torch.rsqrt(norm.square() + L2NORM_EPS) * scale
+    else:
+        f = torch.tensor(scale, dtype=torch.float32, device=x.device)
     return torch.mul(xc, f, out=torch.empty_like(xc))
 
 

@@ -38,8 +38,8 @@ class ChunkInputs:
     v: torch.Tensor                 # [NC, HV, BT, V] ct (kernels: token-major [NC, BT, HV, V], Cube dtype)
     b: torch.Tensor                 # [NC, HV, BT] beta
     decay: ChunkDecay               # factors of G, the stage-1 result [NC, HV, BT, K or 1] (log2 units)
-    q_scale: torch.Tensor | None = None  # kernels: factors of q's and k's rows [NC, HV / groups, BT] float32
-    k_scale: torch.Tensor | None = None  #   (l2norm, scale) that the kernels apply, q and k left unscaled
+    row_factors: tuple[bool, float] | None = None  # kernels: (l2norm, scale) of q's and k's rows, which the
+                                                   #   intra-chunk kernel applies (q and k unscaled); None: scaled
 
 
 def expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
