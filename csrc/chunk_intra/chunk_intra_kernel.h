@@ -209,7 +209,8 @@ class ChunkIntraVector {
         InitQues(pipe_, 2, P * sizeof(T), inT_);
         InitQues(pipe_, 1, 32 * BT * sizeof(float), res_);
         InitQues(pipe_, 1, 16 * sizeof(float), inB_);
-        InitQues(pipe_, 1, 3 * t_.nb * t_.K * sizeof(float), inR_);
+        // the first, middle and last rows of G of every block row (KDA) or the spread k k^T diagonal (GDN)
+        InitQues(pipe_, 1, (3 * t_.nb * t_.K > 8 * BT ? 3 * t_.nb * t_.K : 8 * BT) * sizeof(float), inR_);
         InitQues(pipe_, 2, P * sizeof(T), outT_);
         InitQues(pipe_, 2, 16 * BT * sizeof(float), outF_);
         InitBufs(pipe_, P * sizeof(float), w0_, w1_, w2_, w3_);

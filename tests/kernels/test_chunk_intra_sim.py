@@ -150,6 +150,8 @@ L2NORM_CASES = [  # (B, T, HV, HQ, K, BT, per_key, dtype, gate, cu): the Cube's 
     pytest.param(1, 100, 4, 2, 64, 32, True, BF16, "steep", (0, 1, 1, 60, 100), id="kda-bt32-steep-varlen-gva"),
     pytest.param(2, 90, 2, 2, 128, 64, False, BF16, "strong", None, id="gdn-bt64-strong-bf16"),
     pytest.param(1, 100, 4, 1, 64, 16, False, FP16, "mild", (0, 37, 37, 100), id="gdn-bt16-varlen-gva-fp16"),
+    # K 16, BT 64: the spread k k^T diagonal (8 BT floats) outgrows KDA's reference rows (3 K BT / 16)
+    pytest.param(1, 70, 2, 2, 16, 64, False, FP16, "mild", None, id="gdn-bt64-k16-fp16"),
 ]
 
 

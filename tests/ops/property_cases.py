@@ -11,7 +11,7 @@ readable repr, so a failing draw is pasted into ``REGRESSIONS`` as it is printed
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -95,6 +95,15 @@ def cases(draw, op: str, kind: str, max_len: int = 80) -> Case:
                 V=draw(st.sampled_from([8, 16])), sw=sw, gate_range=draw(st.sampled_from(["mild", "bounded", "strong"])),
                 p_reset=draw(st.sampled_from([0.0, 0.0, 0.03, 0.3])) if sw.gate is None else 0.0,
                 initial_state=draw(st.booleans()), seed=draw(st.integers(0, 2**31 - 1)))
+
+
+@st.composite
+def kernel_cases(draw, op: str) -> Case:
+    """A chunked call the Ascend C kernels take whole (:func:`cases` in float16 / bfloat16 with K and V
+    multiples of 16): with ``FLA_NPU_CPU_IMPL=sim`` its forward runs on the simulated kernels."""
+    case = draw(cases(op, "chunk"))
+    return replace(case, dtype=draw(st.sampled_from(["fp16", "bf16"])), K=draw(st.sampled_from([16, 32])),
+                   V=draw(st.sampled_from([16, 32])))
 
 
 def _gate(case: Case, shape) -> torch.Tensor:

@@ -15,11 +15,14 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
+import fla_npu
+
 from helpers import Switches, gold_forward_backward, make_cotangents, one_thread
-from property_cases import Case, beta_terms, cases, check_case, inputs
+from property_cases import Case, beta_terms, cases, check_case, inputs, kernel_cases
 
 _ = one_thread
 DEFAULT_EXAMPLES = {"chunk": 100, "recurrent": 60}
+KERNEL_EXAMPLES = 50   # per op, on the simulated kernels (each call launches four)
 SLOW_EXAMPLES = 10_000
 OPS = [pytest.param(op, kind, id=f"{kind}_{op}") for kind in ("chunk", "recurrent") for op in ("kda", "gdn")]
 _SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=True,
@@ -101,6 +104,24 @@ def test_random_valid_calls_match_the_gold(op, kind):
 @pytest.mark.parametrize("op,kind", OPS)
 def test_random_valid_calls_match_the_gold_10000(op, kind):
     _run(op, kind, SLOW_EXAMPLES)
+
+
+@pytest.mark.parametrize("op", ["kda", "gdn"])
+def test_random_calls_on_the_simulated_kernels(op, monkeypatch):
+    """Random valid chunked calls the kernels take (16-bit, K and V multiples of 16, every switch,
+    varlen, GVA, gates down to -inf, initial states) with ``FLA_NPU_CPU_IMPL=sim``: the forward on the
+    four kernel launches (checked with ``fla_npu.profile()``), outputs, states and gradients (the
+    backward on the reference) against the float64 gold as above."""
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+
+    @settings(max_examples=KERNEL_EXAMPLES, **_SETTINGS)
+    @given(case=kernel_cases(op))
+    def prop(case):
+        with fla_npu.profile() as prof:
+            check_case(case)
+        assert sum(case.lengths) == 0 or "flaNpuChunkIntra" in prof.kernels(), (case, prof.kernels())
+
+    prop()
 
 
 @pytest.mark.parametrize("case", REGRESSIONS)
