@@ -68,11 +68,10 @@ class Kernel:
         P = inspect.Parameter
         params = [P(a["name"], P.POSITIONAL_OR_KEYWORD, annotation=Tensor if a["kind"] == "in" else typing.Optional[Tensor],
                     **({"default": None} if a["kind"] == "in?" else {})) for a in self.inputs]
+        if any(p.default is None for p in params):  # what follows an optional input would need defaults
+            raise TypeError(f"{self.name}: an op with an optional input needs its Python call in op_calls")
         params += [P(a["name"], P.POSITIONAL_OR_KEYWORD, annotation=int if a["kind"] == "int32" else float)
                    for a in self.attrs]
-        if any(a.default is None and b.default is P.empty for a, b in zip(params, params[1:])):
-            raise TypeError(f"{self.name}: an op with a required argument after an optional input needs its Python call "
-                            "in op_calls")
         params += [P(kw, P.POSITIONAL_OR_KEYWORD, default=TORCH_DTYPES[default], annotation=torch.dtype)
                    for kw, default in self.dtype_args.values()]
         outs = [Tensor] * len(self.outputs)

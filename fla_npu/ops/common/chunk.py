@@ -68,13 +68,12 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
     groups = v.shape[2] // q.shape[2]
     row_factors = None
-    if cube is not None and row_scales:  # token-major [NC, BT, H, D]: for whole chunks views of the caller's tensors
-        qc, kc = (plan.to_chunks(x.to(cube), token_major=True) for x in (q, k))
-        row_factors = (cfg.use_qk_l2norm, cfg.scale)
-        qn = kn = q_rstd = k_rstd = None
-        vc = plan.to_chunks(v.to(cube), token_major=True)
-    elif cube is not None:
-        qc, kc = (_normalized(x.to(cube), plan, cfg.use_qk_l2norm, s) for x, s in ((q, cfg.scale), (k, 1.0)))
+    if cube is not None:  # token-major [NC, BT, H, D]: for whole chunks views of the caller's tensors
+        if row_scales:
+            qc, kc = (plan.to_chunks(x.to(cube), token_major=True) for x in (q, k))
+            row_factors = (cfg.use_qk_l2norm, cfg.scale)
+        else:
+            qc, kc = (_normalized(x.to(cube), plan, cfg.use_qk_l2norm, s) for x, s in ((q, cfg.scale), (k, 1.0)))
         qn = kn = q_rstd = k_rstd = None
         vc = plan.to_chunks(v.to(cube), token_major=True)
     else:
