@@ -8,7 +8,7 @@ namespace fla_npu {
 namespace chunk_intra {
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* beta, const FlaNpuTensor* g,
-                    int32_t qk_l2norm, float scale, const FlaNpuTensor* aqk, const FlaNpuTensor* l, const FlaNpuTensor* q_scale,
+                    int32_t qk_l2norm, float scale, const FlaNpuTensor* aqk, const FlaNpuTensor* akk, const FlaNpuTensor* q_scale,
                     const FlaNpuTensor* k_scale, EntryCall* call) {
     // The descriptor's dtypes here; strides, shapes, the attributes and the tiling: TilingFromShapes,
     // the operator package's hook.
@@ -16,9 +16,9 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
     if (k->dtype != q->dtype) return InvalidArgument(kEntry, "`q` and `k` must have one dtype");
     for (const FlaNpuTensor* x : {beta, g, q_scale, k_scale})
         if (x->dtype != FLA_NPU_FLOAT32) return InvalidArgument(kEntry, "`beta`, `g`, `q_scale` and `k_scale` must be float32");
-    for (const FlaNpuTensor* x : {aqk, l})
+    for (const FlaNpuTensor* x : {aqk, akk})
         if (x->dtype != FLA_NPU_FLOAT32 && x->dtype != q->dtype)
-            return InvalidArgument(kEntry, "`aqk` and `l` must each be float32 or the dtype of `q`");
+            return InvalidArgument(kEntry, "`aqk` and `akk` must each be float32 or the dtype of `q`");
     return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors,
                                [call, qk_l2norm, scale](const ShapeArg* a, const DeviceFacts& dev) {
                                    return TilingFromShapes(a, qk_l2norm, scale, dev, &call->tiling);

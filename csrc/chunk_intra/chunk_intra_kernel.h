@@ -3,6 +3,7 @@
 //
 //   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])            (j <= i, 0 above)
 //   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] 2^(G[i, d] - G[j, d])    (j <  i, 0 on and above)
+//   Akk       = (I + L)^-1
 //
 // The factoring that keeps every Cube operand finite, the shapes and the work split:
 // chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
@@ -14,15 +15,20 @@
 //        then finish unit i - 1 (below)
 //   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
 //        [slot reused later: set Free]; per block row I one Mmad per part (q, beta k): Fixpipe the
-//        columns [0, 16 I) straight to Aqk and L (fp32, or rounded once to T), the 16 x 16 diagonal
-//        blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad against k^T, Fixpipe (fp32)
-//        to the result slot.  Set Done
+//        columns [0, 16 I) straight to Aqk (fp32, or rounded once to T) and L's to the inverse slot
+//        (fp32), the 16 x 16 diagonal blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad
+//        against k^T, Fixpipe (fp32) to the result slot.  Set Done.  Then (BT > 16) wait Inv of the
+//        unit before and merge its inverse (BlockRowMerge: the blocks of Akk left of the diagonal)
 //   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
-//        per pair when unsafe, L times beta), written with the zero columns right of them. GDN, per
-//        owned block row: the result rows times 2^(G_i - G_j), masked, L times beta, whole rows.
+//        per pair when unsafe, L times beta), Aqk's written with the zero columns right of it. GDN, per
+//        owned block row: the result rows times 2^(G_i - G_j), masked, L times beta, Aqk's whole rows
+//        written, L's to the inverse slot. Then L's diagonal block inverted (BlockInverse16): X_bb and
+//        the zeros right of it to Akk, -X_bb and X_bb^T to the inverse slot.  (BT > 16) set Inv
 // Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
 // unit i (on MTE3) only after it finished unit i - 2, whose result reads (MTE2) precede the output
-// copies (MTE3) that depend on them. The AIC and the AIVs write disjoint parts of Aqk and L.
+// copies (MTE3) that depend on them. The AIC and the AIVs write disjoint parts of Aqk and Akk. The
+// inverse slot of unit i is written by the AIC's products (KDA) after the merges of unit i - 2 (one
+// AIC, in order) and by the AIVs after Done(i), which the AIC sets after those merges.
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
 // reverse pairs before each buffer is reused); on the AIVs the queues order MTE2 -> V -> MTE3, the
@@ -32,6 +38,7 @@
 
 #include "../common/chunk_cube.h"
 #include "../common/vector_io.h"
+#include "../solve_tril/tril_inverse.h"
 #include "chunk_intra_tiling.h"
 #include "kernel_operator.h"
 
@@ -41,13 +48,17 @@ namespace chunk_intra {
 using namespace AscendC;
 using namespace chunk_cube;
 using namespace vector_io;
+using solve_tril::BlockInverse16;
+using solve_tril::BlockRowMerge;
+using solve_tril::kBlockElems;
 
 // The kernel's GM arguments (both sides read their own).
 struct ChunkIntraGm {
-    GmAddr q, k, beta, g, aqk, l, qScale, kScale, ws;
+    GmAddr q, k, beta, g, aqk, akk, qScale, kScale, ws;
 };
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
+constexpr uint16_t kFlagInv = 3;   // AIVs -> AIC: a unit's inverse slot holds its diagonal blocks (BT > 16)
 
 // q and k, token-major [NC, BT, HV / groups, K]: the element of row r of value-head unit u, and
 // the distance between rows.
@@ -56,7 +67,7 @@ __aicore__ inline uint64_t QkRowOf(const ChunkIntraTiling& t, uint32_t u, uint32
 }
 __aicore__ inline uint32_t QkPitchOf(const ChunkIntraTiling& t) { return TokenPitch(t.HV, t.groups, t.K); }
 
-// An output (Aqk or L), bound as float and as T; f32 says which is written.
+// An output (Aqk or Akk), bound as float and as T; f32 says which is written.
 template <class T>
 struct OutGm {
     GlobalTensor<float> f;
@@ -64,49 +75,82 @@ struct OutGm {
     bool f32;
 };
 
-// The GM tensors both sides use: q, k, Aqk and L (OutGm: each float32 or T, by the tiling),
-// and AI core `block`'s workspace: its two operand slots (KDA) and, after them, its two result slots.
+// The GM tensors both sides use: q, k, Aqk and Akk (OutGm: each float32 or T, by the tiling),
+// and AI core `block`'s workspace: its two operand slots (KDA), then its two result slots, then its
+// two inverse slots (BT > 16; InvSlot).
 template <class T>
 struct SharedGm {
     GlobalTensor<T> q, k, op;
-    GlobalTensor<float> res;
-    OutGm<T> a, l;
+    GlobalTensor<float> res, inv;
+    OutGm<T> a, akk;
 
     __aicore__ inline void BindAll(const ChunkIntraGm& g, const ChunkIntraTiling& t, uint32_t block) {
         const uint64_t rows = uint64_t(t.num_units) * t.BT;
         Bind(rows / t.groups * t.K, q, g.q, k, g.k);  // q, k: HV / groups heads (GVA)
-        Bind(rows * t.BT, a.f, g.aqk, a.t, g.aqk, l.f, g.l, l.t, g.l);
+        Bind(rows * t.BT, a.f, g.aqk, a.t, g.aqk, akk.f, g.akk, akk.t, g.akk);
         a.f32 = t.aqk_f32 != 0;
-        l.f32 = t.l_f32 != 0;
+        akk.f32 = t.akk_f32 != 0;
         if (t.Kg != 1) BindSlots(op, g.ws, block, t.ws_bytes_per_core, t.ws_op_elems);
-        Bind(2ull * t.ws_res_elems, res, g.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes);
+        GmAddr res0 = g.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes;
+        Bind(2ull * t.ws_res_elems, res, res0);
+        if (t.nb > 1) Bind(2ull * t.ws_inv_elems, inv, res0 + 2ull * t.ws_res_elems * 4);
     }
 };
 
+// Where a unit's inverse slot (parity `slot`) starts among the inverse floats, and its L within it.
+__aicore__ inline uint64_t InvSlot(const ChunkIntraTiling& t, uint32_t slot) { return uint64_t(slot) * t.ws_inv_elems; }
+__aicore__ inline uint64_t InvL(const ChunkIntraTiling& t, uint32_t slot) { return InvSlot(t, slot) + t.ws_inv_l_off; }
+
 // ------------------------------------------------------------------------------------------------
-// AIC: one Mmad per block row (KDA) or one for the chunk (GDN), fp32 results to the result slot.
+// AIC: one Mmad per block row (KDA) or one for the chunk (GDN), fp32 results to the result slot;
+// the merges of the inverse (O: Akk's type).
 // ------------------------------------------------------------------------------------------------
-template <class T>
+template <class T, class O>
 class ChunkIntraCube {
   public:
     __aicore__ inline ChunkIntraCube(const ChunkIntraGm& a, const ChunkIntraTiling& t) : t_(t) {
         kda_ = t_.Kg != 1;
         g_.BindAll(a, t_, static_cast<uint32_t>(GetBlockIdx()));
-        InitBufs(pipe_, t_.l1_bytes_used, l1_);
+        InitBufs(pipe_, (kda_ ? t_.ws_op_elems : 2 * t_.BT * t_.K) * sizeof(T), l1_);  // the operands; the merges' after
         InitBufs(pipe_, t_.l0a_bytes_used, aa_);
         InitBufs(pipe_, t_.l0b_bytes_used, bb_);
         InitBufs(pipe_, t_.l0c_bytes_used, oc_);
+        if (t_.nb > 1) {  // L0 taken in turns with the products
+            merge_.Init(pipe_, t_.BT, aa_.Get<float>(), bb_.Get<float>(), oc_.Get<float>());
+            Bind(uint64_t(t_.num_units) * t_.BT * t_.BT, akk_, a.akk);
+        }
     }
 
-    __aicore__ inline void Process() { ForEachSlotUnit(*this, t_, static_cast<uint32_t>(GetBlockIdx())); }
+    // The units under the slot protocol (Unit), then the last unit's merges.
+    __aicore__ inline void Process() {
+        const Units r = CoreUnitsOf(t_, static_cast<uint32_t>(GetBlockIdx()));
+        ForEachSlotUnit(*this, t_, static_cast<uint32_t>(GetBlockIdx()));
+        if (r.count > 0) Merge(r.first + r.count - 1, (r.count - 1) % 2);
+    }
 
+    // Unit u's products, then the merges of the unit before (u - 1, the other slot): they wait for its
+    // AIVs' Inv, which the AIVs set after forming unit u.
     __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
         if (kda_) UnitKda(u, slot, slotReused);
         else UnitGdn(u, slot, slotReused);
         CrossCoreSetFlag<2, PIPE_FIX>(kFlagDone);  // after the Fixpipes of the unit
+        if (started_) Merge(u - 1, slot ^ 1);
+        started_ = true;
     }
 
   private:
+    // Akk's blocks left of the diagonal of unit u (inverse slot `slot`), BT > 16: once both AIVs set Inv
+    // (their diagonal blocks, and GDN's L rows, in the slot), after this core's Fixpipes of L (KDA).
+    __aicore__ inline void Merge(uint32_t u, uint32_t slot) {
+        if (t_.nb == 1) return;
+        const uint64_t s = InvSlot(t_, slot);
+        const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(t_.BT);
+        CrossCoreWaitFlag(kFlagInv);
+        Sync<HardEvent::FIX_MTE2>();
+        merge_.Run(g_.inv[InvL(t_, slot)], akk_[uint64_t(u) * t_.BT * t_.BT], g_.inv[s], g_.inv[s + m.nx_off],
+                   g_.inv[s + m.rt_off], t_.BT);
+    }
+
     // The A rows (L1 fractal rows aFrac..aFrac + m / 16, as `parts` products of m / parts rows each,
     // one L0A / L0C region per part) times the transposes of n rows of L1 from fractal row bFrac (the
     // L1 matrix has rowFrac fractal rows): Mmads into L0C, ready for Fixpipe (part p at
@@ -158,9 +202,9 @@ class ChunkIntraCube {
             for (uint32_t p = 0; p < 2; ++p)
                 Fixpipe(g_.res[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
             if (I == 0) continue;
-            const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT;
-            ToOutput(g_.a, at, oc, 16 * I);
-            ToOutput(g_.l, at, oc[16 * BT], 16 * I);
+            ToOutput(g_.a, (uint64_t(u) * BT + 16 * I) * BT, oc, 16 * I);
+            Fixpipe(g_.inv[InvL(t_, slot) + 16 * I * BT], oc[16 * BT],
+                    FixpipeParamsV220(static_cast<uint16_t>(16 * I), 16, 16, BT, false));  // L's columns, fp32
         }
     }
 
@@ -183,12 +227,15 @@ class ChunkIntraCube {
 
     const ChunkIntraTiling t_;
     bool kda_ = true;
+    bool started_ = false;  // a unit before this one has had its products
     TPipe pipe_;
     TBuf<TPosition::A1> l1_;
     TBuf<TPosition::A2> aa_;
     TBuf<TPosition::B2> bb_;
     TBuf<TPosition::CO1> oc_;
     SharedGm<T> g_;
+    BlockRowMerge<O> merge_;
+    GlobalTensor<O> akk_;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -216,20 +263,21 @@ class ChunkIntraVector {
         InitBufs(pipe_, P * sizeof(float), w0_, w1_, w2_, w3_);
         InitBufs(pipe_, 16 * 8 * sizeof(float), bcB_, bcG_);
         InitBufs(pipe_, 16 * sizeof(float), red_);
+        InitBufs(pipe_, kBlockElems * sizeof(float), x_, dg_);
+        inv_.Init(pipe_);
         maskW_ = kda_ ? 16 : BT;  // KDA masks the diagonal block only, GDN whole rows
         maskBytes_ = (16 * maskW_ / 8 + 31) / 32 * 32;
         InitBufs(pipe_, 4 * maskBytes_, masks_);
         for (uint32_t I = 0; I < t_.nb; ++I)
             if (BlockRowOwner(I) == at_.sub) owned_[nOwned_++] = I;
         BuildMasks();
-        if (kda_) {  // zero rows for the columns right of the diagonal block, in both output types
-            InitBufs(pipe_, 16 * BT * sizeof(float), zf_);
-            InitBufs(pipe_, 16 * BT * sizeof(T), zt_);
-            Duplicate(zf_.Get<float>(), 0.0f, static_cast<int32_t>(16 * BT));
-            OrderV();
-            Cast(zt_.Get<T>(), zf_.Get<float>(), RoundMode::CAST_RINT, 16 * BT);
-            Sync<HardEvent::V_MTE3>();
-        }
+        // zero rows for the columns right of a diagonal block (KDA's Aqk, Akk), in both output types
+        InitBufs(pipe_, 16 * BT * sizeof(float), zf_);
+        InitBufs(pipe_, 16 * BT * sizeof(T), zt_);
+        Duplicate(zf_.Get<float>(), 0.0f, static_cast<int32_t>(16 * BT));
+        OrderV();
+        Cast(zt_.Get<T>(), zf_.Get<float>(), RoundMode::CAST_RINT, 16 * BT);
+        Sync<HardEvent::V_MTE3>();
     }
 
     __aicore__ inline void Process() {
@@ -420,6 +468,38 @@ class ChunkIntraVector {
             if (kda_) FinishDiagonal(u, slot, o);
             else FinishBlockRow(u, slot, o);
         }
+        if (t_.nb > 1) CrossCoreSetFlag<2, PIPE_MTE3>(kFlagInv);  // after the copies to the inverse slot
+    }
+
+    // L's diagonal block I of unit u (l: 16 x 16 fp32, its strictly lower part used) inverted in fp32,
+    // X = (I + L_II)^-1 (BlockInverse16), through o (a buffer of outF_, may hold l; freed) to Akk's
+    // diagonal block, and for the merges (BT > 16) -X (I > 0) and X^T on XT's diagonal (I < nb - 1) to
+    // the inverse slot `slot`.
+    __aicore__ inline void Invert(const LocalTensor<float>& l, LocalTensor<float>& o, uint32_t u, uint32_t slot, uint32_t I) {
+        const uint32_t BT = t_.BT;
+        LocalTensor<float> x = x_.Get<float>();
+        OrderV();  // l's writers
+        inv_.Load(l);
+        inv_.Lower(x);
+        OrderV();
+        Adds(o, x, 0.0f, static_cast<int32_t>(kBlockElems));
+        WriteRows(o, g_.akk, (uint64_t(u) * BT + 16 * I) * BT + 16 * I, 16);
+        if (t_.nb == 1) return;
+        const uint64_t s = InvSlot(t_, slot);
+        if (I > 0) {
+            LocalTensor<float> nx = outF_.template AllocTensor<float>();
+            Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
+            CopyOut(outF_, g_.inv[s + solve_tril::MergeSizesOf(BT).nx_off + I * kBlockElems], nx, kBlockElems);
+        }
+        if (I + 1 < t_.nb) {
+            LocalTensor<float> y = outF_.template AllocTensor<float>();
+            inv_.Upper(y);
+            outF_.EnQue(y);
+            y = outF_.template DeQue<float>();
+            DataCopy(g_.inv[s + uint64_t(16 * I) * BT + 16 * I], y,
+                     DataCopyParams(16, 2, 0, static_cast<uint16_t>((BT - 16) / 8)));
+            outF_.FreeTensor(y);
+        }
     }
 
     // GDN: the factors of the unit's BT rows of k into w1_ (NormFactors), with qk_l2norm from the
@@ -457,9 +537,9 @@ class ChunkIntraVector {
         return b;
     }
 
-    // KDA, owned block row I: the Cube wrote columns [0, 16 I) of Aqk and L; here the diagonal block
-    // (the Cube's 16 x 16 of each part, masked, or computed exactly when unsafe) and the zero columns
-    // right of it.
+    // KDA, owned block row I: the Cube wrote columns [0, 16 I) of Aqk and L; here the diagonal blocks
+    // (the Cube's 16 x 16 of each part, masked, or computed exactly when unsafe): Aqk's written with the
+    // zero columns right of it, L's inverted (Invert; Akk's zero columns too).
     __aicore__ inline void FinishDiagonal(uint32_t u, uint32_t slot, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o];
         LocalTensor<float> r = CopyIn(res_, g_.res[uint64_t(slot) * t_.ws_res_elems + 512 * I], 512);
@@ -479,11 +559,11 @@ class ChunkIntraVector {
         }
         const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT + 16 * I;
         WriteRows(oa, g_.a, at, 16);
-        WriteRows(ol, g_.l, at, 16);
+        Invert(ol, ol, u, slot, I);
         const uint32_t w = BT - 16 * (I + 1);  // zero columns right of the diagonal block
         if (w == 0) return;
         ZeroColumns(g_.a, at + 16, w);
-        ZeroColumns(g_.l, at + 16, w);
+        ZeroColumns(g_.akk, at + 16, w);
     }
 
     // 16 rows of w zero columns of an output from element `at` (row pitch BT).
@@ -495,7 +575,8 @@ class ChunkIntraVector {
     }
 
     // GDN, owned block row I: columns [0, 16 (I + 1)) of its q k^T and k k^T rows times
-    // 2^(g_i - g_j), masked, L times beta; whole output rows.
+    // 2^(g_i - g_j), masked, L times beta; Aqk's whole rows written, L's to the inverse slot (BT > 16)
+    // and its diagonal block inverted (Invert), with Akk's zero columns right of it.
     __aicore__ inline void FinishBlockRow(uint32_t u, uint32_t slot, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o], w = 16 * (I + 1), n = 16 * BT;
         const uint64_t row0 = uint64_t(u) * BT + 16 * I;  // first output row
@@ -533,7 +614,19 @@ class ChunkIntraVector {
         MulRows(ol, ol, bc, 16, BT);
         inB_.FreeTensor(b);
         WriteRows(oa, g_.a, row0 * BT, BT);
-        WriteRows(ol, g_.l, row0 * BT, BT);
+        OrderV();
+        LocalTensor<float> d = dg_.Get<float>();  // the diagonal block, contiguous for the inverse
+        DataCopy(d, ol[16 * I], DataCopyParams(16, 2, static_cast<uint16_t>((BT - 16) / 8), 0));
+        if (t_.nb > 1) {
+            outF_.EnQue(ol);
+            ol = outF_.template DeQue<float>();
+            DataCopy(g_.inv[InvL(t_, slot) + uint64_t(16 * I) * BT], ol, n);
+        }
+        outF_.FreeTensor(ol);
+        LocalTensor<float> x = outF_.template AllocTensor<float>();
+        Invert(d, x, u, slot, I);
+        const uint32_t right = BT - w;
+        if (right > 0) ZeroColumns(g_.akk, row0 * BT + w, right);
     }
 
     // GDN: the result rows of block row I times D[i, j] = 2^(g_i - g_j) (every column; the masks
@@ -630,22 +723,23 @@ class ChunkIntraVector {
     TQue<QuePosition::VECIN, 2> inF_, inT_;
     TQue<QuePosition::VECIN, 1> res_, inB_, inR_;
     TQue<QuePosition::VECOUT, 2> outT_, outF_;
-    TBuf<TPosition::VECCALC> w0_, w1_, w2_, w3_, bcB_, bcG_, red_, masks_, zf_, zt_;
+    TBuf<TPosition::VECCALC> w0_, w1_, w2_, w3_, bcB_, bcG_, red_, masks_, zf_, zt_, x_, dg_;
+    BlockInverse16 inv_;
     SharedGm<T> g_;
     GlobalTensor<float> gB_, gG_, gQs_, gKs_;
 };
 
-// The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and l (each float or T).
-// They decide the output paths; the tiling's aqk_f32 / l_f32 of a checked call say the same.
+// The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and akk (each float or T).
+// They decide the output paths; the tiling's aqk_f32 / akk_f32 of a checked call say the same.
 template <class T, class A, class O>
-__aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR l, GM_ADDR qScale,
+__aicore__ inline void RunChunkIntra(GM_ADDR q, GM_ADDR k, GM_ADDR beta, GM_ADDR g, GM_ADDR aqk, GM_ADDR akk, GM_ADDR qScale,
                                      GM_ADDR kScale, GM_ADDR ws, const ChunkIntraTiling& tiling) {
     static_assert((IsSame<A, float>::value || IsSame<A, T>::value) && (IsSame<O, float>::value || IsSame<O, T>::value),
-                  "aqk and l: float or the Cube input type");
+                  "aqk and akk: float or the Cube input type");
     ChunkIntraTiling t = tiling;
     t.aqk_f32 = IsSame<A, float>::value ? 1u : 0u;
-    t.l_f32 = IsSame<O, float>::value ? 1u : 0u;
-    RunMixed<ChunkIntraCube<T>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, aqk, l, qScale, kScale, ws}, t);
+    t.akk_f32 = IsSame<O, float>::value ? 1u : 0u;
+    RunMixed<ChunkIntraCube<T, O>, ChunkIntraVector<T>>(ChunkIntraGm{q, k, beta, g, aqk, akk, qScale, kScale, ws}, t);
 }
 
 }  // namespace chunk_intra

@@ -16,7 +16,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     if (chunk_tiling::OpenKeysTiling(p, kWhy, uint64_t(p.BT) * p.K, t, err) != 0) return -1;
     t->groups = p.groups;
     t->aqk_f32 = p.aqk_f32 ? 1u : 0u;
-    t->l_f32 = p.l_f32 ? 1u : 0u;
+    t->akk_f32 = p.akk_f32 ? 1u : 0u;
     t->qk_l2norm = p.qk_l2norm ? 1u : 0u;
     t->scale = p.scale;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
@@ -24,64 +24,71 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
     const bool kda = p.Kg == p.K && p.K != 1;
     const uint32_t nb = p.BT / 16, eb = p.elem_bytes;
+    if (nb > 1 && !p.cube_fp32)
+        return Refuse(err, "this SoC's Cube takes no float32 inputs (the merges of the inverse's diagonal blocks need them)");
+    const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(nb > 1 ? p.BT : 32);  // BT 16: no merge
     t->nb = nb;
     t->row_rows = kda ? 32 * nb : 0;
     t->col_rows = kda ? 8 * nb * (nb + 1) : 0;
     t->ws_op_elems = (t->row_rows + t->col_rows) * p.K;
     t->ws_res_elems = kda ? 512 * nb : 2 * p.BT * p.BT;  // KDA: the diagonal blocks only
-    t->ws_bytes_per_core = 2 * t->ws_op_elems * eb + 2 * t->ws_res_elems * 4;
+    t->ws_inv_l_off = nb > 1 ? m.elems : 0;
+    t->ws_inv_elems = nb > 1 ? m.elems + p.BT * p.BT : 0;
+    t->ws_bytes_per_core = 2 * t->ws_op_elems * eb + 2 * t->ws_res_elems * 4 + 2 * t->ws_inv_elems * 4;
 
     // AIV: pieces of 16 rows. G blocks (fp32, two), q / k blocks (T, two), the result rows of a block
     // row (32 x BT fp32), operands / cast outputs (T, two), Aqk and L rows (16 x BT fp32, two), four
     // fp32 work pieces, beta, two Brcb tiles, a reduction result, the four select masks, the first,
     // middle and last rows of G of every block row (their reference rows among them; GDN: the diagonal
-    // of k k^T, spread one float per 32 bytes), KDA's zero rows (fp32 and T).
+    // of k k^T, spread one float per 32 bytes), the zero rows (fp32 and T); the block inverse's Brcb
+    // of a block, its scratch block and identity, its result X and a diagonal block of L (GDN).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);
     t->ub_bytes_used = static_cast<uint32_t>(2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) +
                                              2 * Pad32(16ull * p.BT * 4) + 4 * Pad32(P * 4) + Pad32(16 * 4) +
                                              2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
                                              Pad32((3ull * nb * p.K > 8ull * p.BT ? 3ull * nb * p.K : 8ull * p.BT) * 4) +
-                                             (kda ? Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) : 0));
+                                             Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) + 256ull * 32 + 4 * 256ull * 4);
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the operand slot (KDA) or [q; k] (GDN) whole in L1; per Mmad the A rows in L0A, k^T columns
-    // in L0B, the fp32 product in L0C.
+    // in L0B, the fp32 product in L0C; the merges' L1 buffers, their L0 ones shared with the products.
     const uint32_t aRows = kda ? 32 : 2 * p.BT;
-    t->l1_bytes_used = kda ? t->ws_op_elems * eb : 2 * p.BT * p.K * eb;
-    t->l0a_bytes_used = aRows * p.K * eb;
-    t->l0b_bytes_used = p.K * p.BT * eb;
-    t->l0c_bytes_used = aRows * p.BT * 4;
+    const auto atLeast = [nb](uint32_t own, uint32_t merge) { return nb > 1 && merge > own ? merge : own; };
+    t->l1_bytes_used = (kda ? t->ws_op_elems * eb : 2 * p.BT * p.K * eb) + (nb > 1 ? m.l1 : 0);
+    t->l0a_bytes_used = atLeast(aRows * p.K * eb, m.l0a);
+    t->l0b_bytes_used = atLeast(p.K * p.BT * eb, m.l0b);
+    t->l0c_bytes_used = atLeast(aRows * p.BT * 4, m.l0c);
     return CheckCubeBuffers(*t, p.l0c_bytes, err);
 }
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* ProblemFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, const DeviceFacts& dev, ChunkIntraProblem* p) {
-    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[4], &l = a[5];
+    const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[4], &akk = a[5];
     const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q, k are token-major [NC, BT, HQ, K]
     ShapeArg heads[6];                               // the call with g head-major, for the shared checks
     for (int i = 0; i < 6; ++i) heads[i] = a[i];
     const ShapeArg& g = heads[3] = chunk_tiling::GateHeadMajor(a[3]);
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 3, 3}))
-        return "`beta`, `q_scale` and `k_scale` must be 3-D and `q`, `k`, `g`, `aqk`, `l` 4-D (chunk layout [NC, HV, ...])";
+        return "`beta`, `q_scale` and `k_scale` must be 3-D and `q`, `k`, `g`, `aqk`, `akk` 4-D (chunk layout [NC, HV, ...])";
     if (qk_l2norm != 0 && qk_l2norm != 1) return "`qk_l2norm` must be 0 or 1";
     const int64_t BT = q.d[2], K = q.d[3], Kg = g.d[3];
     if (!SameShape(k, qt)) return "`k` must have the shape of `q`";
     if (!chunk_tiling::TokenPitchOk(qt)) return "`q` and `k`: HQ * K must be at most 65535 (a row stride of the loads)";
-    if (!chunk_tiling::ShareUnitsOf(heads, {2, 3, 4, 5})) return "`g`, `aqk` and `l` must have the [NC, HV] of `beta`";
+    if (!chunk_tiling::ShareUnitsOf(heads, {2, 3, 4, 5})) return "`g`, `aqk` and `akk` must have the [NC, HV] of `beta`";
     int64_t lead[4];
     if (const char* bad = chunk_tiling::GroupedHeads(
             "`q` and `k` must have the NC of `beta` and a number of heads dividing its HV (GVA)", q, beta, lead, &p->groups))
         return bad;
     if (beta.d[2] != BT) return "`beta` must be [NC, HV, BT]";
     if (const char* bad = chunk_tiling::CheckGate(a[3], BT, K)) return bad;
-    if (aqk.d[2] != BT || aqk.d[3] != BT || l.d[2] != BT || l.d[3] != BT) return "`aqk` and `l` must be [NC, HV, BT, BT]";
+    if (aqk.d[2] != BT || aqk.d[3] != BT || akk.d[2] != BT || akk.d[3] != BT) return "`aqk` and `akk` must be [NC, HV, BT, BT]";
     if (!DimsAre(a[6], {q.d[0], q.d[1], BT}) || !DimsAre(a[7], {q.d[0], q.d[1], BT}))
         return "`q_scale` and `k_scale` must be [NC, HQ, BT] (a factor per row of `q` and `k`)";
-    // The registration takes float16 / bfloat16 q and k, aqk and l each float32 or q's dtype.
+    // The registration takes float16 / bfloat16 q and k, aqk and akk each float32 or q's dtype.
     p->fp16 = q.dtype == FLA_NPU_FLOAT16;
     p->aqk_f32 = aqk.dtype == FLA_NPU_FLOAT32;
-    p->l_f32 = l.dtype == FLA_NPU_FLOAT32;
+    p->akk_f32 = akk.dtype == FLA_NPU_FLOAT32;
     p->qk_l2norm = qk_l2norm == 1;
     p->scale = scale;
     return chunk_tiling::SizedKeys(lead, Kg, chunk_tiling::CubeElemBytes(q), dev, p);

@@ -33,21 +33,31 @@
 // and outputs, and the column operands of block J for every block row I >= J (each G and k block
 // read by its owner only). KDA, per unit (chunk, head): the AIVs form the scaled operands in fp32 (factors from differences of G,
 // beta folded into the k rows, one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix, runs per
-// block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block straight to Aqk and L (Fixpipe: fp32,
-// or rounded once to T) and the 16 x 16 diagonal blocks to a result slot; the AIVs mask those (or compute them exactly) and write
-// them with the zero columns. GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the result
-// slot; the AIVs multiply by the decay, mask, scale by beta and write whole rows. Hand-off: common/chunk_cube.h's Ready / Free
-// flags for the operand slots, and Done (AIC -> AIV) for the results; an AIV forms unit i + 1 before it finishes unit i, so the
-// Cube works while the AIVs form.
+// block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block straight to Aqk (Fixpipe: fp32, or
+// rounded once to T) and L's to its inverse slot (fp32), the 16 x 16 diagonal blocks to a result slot; the AIVs mask those (or
+// compute them exactly). GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the result
+// slot; the AIVs multiply by the decay, mask, scale by beta and write whole rows (Aqk's to Aqk, L's to the inverse slot).
+// Hand-off: common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC -> AIV) for the results; an AIV forms
+// unit i + 1 before it finishes unit i, so the Cube works while the AIVs form.
+//
+// The inverse Akk = (I + L)^-1 in the same launch, by solve_tril's blocked forward substitution
+// (solve_tril_tiling.h, tril_inverse.h): the AIV that finishes a diagonal block of L inverts it from UB
+// (BlockInverse16) and writes X_bb with the zeros right of it to Akk, -X_bb and X_bb^T to the unit's
+// inverse slot, then sets Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk
+// (BlockRowMerge) after the next unit's products. L reaches GM only in the slot. The slot of unit i
+// (parity i % 2) is rewritten for unit i + 2 only after Done(i + 2), which the AIC sets after the
+// merges of unit i.
 //
 // Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
 // (CoreUnits); the output is bit-identical for any core count.
 //
-// Limits: BT in {16, 32, 64}; K a multiple of 16 in [16, 256]. Float32 Cube inputs are refused.
+// Limits: BT in {16, 32, 64}; K a multiple of 16 in [16, 256]. Float32 Cube inputs are refused; BT
+// 32 and 64 need a Cube that takes float32 (the merges).
 #ifndef FLA_NPU_CHUNK_INTRA_TILING_H
 #define FLA_NPU_CHUNK_INTRA_TILING_H
 
 #include "../common/chunk_tiling.h"
+#include "../solve_tril/solve_tril_tiling.h"  // MergeSizesOf: the inverse's merges
 
 namespace fla_npu {
 namespace chunk_intra {
@@ -67,7 +77,7 @@ struct ChunkIntraTiling {
     uint32_t groups;      // GVA: value heads per q / k head (q, k [NC, HV / groups, BT, K])
     uint32_t elem_bytes;  // sizeof(T): 2
     uint32_t aqk_f32;     // 1: Aqk is float32; 0: T
-    uint32_t l_f32;       // 1: L is float32; 0: T
+    uint32_t akk_f32;     // 1: Akk is float32; 0: T
     uint32_t qk_l2norm;   // 1: the rows' factors are their reciprocal l2 norms (times scale for q); 0: scale, 1
     uint32_t num_units;   // NC * HV
     uint32_t block_dim;   // AI cores launched (<= num_units)
@@ -78,14 +88,16 @@ struct ChunkIntraTiling {
     uint32_t ws_op_elems;        // one operand slot, elements of T: (row_rows + col_rows) * K (GDN: 0)
     uint32_t ws_res_elems;       // one result slot, floats: KDA nb diagonal pairs (512 I: q part, beta k part);
                                  //   GDN 2 BT x BT (q k^T rows, then k k^T rows)
-    uint32_t ws_bytes_per_core;  // two operand slots, then two result slots
+    uint32_t ws_inv_elems;       // one inverse slot, floats: the merges' (solve_tril's MergeSizesOf), then L
+    uint32_t ws_inv_l_off;       //   [BT, BT] from ws_inv_l_off (no slot when BT = 16: no merge)
+    uint32_t ws_bytes_per_core;  // two operand slots, two result slots, two inverse slots
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
     float safe_span;             // kSafeSpanBf16 or kSafeSpanFp16
     float scale;                 // q's rows' factor (times the reciprocal norm with qk_l2norm)
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
-// GM workspace the kernel uses: one slice of two operand and two result slots per launched AI core.
+// GM workspace the kernel uses: one slice of two operand, two result and two inverse slots per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
 
 // The operator package's tiling of one call (called by the op_host file generated from the op's
@@ -97,7 +109,7 @@ const char* TilingFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, 
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool fp16 = false;       // T is float16 (else bfloat16)
     bool aqk_f32 = true;     // Aqk in float32 (else T)
-    bool l_f32 = true;       // L in float32 (else T)
+    bool akk_f32 = true;     // Akk in float32 (else T)
     bool qk_l2norm = false;  // the rows of q and k l2-normalised (their factors: reciprocal norms)
     float scale = 1.0f;      // q's rows' factor (times the norm's)
 };
@@ -107,7 +119,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
 // The shape checks shared by the op's front ends (the C entry point chunk_intra_host.cpp checks
 // dtypes and strides, then runs TilingFromShapes): on the call's tensors (q, k [NC, HV, BT, K], beta
-// [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and l [NC, HV, BT, BT], q_scale and k_scale [NC, HQ, BT]) their ranks,
+// [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and akk [NC, HV, BT, BT], q_scale and k_scale [NC, HQ, BT]) their ranks,
 // shapes and sizes (BT 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch facts and
 // the types by the dtypes of q and aqk, the attributes (qk_l2norm 0 or 1). nullptr, or the message of the first defect
 // (static, without the op's name).

@@ -6,10 +6,6 @@
 namespace fla_npu {
 namespace solve_tril {
 
-namespace {
-uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
-}  // namespace
-
 int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** err) {
     BeginTiling(t, err);
     if (p.in_bytes != 4) return Refuse(err, "L must be float32");
@@ -37,17 +33,17 @@ int ComputeTiling(const SolveTrilProblem& p, SolveTrilTiling* t, const char** er
         kBlockElems * 4 * 4 + kBlockElems * 32 + kBlockElems * t->out_bytes + kBlockElems * 4 * 2 + kBlock * side * t->out_bytes;
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
-    // AIC (block row i, n = 16 i <= BT - 16): XT [n, n], L[i, :n] [16, n], R^T [n, 16], -X_ii in L1;
-    // the largest A (XT), B (16 x n) and C (n x 16) in L0.
+    // AIC: the merges' buffers; the workspace: two of their slots (MergeSizesOf).
     if (t->nb > 1) {
-        t->l1_bytes_used = (side * side + 2 * kBlock * side + kBlockElems) * 4;
-        t->l0a_bytes_used = Max(side * side, kBlockElems) * 4;
-        t->l0b_bytes_used = kBlock * side * 4;
-        t->l0c_bytes_used = kBlock * side * 4;
+        const MergeSizes m = MergeSizesOf(p.BT);
+        t->l1_bytes_used = m.l1;
+        t->l0a_bytes_used = m.l0a;
+        t->l0b_bytes_used = m.l0b;
+        t->l0c_bytes_used = m.l0c;
         if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-        t->ws_nx_off = p.BT * p.BT;
-        t->ws_rt_off = t->ws_nx_off + t->nb * kBlockElems;
-        t->ws_slot_elems = t->ws_rt_off + side * kBlock;
+        t->ws_nx_off = m.nx_off;
+        t->ws_rt_off = m.rt_off;
+        t->ws_slot_elems = m.elems;
         t->ws_bytes_per_core = 2 * t->ws_slot_elems * 4;
     }
     return 0;

@@ -46,6 +46,26 @@ using core_split::CoreUnits;  // first unit and unit count of a core (common/cor
 constexpr uint32_t kBlock = 16;  // side of a diagonal block
 constexpr uint32_t kBlockElems = kBlock * kBlock;
 
+// The Cube merges' buffers and workspace slot for chunks of BT > 16 rows (block row i, n = 16 i <=
+// BT - 16): XT [n, n], L[i, :n] [16, n], R^T [n, 16] and -X_ii in L1; the largest A (XT), B (16 x n)
+// and C (n x 16) in L0 (bytes); the slot (fp32 elements): XT [BT, BT] at 0, -X_bb (nb blocks of
+// 16 x 16) at nx_off, R^T [BT - 16, 16] at rt_off, `elems` in all. Shared with the intra-chunk
+// kernel, which inverts its L in its own launch.
+struct MergeSizes {
+    uint32_t l1, l0a, l0b, l0c;
+    uint32_t nx_off, rt_off, elems;
+};
+FLA_NPU_AICORE inline MergeSizes MergeSizesOf(uint32_t BT) {
+    const uint32_t side = BT - kBlock, nx = BT * BT, rt = nx + BT / kBlock * kBlockElems;
+    return MergeSizes{(side * side + 2 * kBlock * side + kBlockElems) * 4,
+                      (side * side > kBlockElems ? side * side : kBlockElems) * 4,
+                      kBlock * side * 4,
+                      kBlock * side * 4,
+                      nx,
+                      rt,
+                      rt + side * kBlock};
+}
+
 // Output element types (SolveTrilTiling::out_kind).
 constexpr uint32_t kOutFloat32 = 0, kOutFloat16 = 1, kOutBfloat16 = 2;
 

@@ -147,23 +147,29 @@ class BlockRowMerge {
   public:
     __aicore__ inline BlockRowMerge() {}
 
-    // Carves L1 / L0 buffers for chunks of up to BT rows from `pipe`. Call once, on the AIC.
+    // Carves L1 / L0 buffers for chunks of up to BT rows from `pipe` (MergeSizesOf). Call once, on the AIC.
     __aicore__ inline void Init(TPipe& pipe, uint32_t BT) {
-        const uint32_t side = BT - kBlock;
-        pipe.InitBuffer(xt1_, side * side * sizeof(float));
-        pipe.InitBuffer(ls1_, kBlock * side * sizeof(float));
-        pipe.InitBuffer(rt1_, side * kBlock * sizeof(float));
-        pipe.InitBuffer(nx1_, kBlockElems * sizeof(float));
-        pipe.InitBuffer(a2_, (side * side > kBlockElems ? side * side : kBlockElems) * sizeof(float));
-        pipe.InitBuffer(b2_, kBlock * side * sizeof(float));
-        pipe.InitBuffer(c_, kBlock * side * sizeof(float));
+        const MergeSizes m = MergeSizesOf(BT);
+        InitL1(pipe, BT);
+        pipe.InitBuffer(a2Buf_, m.l0a);
+        pipe.InitBuffer(b2Buf_, m.l0b);
+        pipe.InitBuffer(cBuf_, m.l0c);
+        Use(a2Buf_.Get<float>(), b2Buf_.Get<float>(), cBuf_.Get<float>());
+    }
+    // The same with the caller's L0A, L0B and L0C buffers (at least MergeSizesOf's each), for a kernel
+    // whose own products take turns with the merges on one AIC (every product orders itself after the
+    // previous Mmads and Fixpipes).
+    __aicore__ inline void Init(TPipe& pipe, uint32_t BT, const LocalTensor<float>& a2, const LocalTensor<float>& b2,
+                                const LocalTensor<float>& c) {
+        InitL1(pipe, BT);
+        Use(a2, b2, c);
     }
 
     // l, out: the unit's BT x BT matrices (pitch BT); xt, nx, rt: its slot's XT, -X_bb, R^T.
     __aicore__ inline void Run(const GlobalTensor<float>& l, const GlobalTensor<O>& out, const GlobalTensor<float>& xt,
                                const GlobalTensor<float>& nx, const GlobalTensor<float>& rt, uint32_t BT) {
         LocalTensor<float> xt1 = xt1_.Get<float>(), ls1 = ls1_.Get<float>(), rt1 = rt1_.Get<float>(), nx1 = nx1_.Get<float>();
-        LocalTensor<float> a2 = a2_.Get<float>(), b2 = b2_.Get<float>(), c = c_.Get<float>();
+        const LocalTensor<float> a2 = a2_, b2 = b2_, c = c_;
         const uint32_t nb = BT / kBlock;
         for (uint32_t i = 1; i < nb; ++i) {
             const uint32_t n = i * kBlock;
@@ -192,11 +198,25 @@ class BlockRowMerge {
     }
 
   private:
+    __aicore__ inline void InitL1(TPipe& pipe, uint32_t BT) {
+        const uint32_t side = BT - kBlock;
+        pipe.InitBuffer(xt1_, side * side * sizeof(float));
+        pipe.InitBuffer(ls1_, kBlock * side * sizeof(float));
+        pipe.InitBuffer(rt1_, side * kBlock * sizeof(float));
+        pipe.InitBuffer(nx1_, kBlockElems * sizeof(float));
+    }
+    __aicore__ inline void Use(const LocalTensor<float>& a2, const LocalTensor<float>& b2, const LocalTensor<float>& c) {
+        a2_ = a2;
+        b2_ = b2;
+        c_ = c;
+    }
+
     TBuf<TPosition::A1> xt1_, rt1_, nx1_;
     TBuf<TPosition::B1> ls1_;
-    TBuf<TPosition::A2> a2_;
-    TBuf<TPosition::B2> b2_;
-    TBuf<TPosition::CO1> c_;
+    TBuf<TPosition::A2> a2Buf_;
+    TBuf<TPosition::B2> b2Buf_;
+    TBuf<TPosition::CO1> cBuf_;
+    LocalTensor<float> a2_, b2_, c_;
 };
 
 }  // namespace solve_tril

@@ -138,17 +138,9 @@ def _launch_intra(per_key: bool):
         k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
         beta = torch.rand(A.shape[:3], generator=_gen(2))
         G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=1 if per_key else 2)
-        chunk_intra(q, k, beta, G, True, 0.088, _torch_dtype(dtype), torch.float32)  # as the chained forward calls it
+        dt = _torch_dtype(dtype)
+        chunk_intra(q, k, beta, G, True, 0.088, dt, dt)  # as the chained forward calls it
     return run
-
-
-def _launch_solve_tril(shape: dict, dtype: str):
-    import torch
-
-    from ..runtime.kernels import solve_tril
-    NC, HV = chunks(shape), shape["HV"]
-    L = torch.tril(torch.randn(NC, HV, BT, BT, generator=_gen(6)), -1) * 0.05
-    solve_tril(L, _torch_dtype(dtype))
 
 
 def _launch_state_output(per_key: bool):
@@ -186,8 +178,7 @@ def _delta_rule_stages(per_key: bool) -> tuple:
     s = scale_delta_rule
     return (
         Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s),
-        Stage("chunk_intra", "2a: intra-chunk Aqk, L", "chunk_intra", _launch_intra(per_key), units_chunks, s),
-        Stage("solve_tril", "2b: triangular inverse", "solve_tril", _launch_solve_tril, units_chunks, s),
+        Stage("chunk_intra", "2: intra-chunk Aqk, Akk = (I + L)^-1", "chunk_intra", _launch_intra(per_key), units_chunks, s),
         Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
               _launch_state_output(per_key), units_chunks, s),
     )

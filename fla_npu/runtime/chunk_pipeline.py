@@ -9,8 +9,8 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
-  2  ``Aqk`` (T), ``L`` (fp32), ``q_scale``, ``k_scale`` = chunk_intra(q, k, beta, G, l2norm, scale);
-     ``Akk`` (T) = solve_tril(L)
+  2  ``Aqk``, ``Akk`` (T), ``q_scale``, ``k_scale`` = chunk_intra(q, k, beta, G, l2norm, scale)
+     (``Akk = (I + L)^-1``, the triangular inverse in the same launch: L never leaves the kernel)
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
@@ -48,8 +48,7 @@ from . import kernels
 # Stage -> its kernels: (kernel name, why that kernel cannot take a call: (kernel, dtype, BT, K, V)
 # -> reason or None), the dtype being the op's input dtype (the Cube type).
 STAGE_KERNELS = {
-    "stage 2: intra-chunk": (("chunk_intra", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K)),
-                             ("solve_tril", lambda m, dt, BT, K, V: m.unsupported(torch.float32, BT, out_dtype=dt))),
+    "stage 2: intra-chunk": (("chunk_intra", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K)),),
     "stage 3: WY factors": (("wy_fast", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
     "stage 4: state recurrence": (("chunk_state", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
     "stage 5: output": (("chunk_output", lambda m, dt, BT, K, V: m.unsupported(dt, BT, K, V)),),
@@ -113,11 +112,10 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     if "stage 2: intra-chunk" in skip:
         Aqk, Akk = ref.chunk_intra_fwd(qf, kf, p.b, d)
     else:
-        # Aqk in T: the output kernel's Cube reads it so; L in float32: the inverse reads it so
-        # with p.row_factors the kernel applies q's and k's l2 norms and scale, and returns the factors
+        # Aqk and Akk in T: the later stages' Cube reads them so; with p.row_factors the kernel applies
+        # q's and k's l2 norms and scale, and returns the factors
         l2norm, scale = p.row_factors or (False, 1.0)
-        Aqk, L, q_scale, k_scale = ops.chunk_intra(q, k, b, G, l2norm, scale, T, f32)
-        Akk = ops.solve_tril(L, T)
+        Aqk, Akk, q_scale, k_scale = ops.chunk_intra(q, k, b, G, l2norm, scale, T, T)
 
     if runs_fused(skip, keep_h):
         # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view

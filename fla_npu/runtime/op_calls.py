@@ -89,14 +89,15 @@ def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activati
 # ---- chunk_intra: the rows' factors off by default ------------------------------------------------
 def chunk_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, qk_l2norm: bool = False, scale: float = 1.0,
                 aqk_dtype: torch.dtype = torch.float32,
-                l_dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The kernel's call: ``Aqk``, ``L`` (each float32 or q's dtype: ``aqk_dtype``, ``l_dtype``) and the
-    factors the kernel applied to q's and k's rows, ``q_scale``, ``k_scale`` ``[NC, HQ, BT]`` float32:
-    with ``qk_l2norm`` their reciprocal l2 norms (FLA's l2norm), q's times ``scale``; without it
-    ``scale`` and 1. q, k token-major ``[NC, BT, HQ, K]`` (float16 / bfloat16), beta ``[NC, HV, BT]``
-    and g (G, log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``) float32."""
+                akk_dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The kernel's call: ``Aqk``, ``Akk = (I + L)^-1`` (each float32 or q's dtype: ``aqk_dtype``,
+    ``akk_dtype``) and the factors the kernel applied to q's and k's rows, ``q_scale``, ``k_scale``
+    ``[NC, HQ, BT]`` float32: with ``qk_l2norm`` their reciprocal l2 norms (FLA's l2norm), q's times
+    ``scale``; without it ``scale`` and 1. q, k token-major ``[NC, BT, HQ, K]`` (float16 / bfloat16),
+    beta ``[NC, HV, BT]`` and g (G, log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``)
+    float32."""
     return {"q": q, "k": k, "beta": beta, "g": g, "qk_l2norm": int(bool(qk_l2norm)), "scale": float(scale)}, {
-        "A": aqk_dtype, "O": l_dtype}
+        "A": aqk_dtype, "O": akk_dtype}
 
 
 # ---- chunk_state: the Cube dtype the caller picks, the inputs cast to what the kernel reads ------

@@ -75,6 +75,27 @@ def run_tiling_unit_test(native_build: Path, name: str) -> None:
     assert r.returncode == 0, r.stderr
 
 
+def inverse_merge_counters(BT: int) -> tuple[int, int]:
+    """Per unit, the workspace bytes and Cube multiply-adds of the inverse's merges
+    (csrc/solve_tril/tril_inverse.h; solve_tril_tiling.h's algorithm), BT > 16: -X_bb (b > 0) and
+    X_bb^T (b < nb - 1) written by the AIVs; per block row i (n = 16 i) XT's upper blocks, R^T (out and
+    back in) and -X_ii read or written by the AIC, and XT's next column block (i < nb - 1). L's blocks
+    are not counted here (solve_tril reads them from its input, chunk_intra from its workspace)."""
+    nb, f = BT // 16, 4
+    if nb == 1:
+        return 0, 0
+    ws, macs = 2 * (nb - 1) * 256 * f, 0
+    for i in range(1, nb):
+        n = 16 * i
+        xt = sum(16 * (n - 16 * r) for r in range(i))
+        ws += (xt + n * 16 + n * 16 + 256) * f
+        macs += n * 16 * n + 16 * n * 16
+        if i + 1 < nb:
+            ws += n * 16 * f
+            macs += n * 16 * 16
+    return ws, macs
+
+
 def record_launches(monkeypatch, module, name: str, *, before=None, after=None) -> list:
     """Route the ops to the simulated kernels (FLA_NPU_CPU_IMPL=sim) and wrap ``module.<name>``: each
     call appends ``before(args, kwargs)`` before running the real function and/or

@@ -16,7 +16,7 @@ import fla_npu
 from sim_helpers import Switches, check_chunk_op
 
 BF16, FP16 = torch.bfloat16, torch.float16
-CHAIN = ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuSolveTril", "flaNpuChunkStateOutput"]
+CHAIN = ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuChunkStateOutput"]
 PRODUCTION_KDA = Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                           disable_recompute=True)
 

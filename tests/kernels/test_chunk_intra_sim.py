@@ -1,6 +1,6 @@
-"""Stage 2 kernel (csrc/chunk_intra/): the intra-chunk matrices Aqk and L (the L of Akk = (I + L)^-1)
-per (chunk, head), mixed Cube + vector, run on the host simulation of Ascend C through the installed
-library and fla_npu.runtime.
+"""Stage 2 kernel (csrc/chunk_intra/): the intra-chunk matrices Aqk and Akk = (I + L)^-1 per (chunk,
+head), mixed Cube + vector, the triangular inverse in the same launch, run on the host simulation of
+Ascend C through the installed library and fla_npu.runtime.
 
 Against the reference stage in float64 (``ChunkDecay.tril`` as ``chunk_fwd.chunk_intra_fwd`` uses it,
 on the same float32 G), relative RMS within the dtype's tolerance (fla_npu/testing.py), and exact
@@ -70,15 +70,27 @@ def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0)
 
 
 def _reference(q, k, beta, G):
-    """The reference stage in float64 on the kernel's inputs: Aqk and L (before the inverse)."""
+    """The reference stage in float64 on the kernel's inputs: Aqk and Akk = (I + L)^-1
+    (``chunk_fwd.chunk_intra_fwd``)."""
     q, k = q.transpose(1, 2), k.transpose(1, 2)   # head-major, as the reference takes them
     d = lambda t: t.double()  # noqa: E731
-    decay = ChunkDecay(d(sim_helpers.reference_gate(G)), torch.float64)
-    return decay.tril(d(q), d(k), diagonal=True), d(beta).unsqueeze(-1) * decay.tril(d(k), d(k), diagonal=False)
+    return fwd.chunk_intra_fwd(d(q), d(k), d(beta), ChunkDecay(d(sim_helpers.reference_gate(G)), torch.float64))
+
+
+def _check_outputs(Aqk, Akk, refs, dtype, what=""):
+    """Aqk and Akk written everywhere (NaN-poisoned before), exact zeros above the lower triangle (Akk:
+    ones on the diagonal), within ``dtype``'s tolerance of the float64 reference (the chunk layout,
+    padding rows included: zero q and k there give zero rows of Aqk and identity rows of Akk)."""
+    for name, x, ref, diag in (("Aqk", Aqk, refs[0], 1), ("Akk", Akk, refs[1], 1)):
+        name += what
+        assert torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned)"
+        assert not x.triu(diag).any(), f"{name}: nonzero above the lower triangle"
+        check_close(name, x, ref, dtype)
+    assert torch.equal(torch.diagonal(Akk, dim1=-2, dim2=-1), torch.ones(Akk.shape[:-1], dtype=Akk.dtype))
 
 
 def _gm_bytes(q, k, beta, G, out_dtype):
-    """Compulsory minimum (q, k, beta, G read once, Aqk, L and the row factors written once) and, when every diagonal
+    """Compulsory minimum (q, k, beta, G read once, Aqk, Akk and the row factors written once) and, when every diagonal
     block goes through the Cube (mild gates), the kernel's own count, from its design
     (chunk_intra_tiling.h). KDA: the AIV owning blocks S (sub-block (I ^ (I >> 1)) & 1) reads G and k
     of the blocks in S (each block read by one AIV), q of them, and the first, middle and last rows of
@@ -86,7 +98,9 @@ def _gm_bytes(q, k, beta, G, out_dtype):
     I the operand rows (32 + 16 (I + 1)) the AIC reads back; the AIC writes the columns left of the diagonal block
     to the outputs and the two 16 x 16 fp32 diagonal blocks to the workspace, which the AIV reads
     back. GDN: the AIC reads q and k and writes 2 BT x BT fp32 results; the AIV reads per block row
-    the 32 x 16 (I + 1) it needs and g of the chunk."""
+    the 32 x 16 (I + 1) it needs and g of the chunk. The inverse (BT > 16): L's blocks left of the
+    diagonal into the inverse slot in fp32 (KDA: the AIC's Fixpipes; GDN: the AIVs' whole rows) and
+    read back by the merges, plus the merges' own traffic (sim_helpers.inverse_merge_counters)."""
     NC, BT, HV, K = q.shape
     Kg, eb, ob, units, nb = G.shape[-1], q.element_size(), torch.finfo(out_dtype).bits // 8, NC * HV, BT // 16
     minimum = 2 * q.numel() * eb + beta.numel() * 4 + G.numel() * 4 + 2 * units * BT * BT * ob + 2 * NC * HV * BT * 4
@@ -104,6 +118,9 @@ def _gm_bytes(q, k, beta, G, out_dtype):
             per_unit += (nb - min(owned)) * 3 * K * 4 if owned else 0
     else:
         per_unit += 2 * BT * K * eb + 2 * BT * BT * 4
+    if nb > 1:
+        below = sum(16 * 16 * i for i in range(1, nb)) * 4
+        per_unit += (below if Kg == K else BT * BT * 4) + below + sim_helpers.inverse_merge_counters(BT)[0]
     return minimum, units * per_unit
 
 
@@ -124,18 +141,14 @@ CASES = [  # (B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu)
 @pytest.mark.parametrize("B,T,HV,K,BT,per_key,dtype,gate,out_dtype,cu", CASES)
 def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu):
     q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
-    Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=out_dtype, l_dtype=out_dtype)
+    Aqk, Akk, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=out_dtype, akk_dtype=out_dtype)
     launch = kernels.chunk_intra.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
-    refs = _reference(q, k, beta, G)
-    for name, x, ref, diag in (("Aqk", Aqk, refs[0], 1), ("L", L, refs[1], 0)):
-        assert x.dtype == out_dtype and torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned)"
-        assert not x.triu(diag).any(), f"{name}: nonzero above the lower triangle"
-        # The chunk layout, padding rows included (zero q and k there: zero rows).
-        check_close(name, x, ref, dtype)
+    assert Aqk.dtype == Akk.dtype == out_dtype
+    _check_outputs(Aqk, Akk, _reference(q, k, beta, G), dtype)
     t = kernels.chunk_intra.last_tiling()
     assert (t["NC"], t["HV"], t["BT"], t["K"], t["Kg"]) == (plan.num_chunks, HV, BT, K, K if per_key else 1)
-    assert t["aqk_f32"] == t["l_f32"] == (out_dtype == FP32)
+    assert t["aqk_f32"] == t["akk_f32"] == (out_dtype == FP32)
 
 
 def _norm_factors(x, scale):
@@ -167,7 +180,7 @@ def test_l2norm_and_scale_of_q_and_k(B, T, HV, HQ, K, BT, per_key, dtype, gate, 
     q, k, beta, G, plan = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
     q, k = (x[:, :, ::HV // HQ].contiguous() * 3 for x in (q, k))   # HQ heads, rows of norm ~3
     scale = K ** -0.5
-    Aqk, L, fq, fk = kernels.chunk_intra(q, k, beta, G, True, scale, aqk_dtype=dtype)
+    Aqk, Akk, fq, fk = kernels.chunk_intra(q, k, beta, G, True, scale, aqk_dtype=dtype)
     launch = kernels.chunk_intra.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
     t = kernels.chunk_intra.last_tiling()
@@ -179,33 +192,33 @@ def test_l2norm_and_scale_of_q_and_k(B, T, HV, HQ, K, BT, per_key, dtype, gate, 
     scaled = lambda x, f: x.double() * f.transpose(1, 2).unsqueeze(-1)  # noqa: E731
     groups = HV // HQ
     refs = _reference(*(x.repeat_interleave(groups, 2) for x in (scaled(q, ref_fq), scaled(k, ref_fk))), beta, G)
-    for name, x, ref in (("Aqk", Aqk, refs[0]), ("L", L, refs[1])):
-        assert torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned)"
-        check_close(name, x, ref, dtype)
+    _check_outputs(Aqk, Akk, refs, dtype)
     # no l2norm: the factors are scale and 1; at scale 1 the results of the rows as given
     _, _, fq2, fk2 = kernels.chunk_intra(q, k, beta, G, False, 0.25, aqk_dtype=dtype)
     assert torch.equal(fq2, torch.full_like(fq2, 0.25)) and torch.equal(fk2, torch.ones_like(fk2))
-    A1, L1, *_ = kernels.chunk_intra(q, k, beta, G, False, 1.0, aqk_dtype=dtype)
-    refs = _reference(*(x.repeat_interleave(groups, 2) for x in (q, k)), beta, G)
-    check_close("Aqk (scale 1)", A1, refs[0], dtype)
-    check_close("L (scale 1)", L1, refs[1], dtype)
+    A1, Akk1, *_ = kernels.chunk_intra(q, k, beta, G, False, 1.0, aqk_dtype=dtype)
+    _check_outputs(A1, Akk1, _reference(*(x.repeat_interleave(groups, 2) for x in (q, k)), beta, G), dtype, " (scale 1)")
 
 
 @pytest.mark.parametrize("per_key,dtype", [(True, BF16), (False, FP16)], ids=["kda-bf16", "gdn-fp16"])
-def test_aqk_in_the_cube_type_with_l_in_float32(per_key, dtype):
-    """The chain's call: Aqk in the Cube type (what the output kernel's Cube reads), L in float32 (what
-    the triangular inverse reads). Aqk is the float32 result rounded once (bit-identical to rounding
-    the float32 output), L unchanged; Aqk's write bytes halve."""
+def test_outputs_in_the_cube_type(per_key, dtype):
+    """The chain's call: Aqk and Akk in the Cube type (what the fused state kernel's Cube reads), each the
+    float32 result rounded once (bit-identical to rounding the float32 outputs); each one's write bytes
+    halve."""
     q, k, beta, G, _ = _stage_inputs(2, 100, 2, 64, 64, per_key, dtype, "strong")
-    A32, L32, *_ = kernels.chunk_intra(q, k, beta, G)
+    A32, X32, *_ = kernels.chunk_intra(q, k, beta, G)
     wrote32 = kernels.chunk_intra.last_launch().totals.local_to_gm_bytes
-    Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype)
+    Aqk, Akk, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype)
+    wrote = kernels.chunk_intra.last_launch().totals.local_to_gm_bytes
+    assert (Aqk.dtype, Akk.dtype) == (dtype, FP32) and torch.equal(Aqk, A32.to(dtype)) and torch.equal(Akk, X32)
+    assert wrote32 - wrote == Aqk.numel() * (4 - Aqk.element_size())
+    Aqk, Akk, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=dtype, akk_dtype=dtype)
     launch = kernels.chunk_intra.last_launch()
     assert launch.ok, launch.error
-    assert (Aqk.dtype, L.dtype) == (dtype, FP32) and torch.equal(Aqk, A32.to(dtype)) and torch.equal(L, L32)
-    assert wrote32 - launch.totals.local_to_gm_bytes == Aqk.numel() * (4 - Aqk.element_size())
+    assert Akk.dtype == dtype and torch.equal(Akk, X32.to(dtype)) and torch.equal(Aqk, A32.to(dtype))
+    assert wrote32 - launch.totals.local_to_gm_bytes == 2 * Aqk.numel() * (4 - Aqk.element_size())
     t = kernels.chunk_intra.last_tiling()
-    assert (t["aqk_f32"], t["l_f32"]) == (0, 1)
+    assert (t["aqk_f32"], t["akk_f32"]) == (0, 0)
 
 
 def test_strong_gates_take_the_exact_path():
@@ -215,11 +228,9 @@ def test_strong_gates_take_the_exact_path():
     counts = {}
     for gate in ("mild", "strong"):
         q, k, beta, G, _ = _stage_inputs(1, 128, 2, 64, 64, True, BF16, gate, seed=4)
-        Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G)
+        Aqk, Akk, *_ = kernels.chunk_intra(q, k, beta, G)
         counts[gate] = kernels.chunk_intra.last_launch().totals
-        refs = _reference(q, k, beta, G)
-        check_close(f"Aqk ({gate})", Aqk, refs[0], BF16)
-        check_close(f"L ({gate})", L, refs[1], BF16)
+        _check_outputs(Aqk, Akk, _reference(q, k, beta, G), BF16, f" ({gate})")
     assert counts["strong"].cube_macs == counts["mild"].cube_macs
     assert counts["strong"].vector_elem_ops > 2 * counts["mild"].vector_elem_ops
 
@@ -233,11 +244,9 @@ def test_safe_span_per_dtype():
     for dtype in (BF16, FP16):
         for gate in ("mild", "wide", "steep"):
             q, k, beta, G, _ = _stage_inputs(1, 128, 2, 128, 64, True, dtype, gate, seed=9)
-            Aqk, L, *_ = kernels.chunk_intra(q, k, beta, G)
+            Aqk, Akk, *_ = kernels.chunk_intra(q, k, beta, G)
             vector_ops[dtype, gate] = kernels.chunk_intra.last_launch().totals.vector_elem_ops
-            refs = _reference(q, k, beta, G)
-            check_close(f"Aqk ({dtype}, {gate})", Aqk, refs[0], dtype)
-            check_close(f"L ({dtype}, {gate})", L, refs[1], dtype)
+            _check_outputs(Aqk, Akk, _reference(q, k, beta, G), dtype, f" ({dtype}, {gate})")
     assert vector_ops[BF16, "steep"] == vector_ops[BF16, "wide"] == vector_ops[BF16, "mild"] == vector_ops[FP16, "mild"]
     assert vector_ops[FP16, "steep"] == vector_ops[FP16, "wide"] > 2 * vector_ops[FP16, "mild"]
 
@@ -257,8 +266,9 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
         _, expected = _gm_bytes(q, k, beta, G, FP32)
         tot = launch.totals
         assert tot.gm_to_local_bytes + tot.local_to_gm_bytes == expected
-        # KDA: per block row I a 32 x K x 16 (I + 1) product; GDN: [q; k] (2 BT rows) times k^T.
+        # KDA: per block row I a 32 x K x 16 (I + 1) product; GDN: [q; k] (2 BT rows) times k^T; the merges.
         macs = sum(32 * K * 16 * (i + 1) for i in range(BT // 16)) if per_key else 2 * BT * BT * K
+        macs += sim_helpers.inverse_merge_counters(BT)[1]
         assert tot.cube_macs == NC * HV * macs
     for o in outs[1:]:
         for x, x0 in zip(o, outs[0]):
@@ -273,10 +283,11 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
 
 
 @pytest.mark.parametrize("per_key,gate,expect_ratio,expect_share", [
-    (True, "mild", 2.762, 0.736), (True, "strong", 3.094, 0.548),
-    (False, "mild", 2.065, 0.939), (False, "strong", 2.065, 0.939)])
+    (True, "mild", 3.238, 0.732), (True, "strong", 3.570, 0.564),
+    (False, "mild", 2.927, 0.914), (False, "strong", 2.927, 0.914)])
 def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, expect_share):
-    """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs, q's and k's l2
+    """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs, the inverse in the
+    launch (its merges' workspace round trips count: the minimum is Aqk and Akk written), q's and k's l2
     norms and scale in the kernel, as the chain calls it): GM bytes over the compulsory minimum, and
     the Cube's share of the multiply-adds (vector element operations counted as one multiply-add
     each)."""
@@ -294,8 +305,8 @@ def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, ex
 
 def test_no_chunk_launches_nothing():
     q, k, beta, G, _ = _stage_inputs(1, 64, 2, 64, 64, True, BF16)
-    Aqk, L, *_ = kernels.chunk_intra(q[:0], k[:0], beta[:0], G[:0])
-    assert Aqk.shape == L.shape == (0, 2, 64, 64) and kernels.chunk_intra.last_launch() is None
+    Aqk, Akk, *_ = kernels.chunk_intra(q[:0], k[:0], beta[:0], G[:0])
+    assert Aqk.shape == Akk.shape == (0, 2, 64, 64) and kernels.chunk_intra.last_launch() is None
 
 
 def test_refusals():
@@ -307,7 +318,7 @@ def test_refusals():
     with pytest.raises(_native.KernelError, match="`beta`, `g`, `q_scale` and `k_scale` must be float32"):
         kernels.chunk_intra(q, k, beta.bfloat16(), G)
     with pytest.raises(_native.KernelError, match="float32 or the dtype of `q`"):
-        kernels.chunk_intra(q, k, beta, G, l_dtype=FP16)
+        kernels.chunk_intra(q, k, beta, G, akk_dtype=FP16)
     with pytest.raises(_native.KernelError, match=r"`beta` must be \[NC, HV, BT\]"):
         kernels.chunk_intra(q, k, beta[..., :32], G)
     with pytest.raises(_native.KernelError, match=r"`g` must be \[NC, BT, HV, K\] \(KDA, token-major\) or \[NC, HV, BT, 1\]"):
@@ -334,9 +345,9 @@ def test_gva_reads_q_and_k_by_head_group(per_key):
     those of the call on q and k expanded to the value heads, bit for bit."""
     q, k, beta, G, _ = _stage_inputs(1, 100, 4, 64, 32, per_key, BF16, "strong")
     qs, ks = q[:, :, ::2].contiguous(), k[:, :, ::2].contiguous()   # 2 q / k heads for 4 value heads
-    A, L, *_ = kernels.chunk_intra(qs, ks, beta, G, aqk_dtype=BF16)
+    A, X, *_ = kernels.chunk_intra(qs, ks, beta, G, aqk_dtype=BF16)
     assert kernels.chunk_intra.last_tiling()["groups"] == 2
-    A_ref, L_ref, *_ = kernels.chunk_intra(qs.repeat_interleave(2, 2), ks.repeat_interleave(2, 2), beta, G, aqk_dtype=BF16)
-    assert torch.equal(A, A_ref) and torch.equal(L, L_ref)
+    A_ref, X_ref, *_ = kernels.chunk_intra(qs.repeat_interleave(2, 2), ks.repeat_interleave(2, 2), beta, G, aqk_dtype=BF16)
+    assert torch.equal(A, A_ref) and torch.equal(X, X_ref)
     with pytest.raises(_native.KernelError, match="GVA"):
         kernels.chunk_intra(q[:, :, :3].contiguous(), k[:, :, :3].contiguous(), beta, G)

@@ -23,6 +23,7 @@ from fla_npu.ops.common.decay import ChunkDecay
 from fla_npu.runtime import _native, kernels
 from fla_npu.testing import check_close, rel_rms
 
+import sim_helpers
 from sim_helpers import run_tiling_unit_test
 
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
@@ -114,23 +115,11 @@ def test_core_count_invariance(monkeypatch):
 def _expected_counters(units, BT, out_bytes):
     """GM bytes the kernel moves and its Cube multiply-adds, from its algorithm (solve_tril_tiling.h).
     L: the AIVs read the diagonal blocks, the AIC the blocks below them (each element once, the upper
-    blocks never); Akk written once; the slot: -X_bb (b > 0) and X_bb^T (b < nb - 1) written by the
-    AIVs, XT's upper blocks, R^T and -X_ii read by the AIC, R^T and the XT column blocks written by it."""
+    blocks never); Akk written once; the slot: sim_helpers.inverse_merge_counters."""
     nb, f = BT // 16, 4
     read_l = units * (nb * 256 + sum(16 * 16 * i for i in range(1, nb))) * f
     write_akk = units * BT * BT * out_bytes
-    if nb == 1:
-        return read_l + write_akk, 0
-    ws = 2 * (nb - 1) * 256 * f                                                      # AIV -> slot
-    macs = 0
-    for i in range(1, nb):
-        n = 16 * i
-        xt = sum(16 * (n - 16 * r) for r in range(i))                                # XT[:n, :n], upper blocks
-        ws += (xt + n * 16 + n * 16 + 256) * f                                       # AIC: XT, R^T out + in, -X_ii
-        macs += n * 16 * n + 16 * n * 16
-        if i + 1 < nb:
-            ws += n * 16 * f                                                         # XT column block
-            macs += n * 16 * 16
+    ws, macs = sim_helpers.inverse_merge_counters(BT)
     return read_l + write_akk + units * ws, units * macs
 
 

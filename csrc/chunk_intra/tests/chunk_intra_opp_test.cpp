@@ -11,7 +11,7 @@ using opp_test::CallSpec;
 using opp_test::Floats;
 
 // q, k [NC, BT, HV, K] (token-major) of `dtype`, beta [NC, HV, BT] (positive), g (GateDims: a narrow gate,
-// Kg = K is KDA, 1 GDN), aqk and l [NC, HV, BT, BT] of `out`, q_scale and k_scale [NC, HV, BT]; the
+// Kg = K is KDA, 1 GDN), aqk and akk [NC, HV, BT, BT] of `out`, q_scale and k_scale [NC, HV, BT]; the
 // attributes qk_l2norm (`l2norm`) and scale (0.125 with it, else 1).
 CallSpec Call(int32_t dtype, int32_t out, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t Kg, bool l2norm = false) {
     const int32_t f32 = FLA_NPU_FLOAT32;
@@ -48,9 +48,9 @@ const std::map<std::string, std::function<int()>> kCases = {
          return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1, true), 7, {1, 2, 32}),
                         "[NC, HQ, BT]");
      }},
-    {"refuse_l_shape",
+    {"refuse_akk_shape",
      [] {
-         return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1), 5, {1, 2, 64, 32}), "`l`");
+         return Refused(opp_test::Reshaped(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 64, 1), 5, {1, 2, 64, 32}), "`akk`");
      }},
 };
 

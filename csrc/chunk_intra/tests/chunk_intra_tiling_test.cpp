@@ -16,7 +16,8 @@ static ChunkIntraProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t
     return p;
 }
 
-// Buffers fit; the operand slot holds 32 row-operand rows and 16 (I + 1) column rows per block row.
+// Buffers fit; the operand slot holds 32 row-operand rows and 16 (I + 1) column rows per block row;
+// BT > 16 adds two inverse slots (the merges' slot, then L) and the merges' L1 buffers.
 static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) {
     const bool kda = p.Kg == p.K;
     CHECK(t.nb * 16 == t.BT);
@@ -27,14 +28,18 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
     }
     CHECK(t.row_rows == (kda ? 32 * t.nb : 0) && t.col_rows == (kda ? cols : 0));
     CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == (kda ? 512 * t.nb : 2 * t.BT * t.BT));
-    CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * t.elem_bytes + 2 * t.ws_res_elems * 4);
+    const fla_npu::solve_tril::MergeSizes m = fla_npu::solve_tril::MergeSizesOf(t.BT);
+    CHECK(t.ws_inv_elems == (t.nb > 1 ? m.elems + t.BT * t.BT : 0) && t.ws_inv_l_off == (t.nb > 1 ? m.elems : 0));
+    CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * t.elem_bytes + 2 * t.ws_res_elems * 4 + 2 * t.ws_inv_elems * 4);
+    CHECK(t.nb == 1 || (t.l0a_bytes_used >= m.l0a && t.l0b_bytes_used >= m.l0b && t.l0c_bytes_used >= m.l0c &&
+                        t.l1_bytes_used >= m.l1 + (kda ? t.ws_op_elems * t.elem_bytes : 2 * t.BT * t.K * t.elem_bytes)));
     CHECK((2ull * t.ws_op_elems * t.elem_bytes) % 32 == 0);  // the result slots start 32-byte aligned
     CHECK(t.piece_elems >= 16 * t.K && t.piece_elems >= 16 * t.BT);
     CHECK(t.ub_bytes_used <= p.ub_bytes);
     CHECK(t.l1_bytes_used <= soc::kA2.l1Bytes && t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes &&
           t.l0c_bytes_used <= p.l0c_bytes);
     CHECK(t.safe_span == (p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16) && t.aqk_f32 == (p.aqk_f32 ? 1u : 0u) &&
-          t.l_f32 == (p.l_f32 ? 1u : 0u));
+          t.akk_f32 == (p.akk_f32 ? 1u : 0u));
 }
 
 static void TestShapes() {
@@ -47,7 +52,7 @@ static void TestShapes() {
                         ChunkIntraProblem p = Problem(5, 3, BT, K, Kg, cores);
                         p.fp16 = fp16;
                         p.aqk_f32 = !fp16;  // the two outputs' dtypes independent
-                        p.l_f32 = fp16;
+                        p.akk_f32 = fp16;
                         tiling_test::CheckTiled<ChunkIntraTiling>(p, cores, CheckBuffers);
                     }
     // The production head (BT 64, K 128, KDA): 288 operand rows per slot.
@@ -75,6 +80,12 @@ static void TestRefusals() {
     CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "float32") != nullptr);
     p.cube_fp32 = false;
     CHECK(ComputeTiling(p, &t, &err) != 0 && std::strstr(err, "takes no float32") != nullptr);
+    // BT 32 and 64 merge the inverse's blocks with float32 Cube products; BT 16 has no merge.
+    auto noFp32 = Problem(2, 2, 32, 128, 1, 4);
+    noFp32.cube_fp32 = false;
+    CHECK(ComputeTiling(noFp32, &t, &err) != 0 && std::strstr(err, "merges") != nullptr);
+    noFp32.BT = 16;
+    CHECK(ComputeTiling(noFp32, &t, &err) == 0 && t.ws_inv_elems == 0);
     CHECK(ComputeTiling(Problem(2, 2, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
     CHECK(ComputeTiling(Problem(2, 2, 48, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
     CHECK(ComputeTiling(Problem(2, 2, 64, 100, 1, 4), &t, &err) != 0 && std::strstr(err, "multiple of 16") != nullptr);
@@ -92,27 +103,28 @@ static void TestArgs() {
     // q, k and KDA's g token-major [NC, BT, H, D]; the rest head-major
     const auto q = Arg({3, 64, 2, 128}), b = Arg({3, 2, 64}, FLA_NPU_FLOAT32), g1 = Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32),
                gk = Arg({3, 64, 2, 128}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), a32 = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
-    const auto dev = tiling_test::Device(8, 100000, 131072);
+    const auto dev = tiling_test::Device(8, 196608, 131072);  // a2's UB
     ChunkIntraProblem p;
-    // q, k, beta, g, aqk, l, q_scale, k_scale; qk_l2norm, scale
+    // q, k, beta, g, aqk, akk, q_scale, k_scale; qk_l2norm, scale
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t l2norm = 0, float scale = 1.0f) {
         return tiling_test::CheckCall(&p, dev, call, l2norm, scale);
     };
     auto S = [](const fla_npu::ShapeArg& q) { return Arg({q.d[0], q.d[2], q.d[1]}, FLA_NPU_FLOAT32); };  // [NC, HQ, BT]
     CHECK(check({q, q, b, g1, a, Arg({3, 2, 64}), S(q), S(q)}) != nullptr);
     CHECK(check({q, q, b, g1, a, a, S(q), S(q)}) == nullptr);
-    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.aqk_f32 && !p.l_f32);
-    CHECK(check({q, q, b, g1, a, a32, S(q), S(q)}) == nullptr && !p.aqk_f32 && p.l_f32);  // Aqk in T, L in float32
+    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.aqk_f32 &&
+          !p.akk_f32);
+    CHECK(check({q, q, b, g1, a, a32, S(q), S(q)}) == nullptr && !p.aqk_f32 && p.akk_f32);  // Aqk in T, Akk in float32
     const auto qb = Arg({3, 64, 2, 128}, FLA_NPU_BFLOAT16);
     CHECK(check({qb, qb, b, gk, a32, a32, S(qb), S(qb)}) == nullptr && p.Kg == 128 && !p.fp16 && p.aqk_f32 &&
-          p.l_f32);  // KDA's G token-major
+          p.akk_f32);  // KDA's G token-major
     CHECK(Names(check({qb, qb, b, Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), a32, a32, S(qb), S(qb)}), "`g`"));  // not head-major
     const auto badK = Arg({3, 64, 2, 64}), badB = Arg({3, 2, 32}), badG = Arg({3, 2, 64, 7}), badA = Arg({3, 2, 64, 32}),
                badHead = Arg({3, 64, 1, 128});
     CHECK(Names(check({q, badK, b, g1, a, a, S(q), S(q)}), "`k`"));
     CHECK(Names(check({q, q, badB, g1, a, a, S(q), S(q)}), "`beta`"));
     CHECK(Names(check({q, q, b, badG, a, a, S(q), S(q)}), "`g`"));
-    CHECK(Names(check({q, q, b, g1, a, badA, S(q), S(q)}), "`aqk` and `l`"));
+    CHECK(Names(check({q, q, b, g1, a, badA, S(q), S(q)}), "`aqk` and `akk`"));
     CHECK(Names(check({q, badHead, b, g1, a, a, S(q), S(q)}), "`k`"));
     CHECK(Names(check({q, q, b, Arg({3, 1, 64, 1}, FLA_NPU_FLOAT32), a, a, S(q), S(q)}), "[NC, HV] of `beta`"));
     // GVA: q and k with a number of heads dividing beta's HV; the problem is over the value heads.

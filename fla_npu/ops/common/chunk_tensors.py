@@ -6,7 +6,7 @@ inputs in the chunk layout ``[NC, HV, BT, D]`` (:class:`ChunkInputs`) and the st
  no.  name                reference (chunk_fwd.py)     kernel (fla_npu/runtime/, csrc/)
 ====  ==================  ==========================  ======================================================
   1   gate cumsum         ``chunk_local_cumsum``       ``gate`` (GateChunkCumsum)
-  2   intra-chunk         ``chunk_intra_fwd``          ``chunk_intra`` + ``solve_tril``
+  2   intra-chunk         ``chunk_intra_fwd``          ``chunk_intra`` (the inverse in its launch)
   3   WY factors          ``wy_fwd``                   ``wy_fast`` (or with 4, 5: ``chunk_state_output``)
   4   state recurrence    ``state_fwd``                ``chunk_state``
   5   output              ``output_fwd``               ``chunk_output``
