@@ -10,15 +10,17 @@ using opp_glue::Same;
 using opp_test::CallSpec;
 using opp_test::Floats;
 
-// q, k [NC, BT, HV, K] (token-major) of `dtype`, beta [NC, HV, BT] (positive), g (GateDims: a narrow gate,
+// q, k [NC, BT, HV, K] (token-major) of `dtype` (k small, as normalised keys are: (I + L)^-1 stays
+// finite in 16 bits), beta [NC, HV, BT] (positive), g (GateDims: a narrow gate,
 // Kg = K is KDA, 1 GDN), aqk and akk [NC, HV, BT, BT] of `out`, q_scale and k_scale [NC, HV, BT]; the
 // attributes qk_l2norm (`l2norm`) and scale (0.125 with it, else 1).
 CallSpec Call(int32_t dtype, int32_t out, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t Kg, bool l2norm = false) {
     const int32_t f32 = FLA_NPU_FLOAT32;
-    CallSpec c{{Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, K}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
-                Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -0.05f, 0.0f), Floats(out, {NC, HV, BT, BT}),
-                Floats(out, {NC, HV, BT, BT}), Floats(f32, {NC, HV, BT}), Floats(f32, {NC, HV, BT})},
-               {}};
+    CallSpec c{
+        {Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, K}, -0.1f, 0.1f), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
+         Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -0.05f, 0.0f), Floats(out, {NC, HV, BT, BT}),
+         Floats(out, {NC, HV, BT, BT}), Floats(f32, {NC, HV, BT}), Floats(f32, {NC, HV, BT})},
+        {}};
     c.attrs.resize(2);
     c.attrs[0].i = l2norm ? 1 : 0;
     c.attrs[1].f = l2norm ? 0.125f : 1.0f;
