@@ -178,7 +178,7 @@ def _delta_rule_stages(per_key: bool) -> tuple:
     s = scale_delta_rule
     return (
         Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s),
-        Stage("chunk_intra", "2: intra-chunk Aqk, Akk = (I + L)^-1", "chunk_intra", _launch_intra(per_key), units_chunks, s),
+        Stage("chunk_intra", "2: intra-chunk Aqk, Akk", "chunk_intra", _launch_intra(per_key), units_chunks, s),
         Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
               _launch_state_output(per_key), units_chunks, s),
     )

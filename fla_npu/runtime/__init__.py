@@ -10,7 +10,8 @@ Kernels (``kernels``: one generic call per op of the build's op table, generated
 descriptors; ``op_calls``: what some ops' calls add to it): ``gate_chunk_cumsum`` (stage 1 of
 chunked KDA / GDN: gate activation + chunk-local cumsum), ``chunk_intra`` (stage 2, the
 triangular inverse in its launch; ``solve_tril`` the inverse alone), ``wy_fast`` (3),
-``chunk_state`` (4), ``chunk_output`` (5), chained by ``chunk_pipeline`` and exposed as ``torch.ops.fla_npu`` custom ops (``torch_ops``); ``prefix_shared_attention``.
+``chunk_state`` (4), ``chunk_output`` (5), chained by ``chunk_pipeline`` and exposed as
+``torch.ops.fla_npu`` custom ops (``torch_ops``); ``prefix_shared_attention``.
 ``fla_npu.profile()`` (``profile``) records launches.
 """
 
