@@ -617,10 +617,12 @@ class ChunkIntraVector {
         OrderV();
         LocalTensor<float> d = dg_.Get<float>();  // the diagonal block, contiguous for the inverse
         DataCopy(d, ol[16 * I], DataCopyParams(16, 2, static_cast<uint16_t>((BT - 16) / 8), 0));
-        if (t_.nb > 1) {
+        if (I > 0) {  // the columns left of the diagonal block: what the merges read
             outF_.EnQue(ol);
             ol = outF_.template DeQue<float>();
-            DataCopy(g_.inv[InvL(t_, slot) + uint64_t(16 * I) * BT], ol, n);
+            const uint16_t gap = static_cast<uint16_t>((BT - 16 * I) / 8);
+            DataCopy(g_.inv[InvL(t_, slot) + uint64_t(16 * I) * BT], ol,
+                     DataCopyParams(16, static_cast<uint16_t>(2 * I), gap, gap));
         }
         outF_.FreeTensor(ol);
         LocalTensor<float> x = outF_.template AllocTensor<float>();

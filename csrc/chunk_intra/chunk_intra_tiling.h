@@ -36,7 +36,8 @@
 // block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block straight to Aqk (Fixpipe: fp32, or
 // rounded once to T) and L's to its inverse slot (fp32), the 16 x 16 diagonal blocks to a result slot; the AIVs mask those (or
 // compute them exactly). GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the result
-// slot; the AIVs multiply by the decay, mask, scale by beta and write whole rows (Aqk's to Aqk, L's to the inverse slot).
+// slot; the AIVs multiply by the decay, mask, scale by beta and write Aqk's whole rows, L's columns left of the diagonal
+// block to the inverse slot.
 // Hand-off: common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC -> AIV) for the results; an AIV forms
 // unit i + 1 before it finishes unit i, so the Cube works while the AIVs form.
 //
