@@ -97,9 +97,12 @@ struct SharedGm {
     }
 };
 
-// Where a unit's inverse slot (parity `slot`) starts among the inverse floats, and its L within it.
+// Where a unit's inverse slot (parity `slot`) starts among the inverse floats, and its L within it
+// (after the merges' own slot, solve_tril::MergeSizesOf).
 __aicore__ inline uint64_t InvSlot(const ChunkIntraTiling& t, uint32_t slot) { return uint64_t(slot) * t.ws_inv_elems; }
-__aicore__ inline uint64_t InvL(const ChunkIntraTiling& t, uint32_t slot) { return InvSlot(t, slot) + t.ws_inv_l_off; }
+__aicore__ inline uint64_t InvL(const ChunkIntraTiling& t, uint32_t slot) {
+    return InvSlot(t, slot) + solve_tril::MergeSizesOf(t.BT).elems;
+}
 
 // ------------------------------------------------------------------------------------------------
 // AIC: one Mmad per block row (KDA) or one for the chunk (GDN), fp32 results to the result slot;
@@ -140,7 +143,7 @@ class ChunkIntraCube {
 
   private:
     // Akk's blocks left of the diagonal of unit u (inverse slot `slot`), BT > 16: once both AIVs set Inv
-    // (their diagonal blocks, and GDN's L rows, in the slot), after this core's Fixpipes of L (KDA).
+    // (their diagonal blocks, and GDN's L columns, in the slot), after this core's Fixpipes of L (KDA).
     __aicore__ inline void Merge(uint32_t u, uint32_t slot) {
         if (t_.nb == 1) return;
         const uint64_t s = InvSlot(t_, slot);
@@ -271,7 +274,7 @@ class ChunkIntraVector {
         for (uint32_t I = 0; I < t_.nb; ++I)
             if (BlockRowOwner(I) == at_.sub) owned_[nOwned_++] = I;
         BuildMasks();
-        // zero rows for the columns right of a diagonal block (KDA's Aqk, Akk), in both output types
+        // zero rows for the columns right of a diagonal block (KDA's Aqk; Akk), in both output types
         InitBufs(pipe_, 16 * BT * sizeof(float), zf_);
         InitBufs(pipe_, 16 * BT * sizeof(T), zt_);
         Duplicate(zf_.Get<float>(), 0.0f, static_cast<int32_t>(16 * BT));

@@ -26,13 +26,12 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     const uint32_t nb = p.BT / 16, eb = p.elem_bytes;
     if (nb > 1 && !p.cube_fp32)
         return Refuse(err, "this SoC's Cube takes no float32 inputs (the merges of the inverse's diagonal blocks need them)");
-    const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(nb > 1 ? p.BT : 32);  // BT 16: no merge
+    const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(p.BT);  // used only with a merge (nb > 1)
     t->nb = nb;
     t->row_rows = kda ? 32 * nb : 0;
     t->col_rows = kda ? 8 * nb * (nb + 1) : 0;
     t->ws_op_elems = (t->row_rows + t->col_rows) * p.K;
     t->ws_res_elems = kda ? 512 * nb : 2 * p.BT * p.BT;  // KDA: the diagonal blocks only
-    t->ws_inv_l_off = nb > 1 ? m.elems : 0;
     t->ws_inv_elems = nb > 1 ? m.elems + p.BT * p.BT : 0;
     t->ws_bytes_per_core = 2 * t->ws_op_elems * eb + 2 * t->ws_res_elems * 4 + 2 * t->ws_inv_elems * 4;
 

@@ -90,7 +90,7 @@ struct ChunkIntraTiling {
     uint32_t ws_res_elems;       // one result slot, floats: KDA nb diagonal pairs (512 I: q part, beta k part);
                                  //   GDN 2 BT x BT (q k^T rows, then k k^T rows)
     uint32_t ws_inv_elems;       // one inverse slot, floats: the merges' (solve_tril's MergeSizesOf), then L
-    uint32_t ws_inv_l_off;       //   [BT, BT] from ws_inv_l_off (no slot when BT = 16: no merge)
+                                 //   [BT, BT] (no slot when BT = 16: no merge)
     uint32_t ws_bytes_per_core;  // two operand slots, two result slots, two inverse slots
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
     float safe_span;             // kSafeSpanBf16 or kSafeSpanFp16

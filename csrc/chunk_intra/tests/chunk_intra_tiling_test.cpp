@@ -29,7 +29,7 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
     CHECK(t.row_rows == (kda ? 32 * t.nb : 0) && t.col_rows == (kda ? cols : 0));
     CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == (kda ? 512 * t.nb : 2 * t.BT * t.BT));
     const fla_npu::solve_tril::MergeSizes m = fla_npu::solve_tril::MergeSizesOf(t.BT);
-    CHECK(t.ws_inv_elems == (t.nb > 1 ? m.elems + t.BT * t.BT : 0) && t.ws_inv_l_off == (t.nb > 1 ? m.elems : 0));
+    CHECK(t.ws_inv_elems == (t.nb > 1 ? m.elems + t.BT * t.BT : 0));
     CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * t.elem_bytes + 2 * t.ws_res_elems * 4 + 2 * t.ws_inv_elems * 4);
     CHECK(t.nb == 1 || (t.l0a_bytes_used >= m.l0a && t.l0b_bytes_used >= m.l0b && t.l0c_bytes_used >= m.l0c &&
                         t.l1_bytes_used >= m.l1 + (kda ? t.ws_op_elems * t.elem_bytes : 2 * t.BT * t.K * t.elem_bytes)));
