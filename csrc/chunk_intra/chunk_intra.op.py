@@ -21,6 +21,9 @@ Cube + vector)
   aqk  [NC, HV, BT, BT]  A, float32 or T:  aqk[i, j] = sum_d q_id k_jd 2^(G_id - G_jd)  (j <= i, else 0)
   akk  [NC, HV, BT, BT]  O, float32 or T:  akk = (I + L)^-1 with L[i, j] = beta_i sum_d k_id k_jd
                          2^(G_id - G_jd) (j < i, else 0); unit lower triangular, exact zeros above
+  akk_beta               int32 0 / 1: with 1, akk = (I + L)^-1 diag(beta) (column j times beta_j: the
+                         operand of the fused state kernel, FlaNpuChunkStateOutput, which then reads
+                         k and v as given); the diagonal holds beta then
   q_scale, k_scale [NC, HQ, BT]  float32: the factors of q's and k's rows (for the fused state kernel)
 All contiguous; BT 16, 32 or 64; K a multiple of 16 in [16, 256]; NC or HV may be 0 (nothing runs).
 Exact for any decaying gate (floored per-step decays included): products go through the Cube
@@ -36,10 +39,10 @@ Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) /
 of T each; GDN: none), two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
 floats) and, for BT 32 and 64, two inverse slots (L, the transposed inverse, -X_bb and R^T: 2 BT x BT
 + 16 BT + 16 (BT - 16) floats). NPU flavours forward to aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k,
-beta, g, qkL2norm, scale, aqk, akk, qScale, kScale); nothing is called when there is no chunk.""",
+beta, g, qkL2norm, scale, akkBeta, aqk, akk, qScale, kScale); nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
-             ("qk_l2norm", "int32"), ("scale", "float"),
+             ("qk_l2norm", "int32"), ("scale", "float"), ("akk_beta", "int32"),
              ("aqk", "out", "A", ["q[0]", "beta[1]", "q[1]", "q[1]"]), ("akk", "out", "O", ["q[0]", "beta[1]", "q[1]", "q[1]"]),
              ("q_scale", "out", "float32", ["q[0]", "q[2]", "q[1]"]), ("k_scale", "out", "float32", ["q[0]", "q[2]", "q[1]"])],
     "dtypes": {"T": ["float16", "bfloat16"], "A": ["float32", "T"], "O": ["float32", "T"]},

@@ -8,8 +8,8 @@ namespace fla_npu {
 namespace chunk_intra {
 
 int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* beta, const FlaNpuTensor* g,
-                    int32_t qk_l2norm, float scale, const FlaNpuTensor* aqk, const FlaNpuTensor* akk, const FlaNpuTensor* q_scale,
-                    const FlaNpuTensor* k_scale, EntryCall* call) {
+                    int32_t qk_l2norm, float scale, int32_t akk_beta, const FlaNpuTensor* aqk, const FlaNpuTensor* akk,
+                    const FlaNpuTensor* q_scale, const FlaNpuTensor* k_scale, EntryCall* call) {
     // The descriptor's dtypes here; strides, shapes, the attributes and the tiling: TilingFromShapes,
     // the operator package's hook.
     if (!CheckDtype(kEntry, "q", q, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32})) return FLA_NPU_ERR_INVALID_ARGUMENT;
@@ -20,8 +20,8 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
         if (x->dtype != FLA_NPU_FLOAT32 && x->dtype != q->dtype)
             return InvalidArgument(kEntry, "`aqk` and `akk` must each be float32 or the dtype of `q`");
     return CheckStridesAndTile(kEntry, kTensorNames, call->t, kTensors,
-                               [call, qk_l2norm, scale](const ShapeArg* a, const DeviceFacts& dev) {
-                                   return TilingFromShapes(a, qk_l2norm, scale, dev, &call->tiling);
+                               [call, qk_l2norm, scale, akk_beta](const ShapeArg* a, const DeviceFacts& dev) {
+                                   return TilingFromShapes(a, qk_l2norm, scale, akk_beta, dev, &call->tiling);
                                });
 }
 

@@ -477,19 +477,27 @@ class ChunkIntraVector {
     // L's diagonal block I of unit u (l: 16 x 16 fp32, its strictly lower part used) inverted in fp32,
     // X = (I + L_II)^-1 (BlockInverse16), through o (a buffer of outF_, may hold l; freed) to Akk's
     // diagonal block, and for the merges (BT > 16) -X (I > 0) and X^T on XT's diagonal (I < nb - 1) to
-    // the inverse slot `slot`.
+    // the inverse slot `slot`. With akk_beta X D and D X^T (D = diag(beta) of the block's rows) in
+    // place of X and X^T: the merges, linear in XT's blocks, then give every block of Akk D (-X, the
+    // merges' left factor, stays as it is).
     __aicore__ inline void Invert(const LocalTensor<float>& l, LocalTensor<float>& o, uint32_t u, uint32_t slot, uint32_t I) {
         const uint32_t BT = t_.BT;
-        LocalTensor<float> x = x_.Get<float>();
+        const uint64_t row0 = uint64_t(u) * BT + 16 * I;
+        LocalTensor<float> x = x_.Get<float>(), bc = bcB_.Get<float>();
         OrderV();  // l's writers
         inv_.Load(l);
         inv_.Lower(x);
         OrderV();
-        Adds(o, x, 0.0f, static_cast<int32_t>(kBlockElems));
-        WriteRows(o, g_.akk, (uint64_t(u) * BT + 16 * I) * BT + 16 * I, 16);
-        if (t_.nb == 1) return;
+        LocalTensor<float> b;
+        if (t_.akk_beta) {
+            b = LoadBeta(row0, bc);
+            MulByRow(o, x, b, 16, 16);  // X D
+        } else {
+            Adds(o, x, 0.0f, static_cast<int32_t>(kBlockElems));
+        }
+        WriteRows(o, g_.akk, row0 * BT + 16 * I, 16);
         const uint64_t s = InvSlot(t_, slot);
-        if (I > 0) {
+        if (I > 0) {  // (BT > 16)
             LocalTensor<float> nx = outF_.template AllocTensor<float>();
             Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
             CopyOut(outF_, g_.inv[s + solve_tril::MergeSizesOf(BT).nx_off + I * kBlockElems], nx, kBlockElems);
@@ -497,12 +505,17 @@ class ChunkIntraVector {
         if (I + 1 < t_.nb) {
             LocalTensor<float> y = outF_.template AllocTensor<float>();
             inv_.Upper(y);
+            if (t_.akk_beta) {
+                OrderV();
+                MulRows(y, y, bc, 16, 16);  // D X^T
+            }
             outF_.EnQue(y);
             y = outF_.template DeQue<float>();
             DataCopy(g_.inv[s + uint64_t(16 * I) * BT + 16 * I], y,
                      DataCopyParams(16, 2, 0, static_cast<uint16_t>((BT - 16) / 8)));
             outF_.FreeTensor(y);
         }
+        if (t_.akk_beta) inB_.FreeTensor(b);
     }
 
     // GDN: the factors of the unit's BT rows of k into w1_ (NormFactors), with qk_l2norm from the

@@ -18,6 +18,7 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->aqk_f32 = p.aqk_f32 ? 1u : 0u;
     t->akk_f32 = p.akk_f32 ? 1u : 0u;
     t->qk_l2norm = p.qk_l2norm ? 1u : 0u;
+    t->akk_beta = p.akk_beta ? 1u : 0u;
     t->scale = p.scale;
     t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
@@ -62,7 +63,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 }
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
-const char* ProblemFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, const DeviceFacts& dev, ChunkIntraProblem* p) {
+const char* ProblemFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, int64_t akk_beta, const DeviceFacts& dev,
+                              ChunkIntraProblem* p) {
     const ShapeArg &qt = a[0], &k = a[1], &beta = a[2], &aqk = a[4], &akk = a[5];
     const ShapeArg q = chunk_tiling::HeadMajor(qt);  // q, k are token-major [NC, BT, HQ, K]
     ShapeArg heads[6];                               // the call with g head-major, for the shared checks
@@ -71,6 +73,7 @@ const char* ProblemFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale,
     if (!RanksAre(a, {4, 4, 3, 4, 4, 4, 3, 3}))
         return "`beta`, `q_scale` and `k_scale` must be 3-D and `q`, `k`, `g`, `aqk`, `akk` 4-D (chunk layout [NC, HV, ...])";
     if (qk_l2norm != 0 && qk_l2norm != 1) return "`qk_l2norm` must be 0 or 1";
+    if (akk_beta != 0 && akk_beta != 1) return "`akk_beta` must be 0 or 1";
     const int64_t BT = q.d[2], K = q.d[3], Kg = g.d[3];
     if (!SameShape(k, qt)) return "`k` must have the shape of `q`";
     if (!chunk_tiling::TokenPitchOk(qt)) return "`q` and `k`: HQ * K must be at most 65535 (a row stride of the loads)";
@@ -90,13 +93,14 @@ const char* ProblemFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale,
     p->akk_f32 = akk.dtype == FLA_NPU_FLOAT32;
     p->qk_l2norm = qk_l2norm == 1;
     p->scale = scale;
+    p->akk_beta = akk_beta == 1;
     return chunk_tiling::SizedKeys(lead, Kg, chunk_tiling::CubeElemBytes(q), dev, p);
 }
 
-const char* TilingFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, const DeviceFacts& dev,
+const char* TilingFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, int64_t akk_beta, const DeviceFacts& dev,
                              ChunkIntraTiling* tiling) {
     ChunkIntraProblem p;
-    return TilingOrMessage(ProblemFromShapes(a, qk_l2norm, scale, dev, &p), p, tiling);
+    return TilingOrMessage(ProblemFromShapes(a, qk_l2norm, scale, akk_beta, dev, &p), p, tiling);
 }
 
 }  // namespace chunk_intra

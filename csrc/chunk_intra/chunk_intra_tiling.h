@@ -47,7 +47,9 @@
 // inverse slot, then sets Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk
 // (BlockRowMerge) after the next unit's products. L reaches GM only in the slot. The slot of unit i
 // (parity i % 2) is rewritten for unit i + 2 only after Done(i + 2), which the AIC sets after the
-// merges of unit i.
+// merges of unit i. With akk_beta (the fused state kernel's operand, Akk diag(beta)) the AIV writes
+// X_bb diag(beta_b) to Akk and diag(beta_b) X_bb^T to the slot: the merges, linear in those, give
+// every block of Akk diag(beta).
 //
 // Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
 // (CoreUnits); the output is bit-identical for any core count.
@@ -80,6 +82,7 @@ struct ChunkIntraTiling {
     uint32_t aqk_f32;     // 1: Aqk is float32; 0: T
     uint32_t akk_f32;     // 1: Akk is float32; 0: T
     uint32_t qk_l2norm;   // 1: the rows' factors are their reciprocal l2 norms (times scale for q); 0: scale, 1
+    uint32_t akk_beta;    // 1: Akk = (I + L)^-1 diag(beta) (the fused state kernel's operand); 0: (I + L)^-1
     uint32_t num_units;   // NC * HV
     uint32_t block_dim;   // AI cores launched (<= num_units)
     uint32_t units_per_core, units_rem;
@@ -104,7 +107,8 @@ using chunk_tiling::UserWorkspaceBytes;
 // The operator package's tiling of one call (called by the op_host file generated from the op's
 // descriptor): ProblemFromShapes (below), then ComputeTiling. nullptr, or the message of the first
 // defect.
-const char* TilingFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, const DeviceFacts& dev, ChunkIntraTiling* tiling);
+const char* TilingFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, int64_t akk_beta, const DeviceFacts& dev,
+                             ChunkIntraTiling* tiling);
 
 // elem_bytes: of q, k.
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
@@ -112,6 +116,7 @@ struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool aqk_f32 = true;     // Aqk in float32 (else T)
     bool akk_f32 = true;     // Akk in float32 (else T)
     bool qk_l2norm = false;  // the rows of q and k l2-normalised (their factors: reciprocal norms)
+    bool akk_beta = false;   // Akk's columns times beta: (I + L)^-1 diag(beta)
     float scale = 1.0f;      // q's rows' factor (times the norm's)
 };
 
@@ -122,9 +127,10 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 // dtypes and strides, then runs TilingFromShapes): on the call's tensors (q, k [NC, HV, BT, K], beta
 // [NC, HV, BT], g [NC, HV, BT, 1 or K], aqk and akk [NC, HV, BT, BT], q_scale and k_scale [NC, HQ, BT]) their ranks,
 // shapes and sizes (BT 16/32/64, K a multiple of 16 up to 256, NC and HV fit 31 bits), then *p with the device's launch facts and
-// the types by the dtypes of q and aqk, the attributes (qk_l2norm 0 or 1). nullptr, or the message of the first defect
-// (static, without the op's name).
-const char* ProblemFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, const DeviceFacts& dev, ChunkIntraProblem* p);
+// the types by the dtypes of q and aqk, the attributes (qk_l2norm and akk_beta 0 or 1). nullptr, or the message of the
+// first defect (static, without the op's name).
+const char* ProblemFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, int64_t akk_beta, const DeviceFacts& dev,
+                              ChunkIntraProblem* p);
 
 // The AIV sub-block that owns block I (its row operands and outputs, and its column operands for every
 // block row from I on): equal operand rows for BT 64 ({0, 3} / {1, 2}: 2 x 32 + 5 x 16 each), 64 / 48

@@ -28,16 +28,16 @@ using namespace chunk_cube;
 using namespace vector_io;
 
 // The kernel's GM arguments (both sides read their own). w, u, kg, h and vNew: the state kernel's;
-// k, v, beta, akk, q, g, aqk and o: the fused kernel's (chunk_state_output.op.py); the others null.
+// k, v, akk, q, g, aqk and o: the fused kernel's (chunk_state_output.op.py); the others null.
 struct ChunkStateGm {
     GmAddr w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws;
-    GmAddr k, v, beta, akk, q, g, aqk, o, qScale, kScale;
+    GmAddr k, v, akk, q, g, aqk, o, qScale, kScale;
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
 // (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written). Fused,
 // kFlagS and kFlagDs only (the Cube forms v_new's halves itself), and AIV -> AIC kFlagX once per chunk
-// (the rows of X1, kg, X2 and qe written) and kFlagI once per core (the rows of -I written).
+// (the rows of X1, kg and qe written) and kFlagI once per core (the rows of -I written).
 constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8, kFlagI = 9;
 
 // A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
@@ -78,29 +78,29 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 
 // The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block], -I
 // [BT, BT] (written once), then two slots (a core's j-th chunk uses slot j % 2: the AIVs form a
-// chunk's operands while the Cube works on the one before) of qe, X1, kg [BT, K] and X2 [BT, v_block].
+// chunk's operands while the Cube works on the one before) of qe, X1 and kg [BT, K].
 struct WsAt {
-    uint64_t negI, qe, x1, kg, x2;
+    uint64_t negI, qe, x1, kg;
 };
 __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0) {
     const uint64_t negI = 2ull * t.K * t.v_block, m = uint64_t(t.BT) * t.K;
-    const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * (3 * m + uint64_t(t.BT) * t.v_block);
-    return WsAt{negI, qe, qe + m, qe + 2 * m, qe + 3 * m};
+    const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * 3 * m;
+    return WsAt{negI, qe, qe + m, qe + 2 * m};
 }
 
 // Where dS starts among the workspace's floats: after wS, or (fused: no wS) at the start.
 __aicore__ inline uint64_t DsAt(const ChunkStateTiling& t) { return t.fused_output ? 0 : uint64_t(t.BT) * t.v_block; }
 
-// The fused output's o, token-major [NC, BT, HV, V]: the element of row 0 of chunk c, head h, column
-// v0, and the distance between rows.
+// The fused kernel's o (and v), token-major [NC, BT, HV, V]: the element of row 0 of chunk c, head h,
+// column v0 (rows TokenPitch(HV, 1, V) apart).
 __aicore__ inline uint64_t OutRow(const ChunkStateTiling& t, uint32_t c, uint32_t h, uint32_t v0) {
     return TokenRow(c * t.HV + h, 0, t.HV, 1, t.BT, t.V) + v0;
 }
 
 // ------------------------------------------------------------------------------------------------
 // AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace.
-// Fused (kOut): first -w = Akk @ X1 (into L1, rounded once to T), then per lane v_new = Akk @ X2 +
-// (-w) @ (S_hi + S_lo) in place of wS, after the chunk's dS products o = qe @ S_hi + Aqk @ v_hi (the
+// Fused (kOut; Akk holds beta's columns): first -w = Akk @ X1 (into L1, rounded once to T), then per
+// lane v_new = Akk @ v + (-w) @ (S_hi + S_lo) in place of wS, after the chunk's dS products o = qe @ S_hi + Aqk @ v_hi (the
 // unfused chain's products on h and v_new in T).
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut>
@@ -116,10 +116,10 @@ class ChunkStateCube {
         InitBufs(pipe_, BT * Vb * sizeof(T), vHi1_, vLo1_);
         if (kOut) {
             Bind(rows * t_.BT, gAqk_, a.aqk, gAkk_, a.akk);
-            Bind(rows * t_.V, gO_, a.o);
+            Bind(rows * t_.V, gO_, a.o, gV_, a.v);
             InitBufs(pipe_, BT * K * sizeof(T), qe1_, x11_);
             InitBufs(pipe_, BT * BT * sizeof(T), aqk1_, akk1_, negI1_);
-            InitBufs(pipe_, BT * Vb * sizeof(T), x21_);
+            InitBufs(pipe_, BT * Vb * sizeof(T), v1_);
         } else {
             Bind(rows * t_.K, gW_, a.w, gKg_, a.kg);
         }
@@ -203,19 +203,19 @@ class ChunkStateCube {
         if (kOut) Output(c, u, L);
     }
 
-    // Fused, lane l: per V tile v_new = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo in L0C (one fp32
+    // Fused, lane l: per V tile v_new = Akk @ v + (-w) @ S_hi + (-w) @ S_lo in L0C (one fp32
     // accumulation), rounded once into v_hi (L1, NZ); then -I @ v_hi accumulated onto the same tile
     // gives v_new - v_hi exactly (Sterbenz: v_hi is v_new's rounding), rounded once into v_lo: the
     // halves the AIVs' Split forms, without v_new's round trip through the workspace.
     __aicore__ inline void VNewHalves(const Lanes& L, uint32_t l) {
         const uint32_t BT = t_.BT, K = t_.K, W = L.w[l], s0 = K * L.c[l], v0 = BT * L.c[l];
         LocalTensor<T> kga = kga_.Get<T>(), wa = wa_.Get<T>(), b2a = b2a_.Get<T>(), b2b = b2b_.Get<T>();
-        LocalTensor<T> x2 = x21_.Get<T>()[v0], sHi = sHi1_.Get<T>()[s0], sLo = sLo1_.Get<T>()[s0];
+        LocalTensor<T> vb = v1_.Get<T>()[v0], sHi = sHi1_.Get<T>()[s0], sLo = sLo1_.Get<T>()[s0];
         LocalTensor<T> vHi = vHi1_.Get<T>()[v0], vLo = vLo1_.Get<T>()[v0];
         LocalTensor<float> oc = oc_.Get<float>();
         for (uint32_t n0 = 0; n0 < W; n0 += t_.n_tile) {  // columns n0.. of an NZ matrix of k rows: at n0 k
             const uint32_t n = W - n0 < t_.n_tile ? W - n0 : t_.n_tile;
-            const CubeProduct<T> vn[3] = {{kga, x2[n0 * BT], b2a, BT}, {wa, sHi[n0 * K], b2b, K}, {wa, sLo[n0 * K], b2a, K}};
+            const CubeProduct<T> vn[3] = {{kga, vb[n0 * BT], b2a, BT}, {wa, sHi[n0 * K], b2b, K}, {wa, sLo[n0 * K], b2a, K}};
             TileProducts(oc, NzL1<T>{vHi[n0 * BT], BT}, 0, BT, n, n, vn);
             Sync<HardEvent::FIX_MTE1>();  // v_hi's tile written before LoadData reads it
             Sync<HardEvent::M_MTE1>();    // the Mmads have read L0B
@@ -230,10 +230,10 @@ class ChunkStateCube {
         }
     }
 
-    // Fused: the chunk's Aqk and Akk from GM, qe, X1 (the AIVs' -T(beta k e_row)), kg and X2 from the
-    // workspace (once the AIVs wrote them; the dS flags later tell the AIVs the regions were read) into
-    // L1; Akk into L0A in kg^T's place; -w = Akk @ X1 into w1 (NZ, rounded once to T: minus the WY
-    // kernel's w in T, exactly). u = Akk @ X2 is formed with each lane's v_new.
+    // Fused: the chunk's Aqk, Akk (times beta's columns) and v's V block from GM, qe, X1 (the AIVs'
+    // -T(k e_row)) and kg from the workspace (once the AIVs wrote them; the dS flags later tell the AIVs
+    // the regions were read) into L1; Akk into L0A in kg^T's place; -w = Akk @ X1 into w1 (NZ, rounded
+    // once to T: minus the WY kernel's w in T, exactly). u = Akk @ v is formed with each lane's v_new.
     __aicore__ inline void WyFactors(uint32_t c, const Unit& u, uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K;
         const uint64_t unit = uint64_t(c) * t_.HV + u.h;
@@ -242,11 +242,11 @@ class ChunkStateCube {
         LocalTensor<float> oc = oc_.Get<float>();
         LoadNz(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);
         LoadNz(akk1, gAkk_[unit * BT * BT], BT, BT);
+        LoadNz(v1_.Get<T>(), gV_[OutRow(t_, c, u.h, u.v0)], BT, u.vw, 0, TokenPitch(t_.HV, 1, t_.V));
         CrossCoreWaitFlag(kFlagX);
         LoadNz(qe1_.Get<T>(), gWsT_[at.qe], BT, K);
         LoadNz(x11_.Get<T>(), gWsT_[at.x1], BT, K);
         LoadNz(kg1_.Get<T>(), gWsT_[at.kg], BT, K);
-        LoadNz(x21_.Get<T>(), gWsT_[at.x2], BT, u.vw);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
         LoadA(aa, akk1, BT, BT);
@@ -277,11 +277,11 @@ class ChunkStateCube {
     const ChunkStateTiling t_;
     TPipe pipe_;
     TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_, akk1_, negI1_;
-    TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_, x11_, x21_;
+    TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_, x11_, v1_;
     TBuf<TPosition::A2> wa_, kga_;
     TBuf<TPosition::B2> b2a_, b2b_;
     TBuf<TPosition::CO1> oc_;
-    GlobalTensor<T> gW_, gKg_, gWsT_, gAqk_, gAkk_, gO_;
+    GlobalTensor<T> gW_, gKg_, gWsT_, gAqk_, gAkk_, gO_, gV_;
     GlobalTensor<float> gWsF_;
     GlobalTensor<int32_t> gCo_;
 };
@@ -289,7 +289,7 @@ class ChunkStateCube {
 // ------------------------------------------------------------------------------------------------
 // AIV: the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub BT/2, (sub+1) BT/2)),
 // the hi / lo halves for the Cube and every output. Fused (kOut): its rows of the Cube's operands X1,
-// kg, X2 (common/wy_rows.h) and qe (the next chunk's while the Cube works on this one) and -I once;
+// kg (common/wy_rows.h) and qe (the next chunk's while the Cube works on this one) and -I once;
 // no v_new (the Cube forms its halves), neither h nor v_new written.
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut>
@@ -302,9 +302,7 @@ class ChunkStateVector {
         if (t_.has_h0) Bind(states, gH0_, a.h0);
         if (kOut) {
             Bind(chunks / t_.groups * t_.BT * t_.K, gQ_, a.q, gK_, a.k);  // q, k: HV / groups heads (GVA)
-            Bind(chunks * t_.BT * t_.V, gV_, a.v);
             Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
-            Bind(chunks * t_.BT, gB_, a.beta);
             if (t_.qk_scaled) Bind(chunks / t_.groups * t_.BT, gQs_, a.qScale, gKs_, a.kScale);
         } else {  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
             Bind(chunks * t_.BT * t_.V, gU_, a.u);
@@ -316,15 +314,15 @@ class ChunkStateVector {
         Bind(states, gFin_, a.fin);
         BindWorkspace(gWsT_, gWsF_, a.ws, at_.block, t_);
         // The fused kernel's rows of the operands (chunk_state_tiling.cpp's UbBytes: the same sizes) pass
-        // through inB_ (k, q, v), inA_ (G), inL_ (G's last row), inE_ (beta), res_ (two fp32 R x K
+        // through inB_ (k, q), inA_ (G), inL_ (G's last row), inE_ (the row factors), res_ (two fp32 R x K
         // pieces), outT_ and bc_ (wy_rows::Scratch's broadcasts and factors).
         const uint32_t Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, m = t_.vec_rows, qe = kOut ? rv * t_.K : 0;
         InitBufs(pipe_, rk * Vb * sizeof(float), s_);
         InitQues(pipe_, 1, Max(m * Vb, kOut ? rv * t_.Kg : 0) * sizeof(float), inA_);
-        InitQues(pipe_, 1, Max(rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
+        InitQues(pipe_, 1, Max(kOut ? 0 : rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
         InitQues(pipe_, 1, Max(rk, kOut ? rv : 0) * sizeof(float), inE_);
         if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
-        InitBufs(pipe_, Max(rk * 8, kOut ? rv * (t_.qk_scaled ? 42 : 26) : 0) * sizeof(float), bc_);
+        InitBufs(pipe_, Max(rk * 8, kOut ? rv * (t_.qk_scaled ? 25 : 9) : 0) * sizeof(float), bc_);
         const uint32_t negI = kOut ? rv * t_.BT : 0;  // the rows of -I
         InitBufs(pipe_, Max(Max(m * Vb, 2 * qe), negI) * sizeof(float), res_);
         InitQues(pipe_, 2, Max(Max(m * Vb, qe), negI) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
@@ -499,10 +497,10 @@ class ChunkStateVector {
         LocalTensor<float> S = s_.Get<float>();
         LocalTensor<T> hi;
 
-        // 0. Fused, the unit's first chunk: this AIV's rows of X1, kg, X2 and qe to the Cube (the later
+        // 0. Fused, the unit's first chunk: this AIV's rows of X1, kg and qe to the Cube (the later
         // chunks' come during the chunk before, step 3).
         if (kOut && first) {
-            FormOperands(ch, r0, u, slot);
+            FormOperands(ch, r0, slot);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
         }
 
@@ -542,7 +540,7 @@ class ChunkStateVector {
         // v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
         if (kOut && next) {
             OrderV();  // the decay's reads of bc_ before the operands' broadcasts overwrite it
-            FormOperands(ch + t_.HV, r0, u, slot ^ 1);
+            FormOperands(ch + t_.HV, r0, slot ^ 1);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
         }
         if (!kOut) {
@@ -587,44 +585,32 @@ class ChunkStateVector {
         CastOut(outT_, gWsT_[FusedRegions(t_).negI + uint64_t(r0) * BT], f, rv * BT);
     }
 
-    // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = -T(k e_row beta) (negated: the Cube's
-    // v_new = u - w S is then one accumulation), kg = T(k e_tail), qe = T(q e_row) (one e_row for
-    // both) and X2 = T(v beta) (the unit's V block) to the workspace; q and k times the call's row
-    // factors first, when given.
-    __aicore__ inline void FormOperands(uint64_t ch, uint32_t r0, const Unit& u, uint32_t slot) {
+    // Fused: rows [r0, r0 + rows_v) of unit (c, h) = ch's X1 = -T(k e_row) (negated: the Cube's v_new
+    // = u - w S is then one accumulation; beta is in Akk's columns), kg = T(k e_tail) and qe = T(q e_row)
+    // (one e_row for both) to the workspace; q and k times the call's row factors first, when given.
+    __aicore__ inline void FormOperands(uint64_t ch, uint32_t r0, uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K, rv = t_.rows_v, HV = t_.HV;
         const uint32_t unit = static_cast<uint32_t>(ch);
         const WsAt at = FusedRegions(t_, slot);
-        // bc_: Brcb(-beta), GDN's Brcb row, GDN's factor, -beta, Brcb(beta) (R x 8, R x 8, R, R, R x 8
-        // floats), with the call's row factors Brcb(k's), Brcb(q's) (R x 8 each)
-        LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>(), nb = bc[rv * 17], bcV = bc[rv * 18];
-        const wy_rows::Scratch x{work, work[rv * K], bc, bc[rv * 8], bc[rv * 16], LoadScale(gKs_, unit, r0, 26)};
-        const RowScale qScale = LoadScale(gQs_, unit, r0, 34);
+        // bc_: GDN's Brcb row, GDN's factor (R x 8, R floats), with the call's row factors Brcb(k's),
+        // Brcb(q's) (R x 8 each); no beta (Scratch's bcB unused)
+        LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>();
+        const wy_rows::Scratch x{work, work[rv * K], bc, bc, bc[rv * 8], LoadScale(gKs_, unit, r0, 9)};
+        const RowScale qScale = LoadScale(gQs_, unit, r0, 17);
         const wy_rows::Rows rows{rv, K, t_.Kg, HV};
-        LocalTensor<float> b = CopyIn(inE_, gB_[ch * BT + r0], rv);
-        Muls(nb, b, -1.0f, static_cast<int32_t>(rv));
-        BroadcastRows(bcV, b, rv);
-        OrderV();
-        BroadcastRows(x.bcB, nb, rv);
-        OrderV();
         const uint64_t kAt = TokenRow(unit, r0, HV, t_.groups, BT, K);
         LocalTensor<float> e =
             wy_rows::FormK<T, T>(inB_, inA_, inL_, outT_, outT_, x, gK_[kAt], TokenPitch(HV, t_.groups, K),
                                  gG_[GateRow(unit, r0, HV, BT, t_.Kg)], gG_[GateRow(unit, BT - 1, HV, BT, t_.Kg)],
-                                 gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], nb, rows);
+                                 gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], nullptr, rows);
         OrderV();  // X1's reads of work before q overwrites it
         QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, gWsT_[at.qe + uint64_t(r0) * K], rv, K, t_.Kg,
                qScale);
         inA_.FreeTensor(e);
-        OrderV();
-        wy_rows::FormV(inB_, outT_, work, bcV, gV_[TokenRow(unit, r0, HV, 1, BT, t_.V) + u.v0], TokenPitch(HV, 1, t_.V),
-                       gWsT_[at.x2 + uint64_t(r0) * u.vw], rv, u.vw);
-        inE_.FreeTensor(b);
     }
 
     // Fused: the factors of rows [r0, r0 + rows_v) of unit u of q_scale or k_scale (gs), Brcb'd into bc_
-    // from element rows_v * at; off (nothing read) when the call gave none. Through inE_, before beta's
-    // load takes it.
+    // from element rows_v * at; off (nothing read) when the call gave none. Through inE_.
     __aicore__ inline RowScale LoadScale(const GlobalTensor<float>& gs, uint32_t u, uint32_t r0, uint32_t at) {
         if (!t_.qk_scaled) return RowScale{};  // bc_ has no room for the broadcasts then
         return LoadRowScale(inE_, true, gs, ScaleRow(u, r0, t_.HV, t_.groups, t_.BT), t_.rows_v,
@@ -638,8 +624,8 @@ class ChunkStateVector {
     TQue<QuePosition::VECOUT, 2> outT_;
     TQue<QuePosition::VECOUT, 1> outF_;
     TBuf<TPosition::VECCALC> s_, bc_, res_;
-    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gB_, gQs_, gKs_;
-    GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_, gK_, gV_;
+    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gQs_, gKs_;
+    GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_, gK_;
     GlobalTensor<int32_t> gCo_;
 };
 
@@ -654,8 +640,8 @@ __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR e
     t.h_f32 = IsSame<H, float>::value ? 1u : 0u;
     t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
     RunMixed<ChunkStateCube<T, false>, ChunkStateVector<T, false>>(
-        ChunkStateGm{w,       u,       kg,      eLast,   chunkOffsets, h0,      h,       vNew,    fin,     ws,
-                     nullptr, nullptr, nullptr, nullptr, nullptr,      nullptr, nullptr, nullptr, nullptr, nullptr},
+        ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                     nullptr, nullptr, nullptr},
         t);
 }
 

@@ -13,30 +13,31 @@ the chunk-start state, so that none of w, u, kg, h and v_new goes to GM
   q      [NC, BT, HQ, K]   Cube type T (float16 / bfloat16), token-major (row r of chunk c, head h)
   k      [NC, BT, HQ, K]   T, token-major; GVA: HQ divides HV, value head h reads q / k head h / (HV / HQ)
   v      [NC, BT, HV, V]   T, token-major
-  beta   [NC, HV, BT]      float32
   g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in log2 units (e_row = 2^G, e_tail
       or [NC, HV, BT, 1]   = 2^(G[last row] - G)); KDA token-major, GDN (one per row) head-major
-  akk    [NC, HV, BT, BT]  T, (I + L)^-1: lower triangular, unit diagonal (read as given)
+  akk    [NC, HV, BT, BT]  T, (I + L)^-1 diag(beta): lower triangular, beta on the diagonal (read as
+                           given; FlaNpuChunkIntra's akk with akk_beta = 1): beta enters only here
   aqk    [NC, HV, BT, BT]  T, lower triangular (read as given)
   q_scale, k_scale [NC, HQ, BT]  float32, optional (both or neither): per-row factors of q and k (the
                            l2 norms' reciprocals, q's times the scale), applied in float32 before any
                            rounding, as if q and k were given multiplied by them
   o      [NC, BT, HV, V]   T, token-major: o[c] = T(q * e_row) @ T(S) + aqk @ T(v_new) (fp32
                            accumulation, rounded once), S the chunk-start state, v_new = u - w @ S,
-                           w = T(akk @ T(beta k e_row)), u = akk @ T(beta v), kg = T(k e_tail): the
+                           w = T(akk @ T(k e_row)), u = akk @ v, kg = T(k e_tail): the
                            products of FlaNpuWyFast (w, kg in T), FlaNpuChunkState (h, v_new in T) and
-                           FlaNpuChunkOutput, but v_new = u - w @ S accumulated at once in fp32 (u and
-                           w @ S are not rounded apart): final within a float32 rounding of theirs
+                           FlaNpuChunkOutput on (I + L)^-1 and beta, but beta in akk (rounded with it)
+                           and v_new = u - w @ S accumulated at once in fp32 (u and w @ S are not
+                           rounded apart)
 Every row of every chunk of a sequence is computed (padding rows of tail chunks from whatever the
 inputs hold there: zeros in k, v keep them out of the state); rows of chunks outside every
 sequence's range are not written. Limits as FlaNpuChunkState's; float32 Cube inputs are refused.
 
-Workspace: per launched AI core, K v_block (2 sizeof(T) + 4) + (BT^2 + 2 (3 BT K + BT v_block))
-sizeof(T) bytes (S's halves and dS; -I; two slots of qe, X1, kg and X2). NPU flavours
-forward to aclnnFlaNpuChunkStateOutput[GetWorkspaceSize](q, k, v, beta, g, akk, aqk, eLast,
+Workspace: per launched AI core, K v_block (2 sizeof(T) + 4) + (BT^2 + 6 BT K) sizeof(T) bytes (S's
+halves and dS; -I; two slots of qe, X1 and kg). NPU flavours
+forward to aclnnFlaNpuChunkStateOutput[GetWorkspaceSize](q, k, v, g, akk, aqk, eLast,
 chunkOffsets, h0, qScale, kScale, o, final, stateVFirst); nothing is called without a unit.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
-    "args": [("q", "in", "T"), ("k", "in", "T"), ("v", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),
+    "args": [("q", "in", "T"), ("k", "in", "T"), ("v", "in", "T"), ("g", "in", "float32"),
              ("akk", "in", "T"), ("aqk", "in", "T"), ("e_last", "in", "float32"), ("chunk_offsets", "in", "int32"),
              ("h0", "in?", "float32"),
              ("q_scale", "in?", "float32"), ("k_scale", "in?", "float32"), ("o", "out", "T", ["v[0]", "v[1]", "v[2]", "v[3]"]),

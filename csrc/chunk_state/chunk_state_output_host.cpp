@@ -11,11 +11,11 @@ namespace {
 int Invalid(const char* msg) { return InvalidArgument(kEntry, msg); }
 constexpr const char* kFloat32Message =
     "float32 Cube inputs are not supported: q, k, v, akk and aqk must be float16 or bfloat16 (the Cube's "
-    "transposing loads of beta k e_row, beta v and kg exist for 2-byte types only)";
+    "transposing loads of k e_row, v and kg exist for 2-byte types only)";
 }  // namespace
 
-int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* beta,
-                    const FlaNpuTensor* g, const FlaNpuTensor* akk, const FlaNpuTensor* aqk, const FlaNpuTensor* e_last,
+int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTensor* v, const FlaNpuTensor* g,
+                    const FlaNpuTensor* akk, const FlaNpuTensor* aqk, const FlaNpuTensor* e_last,
                     const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, const FlaNpuTensor* q_scale,
                     const FlaNpuTensor* k_scale, const FlaNpuTensor* o, const FlaNpuTensor* final, int32_t state_v_first,
                     EntryCall* call) {
@@ -26,8 +26,8 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
     if (!CheckDtype(kEntry, "k", k, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     for (const FlaNpuTensor* x : {q, v, akk, aqk, o})
         if (x->dtype != k->dtype) return Invalid("`q`, `k`, `v`, `akk`, `aqk` and `o` must have one dtype");
-    for (const FlaNpuTensor* x : {beta, g, e_last, final})
-        if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`beta`, `g`, `e_last` and `final` must be float32");
+    for (const FlaNpuTensor* x : {g, e_last, final})
+        if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`g`, `e_last` and `final` must be float32");
     for (const FlaNpuTensor* x : {h0, q_scale, k_scale})
         if (x != nullptr && x->dtype != FLA_NPU_FLOAT32) return Invalid("`h0`, `q_scale` and `k_scale` must be float32");
     if (chunk_offsets->dtype != FLA_NPU_INT32) return Invalid("`chunk_offsets` must be int32");

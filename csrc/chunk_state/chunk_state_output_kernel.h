@@ -12,13 +12,13 @@ namespace chunk_state_output {
 
 // The kernel body: T the Cube type (q, k, v, akk, aqk and o).
 template <class T>
-__aicore__ inline void RunChunkStateOutput(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR beta, GM_ADDR g, GM_ADDR akk, GM_ADDR aqk,
-                                           GM_ADDR eLast, GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR qScale, GM_ADDR kScale,
-                                           GM_ADDR o, GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& t) {
+__aicore__ inline void RunChunkStateOutput(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR g, GM_ADDR akk, GM_ADDR aqk, GM_ADDR eLast,
+                                           GM_ADDR chunkOffsets, GM_ADDR h0, GM_ADDR qScale, GM_ADDR kScale, GM_ADDR o,
+                                           GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& t) {
     using namespace chunk_state;
     kernel_frame::RunMixed<ChunkStateCube<T, true>, ChunkStateVector<T, true>>(
-        ChunkStateGm{nullptr, nullptr, nullptr, eLast, chunkOffsets, h0, nullptr, nullptr, fin, ws, k, v,
-                     beta,    akk,     q,       g,     aqk,          o,  qScale,  kScale},
+        ChunkStateGm{nullptr, nullptr, nullptr, eLast, chunkOffsets, h0, nullptr, nullptr, fin, ws, k, v, akk, q, g, aqk, o,
+                     qScale, kScale},
         t);
 }
 

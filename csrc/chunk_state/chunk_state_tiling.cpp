@@ -17,15 +17,15 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 // UB of one AIV for V blocks of vb columns: S, the u / dS / h0 input, the wS input (turned into
 // v_new in place), e_last and its Brcb rows, the hi-lo residual, two T output buffers (x_hi held
 // for the output while x_lo goes out) and the fp32 output buffer. The fused kernel's operand rows
-// pass through them too (G, k / q / v in T, beta, two fp32 R x K pieces, X1 / kg / qe / X2 in T,
-// wy_rows::Scratch's broadcasts and factors, with q_scale / k_scale the Brcb of each), KDA's last row
+// pass through them too (G, k / q in T, two fp32 R x K pieces, X1 / kg / qe in T, wy_rows::Scratch's
+// broadcasts and factors, with q_scale / k_scale their factors and the Brcb of each), KDA's last row
 // of G and the rows of -I (fp32, then T): each buffer the larger of its uses, as the kernel sizes them.
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
-    return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max(rv * vb * 4, qe * 2)) +
+    return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max((1 - f) * rv * vb * 4, qe * 2)) +
            Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
-           Pad32(Max(rk * 8, f * rv * (p.qk_scaled ? 42 : 26)) * 4) + Pad32(Max(Max(m * vb, 2 * qe), negI) * 4) +
+           Pad32(Max(rk * 8, f * rv * (p.qk_scaled ? 25 : 9)) * 4) + Pad32(Max(Max(m * vb, 2 * qe), negI) * 4) +
            2 * Pad32(Max(Max(m * vb, qe), negI) * 2) + Pad32(m * vb * 4);
 }
 }  // namespace
@@ -63,10 +63,10 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 
     // V blocks: from the fewest that fit to one per 16 columns, the count whose busiest core has the
     // least to run, counting a unit as its columns plus kUnitOverhead (each unit reads w and kg and
-    // runs the four hand-offs per chunk whatever its width) plus, fused, its reads of q, k, G, beta,
-    // Aqk and Akk in V columns (each column reads v and writes o: 4 bytes per row); ties: fewer blocks.
+    // runs the four hand-offs per chunk whatever its width) plus, fused, its reads of q, k, G, Aqk and
+    // Akk in V columns (each column reads v and writes o: 4 bytes per row); ties: fewer blocks.
     const uint64_t overhead =
-        kUnitOverhead + (p.fused_output ? (2ull * p.K * p.elem_bytes + p.Kg * 4ull + 4 + 2ull * p.BT * p.elem_bytes) / 4 : 0);
+        kUnitOverhead + (p.fused_output ? (2ull * p.K * p.elem_bytes + p.Kg * 4ull + 2ull * p.BT * p.elem_bytes) / 4 : 0);
     uint32_t best_nvb = 0, best_vb = 0;
     uint64_t best_cost = ~0ull;
     if (heads > 0) {
@@ -104,14 +104,14 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->l0a_bytes_used = (p.K + (p.fused_output ? Max(p.K, 2 * p.BT) : p.K)) * p.BT * p.elem_bytes;
     t->l0b_bytes_used = 2 * rows * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = rows * t->n_tile * 4;
-    // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk, -I [BT, BT] and X2 [BT, vb]
+    // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk, -I [BT, BT] and v's block [BT, vb]
     t->l1_bytes_used =
         (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0)) *
         p.elem_bytes;
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg, X2; dS (the Cube forms v_new's halves)
-        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 2 * (3 * p.BT * p.K + p.BT * vb);
+    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg; dS (the Cube forms v_new's halves)
+        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 2 * 3 * p.BT * p.K;
         t->ws_f_elems = p.K * vb;
     } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
         t->ws_t_elems = 2 * (p.K + p.BT) * vb;

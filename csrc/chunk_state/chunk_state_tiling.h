@@ -44,12 +44,13 @@
 //   lane compacts them, Brcb spreads them), once per unit.
 //
 // - Fused (chunk_state_output.op.py: the chain's stages 3, 4 and 5 in one launch, when nothing needs
-//   w, u, kg, h or v_new): per chunk, first the AIVs form their rows of the WY kernel's operands
-//   (common/wy_rows.h: X1 = -T(beta k e_row), negated, kg = T(k e_tail), X2 = T(beta v) of the unit's
-//   V block) and of qe = T(q e_row) (one e_row for both) into the workspace (flag X); the Cube forms
-//   -w = Akk @ X1 straight into L1 (Fixpipe L0C -> L1 NZ, rounded once to T: the WY kernel's w in T,
+//   w, u, kg, h or v_new; its Akk is (I + L)^-1 diag(beta), the intra-chunk kernel's with akk_beta):
+//   per chunk, first the AIVs form their rows of the WY kernel's operands (common/wy_rows.h: X1 =
+//   -T(k e_row), negated, kg = T(k e_tail)) and of qe = T(q e_row) (one e_row for both) into the
+//   workspace (flag X); the Cube loads v's V block from GM as it is (beta is in Akk) and forms -w =
+//   Akk @ X1 straight into L1 (Fixpipe L0C -> L1 NZ, rounded once to T: the WY kernel's w in T,
 //   negated). Then the state kernel's chunk step with v_new kept on the Cube: per lane and V tile
-//   v_new = u - w S = Akk @ X2 + (-w) @ S_hi + (-w) @ S_lo, one fp32 accumulation in L0C, Fixpipe'd
+//   v_new = u - w S = Akk @ v + (-w) @ S_hi + (-w) @ S_lo, one fp32 accumulation in L0C, Fixpipe'd
 //   into L1 as v_hi = T(v_new); -I @ v_hi accumulated onto the same tile is v_new - v_hi exactly
 //   (Sterbenz), Fixpipe'd into L1 as v_lo: the halves the AIVs' split forms, so v_new, u and w S
 //   never go through GM and each chunk has two hand-offs per lane (S to the Cube, dS back) instead of
@@ -57,9 +58,9 @@
 //   dS products o = qe @ S_hi + Aqk @ v_hi per lane, Fixpipe'd to o (token-major, rounded once to T):
 //   the products the chunk output kernel forms from the h and v_new the state kernel writes in T. So
 //   o and final are those of wy_fast (w, kg in T) + chunk_state (h, v_new in T) + chunk_output but for
-//   v_new's rounding (u and w S rounded to fp32 apart there): final within a float32 rounding, o
-//   equal in all but a few elements. None of w, u, kg, h and v_new is written; q, k, v, beta, G, Akk
-//   and Aqk are read once per unit (per V block). The operands go through two workspace slots (a
+//   beta's rounding (in Akk's there, in beta k and beta v in wy_fast) and v_new's (u and w S rounded
+//   to fp32 apart there). None of w, u, kg, h and v_new is written; q, k, v, G, Akk and Aqk are read
+//   once per unit (per V block). The operands go through two workspace slots (a
 //   core's j-th chunk in slot j % 2): the AIVs form chunk c + 1's after S(c)'s halves, while the Cube
 //   works on chunk c; a slot is rewritten only after the dS flags that follow the Cube's loads of it.
 //
@@ -97,7 +98,7 @@ struct ChunkStateTiling {
     uint32_t spread_rows;  // rows of S per state_v_first piece (8 x v_block floats each)
     uint32_t n_tile;       // columns per L0B / L0C tile (multiple of 16)
     uint32_t ws_t_elems;   // per core, elements of T: S_hi, S_lo [K, v_block], then v_hi, v_lo [BT, v_block]
-                           // (fused: -I [BT, BT], two slots of qe, X1, kg [BT, K], X2 [BT, v_block])
+                           // (fused: -I [BT, BT], two slots of qe, X1, kg [BT, K])
     uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block] (fused: dS only)
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;

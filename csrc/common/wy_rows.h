@@ -1,5 +1,6 @@
 // A vector core's rows of the WY operands (stage 3 of chunked KDA / Gated DeltaNet), formed alike by
-// the WY kernel (wy_fast) and the fused state + output kernel (chunk_state_output):
+// the WY kernel (wy_fast) and the fused state + output kernel (chunk_state_output, whose Akk holds
+// beta: X1 = -T(k e_row) there, no X2):
 //   kg = k e_tail,   X1 = T(k e_row beta),   X2 = T(v beta),   e_row = 2^G,   e_tail = 2^(G_last - G)
 // (G the chunk's gate cumsum in log2 units, G_last its last row; KDA Kg = K: element-wise, GDN Kg = 1:
 // one factor per row, broadcast with Brcb and read with stride 0). fp32 multiplies, one rounding each.
@@ -49,14 +50,14 @@ __aicore__ inline void TailFactors(QL& inL, const LocalTensor<float>& e, const L
 
 // kg = k e_tail to kgDst (O: float, or T rounded once), then X1 = T(k e_row beta) to x1Dst (both R x K,
 // contiguous). k: the first row, rows kPitch apart; g: the first row's G (GatePitch apart), gLast the
-// chunk's last row; b: beta of the rows, x.bcB = Brcb(b). Queues: inT R K elements of T, inF R Kg
-// floats, inL Kg floats, outT R K elements of T, outF (O = float) R K floats. e_tail first, while G is
-// whole; e_row then in place of G. Returns e_row (a buffer of inF: the caller frees it).
+// chunk's last row; b: beta of the rows, x.bcB = Brcb(*b), or nullptr for X1 = -T(k e_row). Queues: inT R K elements of T, inF R
+// Kg floats, inL Kg floats, outT R K elements of T, outF (O = float) R K floats. e_tail first, while G is whole; e_row then in
+// place of G. Returns e_row (a buffer of inF: the caller frees it).
 template <class T, class O, class QT, class QF, class QL, class QO, class QOF>
 __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, QOF& outF, const Scratch& x,
                                            const GlobalTensor<T>& k, uint32_t kPitch, const GlobalTensor<float>& g,
                                            const GlobalTensor<float>& gLast, const GlobalTensor<O>& kgDst,
-                                           const GlobalTensor<T>& x1Dst, const LocalTensor<float>& b, const Rows& r) {
+                                           const GlobalTensor<T>& x1Dst, const LocalTensor<float>* b, const Rows& r) {
     const uint32_t n = r.R * r.K;
     vector_io::CastInRows(inT, k, x.kf, r.R, r.K, kPitch);
     if (x.kScale.on) {
@@ -79,10 +80,12 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
     if (r.Kg == r.K) {
         Mul(x.s, x.kf, e, static_cast<int32_t>(n));
         OrderV();
-        MulRows(x.s, x.s, x.bcB, r.R, r.K);
+        if (b != nullptr) MulRows(x.s, x.s, x.bcB, r.R, r.K);
+        else Muls(x.s, x.s, -1.0f, static_cast<int32_t>(n));
         OrderV();
-    } else {  // GDN: one factor beta e_row per row
-        Mul(x.fac, b, e, static_cast<int32_t>(r.R));
+    } else {  // GDN: one factor beta e_row (or -e_row) per row
+        if (b != nullptr) Mul(x.fac, *b, e, static_cast<int32_t>(r.R));
+        else Muls(x.fac, e, -1.0f, static_cast<int32_t>(r.R));
         OrderV();
         MulGate(x.s, x.kf, x.fac, x.bcE, r.R, r.K, r.Kg);
     }

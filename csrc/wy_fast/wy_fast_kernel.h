@@ -146,7 +146,7 @@ class WyFastVector {
         const wy_rows::Scratch x{x_.Get<float>(), tmp_.Get<float>(), bcB_.Get<float>(), bcE_.Get<float>(), fac_.Get<float>()};
         LocalTensor<float> e =
             wy_rows::FormK<T, O>(inT_, inF_, inL_, outT_, outF_, x, gK_[kAt], TokenPitch(t_.HV, t_.groups, t_.K), gG_[gAt],
-                                 gG_[last], gKg_[row0 * t_.K], gWs_[dst], b, Rows());
+                                 gG_[last], gKg_[row0 * t_.K], gWs_[dst], &b, Rows());
         inF_.FreeTensor(e);
     }
 

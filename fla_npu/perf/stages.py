@@ -139,7 +139,7 @@ def _launch_intra(per_key: bool):
         beta = torch.rand(A.shape[:3], generator=_gen(2))
         G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=1 if per_key else 2)
         dt = _torch_dtype(dtype)
-        chunk_intra(q, k, beta, G, True, 0.088, dt, dt)  # as the chained forward calls it
+        chunk_intra(q, k, beta, G, True, 0.088, dt, dt, True)  # as the chained forward calls it
     return run
 
 
@@ -151,13 +151,12 @@ def _launch_state_output(per_key: bool):
         g = _gen(7)
         NC, HV, K = chunks(shape), shape["HV"], shape["K"]
         e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
-        beta = torch.rand(NC, HV, BT, generator=g)
         per_seq = math.ceil(shape["T"] / BT)
         offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
         k, v, A, G = _chunk_tensors(shape, dtype, per_key)
         q = k.roll(1, dims=1).contiguous()
-        f = _row_factors(beta.shape)
-        chunk_state_output(q, k, v, beta, G, A, A, e_last, offsets, None, False, f, f.clone())  # as the chained forward calls it
+        f = _row_factors((NC, HV, BT))
+        chunk_state_output(q, k, v, G, A, A, e_last, offsets, None, False, f, f.clone())  # as the chained forward calls it
     return run
 
 

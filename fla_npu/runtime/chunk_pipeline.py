@@ -10,11 +10,12 @@ Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the r
 layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
   2  ``Aqk``, ``Akk`` (T), ``q_scale``, ``k_scale`` = chunk_intra(q, k, beta, G, l2norm, scale)
-     (``Akk = (I + L)^-1``, the triangular inverse in the same launch: L never leaves the kernel)
+     (``Akk = (I + L)^-1``, the triangular inverse in the same launch: L never leaves the kernel;
+     for the fused stages 3-5 ``(I + L)^-1 diag(beta)``, ``akk_beta``: beta enters there only)
   3  ``w``, ``kg`` (T), ``u`` (fp32) = wy_fast(k, v, beta, Akk, G)   (decay factors formed from G)
   4  ``h``, ``v_new`` (T), ``final`` (fp32) = chunk_state(w, u, kg, e_last, chunk_offsets, h0)
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
-  3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, beta, G, Akk, Aqk, e_last, chunk_offsets, h0[,
+  3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, G, Akk, Aqk, e_last, chunk_offsets, h0[,
        q_scale, k_scale])
 
 With stages 3-5 fused and stage 2 on its kernel (:func:`takes_row_scales`), q and k reach the kernels
@@ -109,20 +110,23 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     G = d.G.to(f32)
     G = G.transpose(1, 2) if G.shape[-1] != 1 else G
 
+    fused = runs_fused(skip, keep_h)
     if "stage 2: intra-chunk" in skip:
         Aqk, Akk = ref.chunk_intra_fwd(qf, kf, p.b, d)
     else:
         # Aqk and Akk in T: the later stages' Cube reads them so; with p.row_factors the kernel applies
-        # q's and k's l2 norms and scale, and returns the factors
+        # q's and k's l2 norms and scale, and returns the factors; for the fused stages Akk diag(beta)
         l2norm, scale = p.row_factors or (False, 1.0)
-        Aqk, Akk, q_scale, k_scale = ops.chunk_intra(q, k, b, G, l2norm, scale, T, T)
+        Aqk, Akk, q_scale, k_scale = ops.chunk_intra(q, k, b, G, l2norm, scale, T, T, fused)
 
-    if runs_fused(skip, keep_h):
-        # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view
+    if fused:
+        # o token-major [NC, BT, HV, V], as [NC, HV, BT, V] a view; Akk times beta's columns (the
+        # reference's Akk, of stage 2 skipped, here)
         factors = (q_scale, k_scale) if p.row_factors else (None, None)
-        o, final = ops.chunk_state_output(q, k, v, b, G, Akk.to(T), Aqk.to(T), d.e_last, plan.offsets, h0, state_v_first,
+        akk_b = Akk if "stage 2: intra-chunk" not in skip else Akk * p.b.to(Akk.dtype).unsqueeze(-2)
+        o, final = ops.chunk_state_output(q, k, v, G, akk_b.to(T), Aqk.to(T), d.e_last, plan.offsets, h0, state_v_first,
                                           *factors)
-        return o.transpose(1, 2), ChunkForward(Aqk, Akk, None, None, None, None, None, final)
+        return o.transpose(1, 2), ChunkForward(Aqk, None, None, None, None, None, None, final)
 
     if "stage 3: WY factors" in skip:
         w, u, kg = ref.wy_fwd(kf, vf, p.b, d, Akk.to(p.ct))

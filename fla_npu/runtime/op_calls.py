@@ -88,16 +88,17 @@ def gate_chunk_cumsum_tokens(fn: str, g: torch.Tensor, chunk_size: int, activati
 
 # ---- chunk_intra: the rows' factors off by default ------------------------------------------------
 def chunk_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, qk_l2norm: bool = False, scale: float = 1.0,
-                aqk_dtype: torch.dtype = torch.float32,
-                akk_dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The kernel's call: ``Aqk``, ``Akk = (I + L)^-1`` (each float32 or q's dtype: ``aqk_dtype``,
+                aqk_dtype: torch.dtype = torch.float32, akk_dtype: torch.dtype = torch.float32,
+                akk_beta: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The kernel's call: ``Aqk``, ``Akk = (I + L)^-1`` (with ``akk_beta``: ``(I + L)^-1 diag(beta)``,
+    the operand :func:`chunk_state_output` takes; each float32 or q's dtype: ``aqk_dtype``,
     ``akk_dtype``) and the factors the kernel applied to q's and k's rows, ``q_scale``, ``k_scale``
     ``[NC, HQ, BT]`` float32: with ``qk_l2norm`` their reciprocal l2 norms (FLA's l2norm), q's times
     ``scale``; without it ``scale`` and 1. q, k token-major ``[NC, BT, HQ, K]`` (float16 / bfloat16),
     beta ``[NC, HV, BT]`` and g (G, log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``)
     float32."""
-    return {"q": q, "k": k, "beta": beta, "g": g, "qk_l2norm": int(bool(qk_l2norm)), "scale": float(scale)}, {
-        "A": aqk_dtype, "O": akk_dtype}
+    return {"q": q, "k": k, "beta": beta, "g": g, "qk_l2norm": int(bool(qk_l2norm)), "scale": float(scale),
+            "akk_beta": int(bool(akk_beta))}, {"A": aqk_dtype, "O": akk_dtype}
 
 
 # ---- chunk_state: the Cube dtype the caller picks, the inputs cast to what the kernel reads ------
@@ -144,7 +145,7 @@ def _chunk_state_host(values: dict) -> None:
 
 
 # ---- chunk_state_output: stages 3, 4 and 5 in one launch, the Cube dtype that of k -------------
-def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, akk: Tensor, aqk: Tensor, e_last: Tensor,
+def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, g: Tensor, akk: Tensor, aqk: Tensor, e_last: Tensor,
                        chunk_offsets: Tensor, h0: Tensor | None = None, state_v_first: bool = False,
                        q_scale: Tensor | None = None, k_scale: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The kernel's call: the WY factors (:func:`wy_fast`'s ``w``, ``kg`` in the Cube dtype, ``u``)
@@ -152,13 +153,14 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
     as there) with the chunk output formed where the chunk-start state is: returns ``o`` ``[NC, BT, HV,
     V]`` (token-major, in ``k``'s dtype) and ``final`` (float32), none of ``w``, ``u``, ``kg``, ``h``,
     ``v_new``. ``o[c] = T(q * 2^G) @ T(S) + aqk @ T(v_new)`` (the WY, state and output kernels'
-    products, ``v_new = u - w S`` accumulated at once in float32: final within a float32 rounding).
+    products on ``(I + L)^-1`` and beta, ``v_new = u - w S`` accumulated at once in float32).
     ``q``, ``k`` ``[NC, BT, HQ, K]`` and ``v`` ``[NC, BT, HV, V]`` token-major (GVA: HQ divides HV), ``akk``
-    (``(I + L)^-1``) and ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``k``'s dtype (float16 or bfloat16: the
-    Cube's), ``beta`` ``[NC, HV, BT]``, ``g`` (G, log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV,
-    BT, 1]``), ``e_last`` and ``h0`` to float32. ``q_scale``, ``k_scale`` ``[NC, HQ, BT]`` (both or neither;
-    float32): factors of q's and k's rows (the l2 norms' reciprocals, q's times the attention scale),
-    applied in float32 before anything is rounded. Padding rows of tail chunks must hold zeros in ``k``
+    (``(I + L)^-1 diag(beta)``: :func:`chunk_intra`'s with ``akk_beta``; beta enters only there) and
+    ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``k``'s dtype (float16 or bfloat16: the Cube's), ``g`` (G,
+    log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``), ``e_last`` and ``h0`` to
+    float32. ``q_scale``, ``k_scale`` ``[NC, HQ, BT]`` (both or neither; float32): factors of q's and
+    k's rows (the l2 norms' reciprocals, q's times the attention scale), applied in float32 before
+    anything is rounded. Padding rows of tail chunks must hold zeros in ``k``
     and ``v``. Rows of chunks outside every sequence's range are not written."""
     T = k.dtype
     if T not in (torch.float16, torch.bfloat16):
@@ -166,7 +168,7 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
     if chunk_offsets.dim() != 1:
         raise ValueError("chunk_state_output: `chunk_offsets` must be [N + 1]")
     f32 = torch.float32
-    return {"q": q.to(T), "k": k, "v": v.to(T), "beta": beta.to(f32), "g": g.to(f32), "akk": akk.to(T), "aqk": aqk.to(T),
+    return {"q": q.to(T), "k": k, "v": v.to(T), "g": g.to(f32), "akk": akk.to(T), "aqk": aqk.to(T),
             "e_last": e_last.to(f32), "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32),
             "q_scale": None if q_scale is None else q_scale.to(f32), "k_scale": None if k_scale is None else k_scale.to(f32),
             "state_v_first": int(bool(state_v_first))}, {"T": T}

@@ -98,7 +98,8 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     final state a float32 rounding from the fused launch's and o equal to it in all but a few elements
     (the fused kernel accumulates v_new = u - w S at once: tests/kernels/test_chunk_state_output_sim.py)
     when both read the same q and k (no l2norm, scale 1: the fused chain would take their row factors
-    apart, the unfused one scaled copies); with l2norm and the default scale, h, o and the final state
+    apart, the unfused one scaled copies) and beta is a power of two (its place, Akk's columns for the
+    fused kernel, beta k and beta v for wy_fast, then changes no rounding); with l2norm and the default scale, h, o and the final state
     within the bf16 tolerance of the reference's."""
     from fla_npu.testing import check_close
 
@@ -106,7 +107,7 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     gen = torch.Generator().manual_seed(11)
     B, T, H, K, V = 1, 150, 2, 64, 64
     q, k, v = (torch.randn(B, T, H, D, generator=gen).to(BF16) for D in (K, K, V))
-    beta = torch.rand(B, T, H, generator=gen).to(BF16)
+    beta = (2.0 ** -torch.randint(0, 4, (B, T, H), generator=gen)).to(BF16)
     g = -torch.rand(B, T, H, *((K,) if op == "kda" else ()), generator=gen).mul(0.3).to(BF16)
     h0 = torch.randn(B, H, K, V, generator=gen)
     fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule

@@ -151,6 +151,28 @@ def test_matches_reference_stage(B, T, HV, K, BT, per_key, dtype, gate, out_dtyp
     assert t["aqk_f32"] == t["akk_f32"] == (out_dtype == FP32)
 
 
+@pytest.mark.parametrize("B,T,HV,K,BT,per_key,dtype,gate,out_dtype,cu", [CASES[i] for i in (0, 2, 4, 5, 7, 9)])
+def test_akk_times_beta(B, T, HV, K, BT, per_key, dtype, gate, out_dtype, cu):
+    """akk_beta (the fused state kernel's operand): Akk diag(beta), every block of it (the diagonal
+    blocks scaled on the vector unit, the merged ones through the scaled transposes), against the
+    float64 reference's Akk times beta's columns; its diagonal beta itself (rounded once), Aqk the
+    bits of the plain call, the Cube's work unchanged."""
+    q, k, beta, G, _ = _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate, cu)
+    A0, _, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=out_dtype, akk_dtype=out_dtype)
+    plain = kernels.chunk_intra.last_launch().totals
+    Aqk, Akk, *_ = kernels.chunk_intra(q, k, beta, G, aqk_dtype=out_dtype, akk_dtype=out_dtype, akk_beta=True)
+    launch = kernels.chunk_intra.last_launch()
+    assert launch is not None and launch.ok, launch and launch.error
+    assert kernels.chunk_intra.last_tiling()["akk_beta"] == 1
+    assert torch.equal(Aqk, A0)
+    ref = _reference(q, k, beta, G)[1] * beta.double()[..., None, :]
+    assert torch.isfinite(Akk).all(), "Akk: an element was not written (NaN-poisoned)"
+    assert not Akk.triu(1).any(), "Akk: nonzero above the diagonal"
+    check_close("Akk diag(beta)", Akk, ref, dtype)
+    assert torch.equal(torch.diagonal(Akk, dim1=-2, dim2=-1), beta.to(out_dtype))
+    assert launch.totals.cube_macs == plain.cube_macs
+
+
 def _norm_factors(x, scale):
     """The factors of the rows of ``x`` (token-major [NC, BT, H, K]) in float64: ``scale`` over their l2
     norms (FLA's l2norm, eps 1e-6), head-major [NC, H, BT]."""

@@ -138,7 +138,7 @@ def test_every_kernel_custom_op_passes_opcheck():
     G = torch.cumsum(-torch.rand(NC, BT, HV, K) * 0.1, dim=1)   # KDA token-major
     for l2norm, scale in ((False, 1.0), (True, 0.125)):   # q's and k's l2 norms and scale
         torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, l2norm, scale,
-                                                        torch.bfloat16, torch.bfloat16))
+                                                        torch.bfloat16, torch.bfloat16, l2norm))   # akk_beta too
     s = torch.rand(NC, HV, BT) + 0.5   # the row factors of q and k
     torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))
     w, u, e_last = (torch.randn(NC, HV, BT, K) * 0.1).to(torch.bfloat16), torch.randn(NC, HV, BT, V), torch.rand(NC, HV, K)
@@ -148,7 +148,7 @@ def test_every_kernel_custom_op_passes_opcheck():
     assert ops.chunk_state(*args)[2].shape == (2, HV, V, K)  # state_v_first: [N, HV, V, K]
     aqk = torch.randn(NC, HV, BT, BT).tril().to(torch.bfloat16)
     k, v, beta, akk, _ = _wy_inputs()
-    args = (q, k, v, beta, G, akk, aqk, e_last + 0.5, offsets, h0, True, None, None)
+    args = (q, k, v, G, akk * beta.unsqueeze(-2).to(akk.dtype), aqk, e_last + 0.5, offsets, h0, True, None, None)
     torch.library.opcheck(ops.chunk_state_output.default, args)
     torch.library.opcheck(ops.chunk_state_output.default, (*args[:-2], s, s.clone()))   # q's and k's row factors
     o, final = ops.chunk_state_output(*args)

@@ -3,11 +3,12 @@ kernel forming the WY factors of each chunk before its recurrence step and each 
 it holds the chunk-start state, run on the host simulation of Ascend C through the installed library
 and fla_npu.runtime.
 
-Inputs as the pipeline makes them (sim_helpers.state_stage: k, v, beta and Akk from the reference
-stage 2 in float64, tails, varlen with empty and one-token sequences), q and k token-major with their
-own heads (GVA), G the chunk-local gate cumsum and Aqk = decay.tril(q, k). Checked: o and final
-against the unfused chain (wy_fast with w and kg in the Cube dtype, chunk_state with h and v_new in
-it, then chunk_output: the same products; v_new = u - w S accumulated at once here): final within
+Inputs as the pipeline makes them (sim_helpers.state_stage: k, v, and Akk from the reference stage 2
+in float64, beta powers of two, tails, varlen with empty and one-token sequences), q and k token-major
+with their own heads (GVA), G the chunk-local gate cumsum, Aqk = decay.tril(q, k) and the fused
+kernel's Akk diag(beta). Checked: o and final against the unfused chain (wy_fast with w and kg in the
+Cube dtype, chunk_state with h and v_new in it, then chunk_output: the same products, beta's place
+changing no rounding as a power of two; v_new = u - w S accumulated at once here): final within
 float32's tolerance, o equal in all but a few elements a rounding apart; o within the Cube dtype's
 tolerance and final within float32's of the reference stages 3-5 in float64 on the kernel's inputs;
 bit-identical for 1, 3 and 16 AI cores; the GM bytes and Cube multiply-adds from the counters,
@@ -36,20 +37,24 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 def _inputs(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype, seed=0):
     """The fused kernel's inputs in the dtypes it reads: q, k (token-major [NC, BT, HV / groups, K]), v
-    (token-major [NC, BT, HV, V]), Akk and Aqk in ``dtype``; beta, e_last, G (sim_helpers.kernel_gate:
-    KDA token-major), h0 float32; plus the plan."""
+    (token-major [NC, BT, HV, V]), Akkb = (I + L)^-1 diag(beta) and Aqk in ``dtype``; e_last, G
+    (sim_helpers.kernel_gate: KDA token-major), h0 float32; plus the plan, and for the chain beta
+    (float32; powers of two on the tokens, zeros on padding) and Akk = (I + L)^-1 in ``dtype``."""
     st = sim_helpers.state_stage(B, T, HV, K, V, BT, per_key, cu, h0, v_first, seed, groups)
+    beta = torch.where(st.beta != 0, 2.0 ** -torch.randint(0, 4, st.beta.shape, generator=st.gen).double(), 0.0)
+    _, Akk = fwd.chunk_intra_fwd(st.k, st.k, beta, st.decay)
     q = st.plan.to_chunks(torch.randn(B, T, HV // groups, K, generator=st.gen, dtype=torch.float64) * 0.5)
     Aqk = st.decay.tril(expand_heads(q, groups), st.k, diagonal=True)
     f = lambda t: t.to(FP32)  # noqa: E731
     tm = lambda t: t.transpose(1, 2).contiguous().to(dtype)  # noqa: E731  (token-major)
-    return SimpleNamespace(q=tm(q), k=tm(st.k_heads), v=tm(st.v), beta=f(st.beta).contiguous(),
-                           G=sim_helpers.kernel_gate(f(st.decay.G).contiguous()), Akk=st.Akk.to(dtype), Aqk=Aqk.to(dtype),
-                           e_last=f(st.e_last), offsets=st.offsets, h0=st.h0, plan=st.plan, v_first=v_first, groups=groups)
+    return SimpleNamespace(q=tm(q), k=tm(st.k_heads), v=tm(st.v), beta=f(beta).contiguous(),
+                           G=sim_helpers.kernel_gate(f(st.decay.G).contiguous()), Akk=Akk.to(dtype),
+                           Akkb=(Akk * beta.unsqueeze(-2)).to(dtype), Aqk=Aqk.to(dtype), e_last=f(st.e_last),
+                           offsets=st.offsets, h0=st.h0, plan=st.plan, v_first=v_first, groups=groups)
 
 
 def _fused(x, q_scale=None, k_scale=None):
-    o, final = kernels.chunk_state_output(x.q, x.k, x.v, x.beta, x.G, x.Akk, x.Aqk, x.e_last, x.offsets, x.h0, x.v_first,
+    o, final = kernels.chunk_state_output(x.q, x.k, x.v, x.G, x.Akkb, x.Aqk, x.e_last, x.offsets, x.h0, x.v_first,
                                           q_scale, k_scale)
     launch = kernels.chunk_state_output.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
@@ -99,8 +104,8 @@ def test_matches_unfused_chain(B, T, HV, K, V, BT, per_key, cu, h0, v_first, gro
 @pytest.mark.parametrize("scaled", [False, True], ids=["", "row-factors"])
 @pytest.mark.parametrize(ARGS, CASES[1:4])
 def test_matches_reference_stages(B, T, HV, K, V, BT, per_key, cu, h0, v_first, groups, dtype, scaled):
-    """Against stages 3-5 in float64 on the kernel's inputs, with the Cube operands the kernel rounds
-    once to the Cube dtype (X1 = beta k e_row, X2 = beta v, w, kg) rounded alike: o within the Cube
+    """Against stages 3-5 in float64 on the kernel's inputs (Akk diag(beta) as given), with the Cube
+    operands the kernel rounds once to the Cube dtype (X1 = k e_row, w, kg) rounded alike: o within the Cube
     dtype's tolerance (its operands qe, S and v_new are rounded once), final within float32's (S and
     v_new reach the Cube as hi + lo halves). ``scaled``: with q_scale / k_scale (factors of q's and
     k's rows, per q / k head), the reference on q * q_scale and k * k_scale."""
@@ -118,9 +123,9 @@ def test_matches_reference_stages(B, T, HV, K, V, BT, per_key, cu, h0, v_first, 
     s0 = None if x.h0 is None else d(x.h0.transpose(-1, -2) if v_first else x.h0)
     G = d(sim_helpers.reference_gate(x.G))
     decay = SimpleNamespace(e_row=torch.exp2(G), e_tail=torch.exp2(G[:, :, -1:] - G), e_last=d(x.e_last))
-    k, v, b, A = expand_heads(d(x.k).transpose(1, 2), groups), d(x.v).transpose(1, 2), d(x.beta)[..., None], d(x.Akk)
+    k, v, A = expand_heads(d(x.k).transpose(1, 2), groups), d(x.v).transpose(1, 2), d(x.Akkb)
     r = lambda t: t.to(dtype).double()  # noqa: E731  (rounded once to the Cube dtype)
-    w, u, kg = r(A @ r(b * k * decay.e_row)), A @ r(b * v), r(k * decay.e_tail)
+    w, u, kg = r(A @ r(k * decay.e_row)), A @ v, r(k * decay.e_tail)
     h, v_new, ref_final = fwd.state_fwd(kg, w, u, decay, s0, x.plan)
     q = expand_heads(d(x.q).transpose(1, 2), groups)
     ref_o = fwd.output_fwd(q, decay, h, d(x.Aqk), v_new)
@@ -144,11 +149,12 @@ def test_core_count_invariance(monkeypatch):
 
 def test_counters_against_the_chain(capsys, monkeypatch):
     """GM bytes (exact) and Cube multiply-adds for NC = 16, HV = 4, BT = 64, K = V = 128 (KDA, one V
-    block per head on 4 cores): the fused launch reads q, k, v, beta, G, Akk, Aqk and e_last once (and
-    G's last row once per vector core) and writes o and final once, plus its workspace round trips
-    (S's halves and dS; qe, X1, kg and X2; -I once per core: the Cube forms v_new's halves itself);
-    the chain also writes and reads w, kg, u, h and v_new, and reads G twice, with the same Cube
-    work but the subtraction -I v_hi. With q's and k's row factors, those are read once more."""
+    block per head on 4 cores): the fused launch reads q, k, v, G, Akk, Aqk and e_last once (and G's
+    last row once per vector core) and writes o and final once, plus its workspace round trips (S's
+    halves and dS; qe, X1 and kg; -I once per core: the Cube forms v_new's halves itself, loads v as
+    it is); the chain also reads beta, writes and reads w, kg, u, h and v_new, and reads G twice, with
+    the same Cube work but the subtraction -I v_hi. With q's and k's row factors, those are read once
+    more."""
     NC, HV, BT, K, V = 16, 4, 64, 128, 128
     x = _inputs(1, NC * BT, HV, K, V, BT, True, None, False, False, 1, BF16, seed=5)
     monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
@@ -159,24 +165,24 @@ def test_counters_against_the_chain(capsys, monkeypatch):
         _chain(x)
     assert [launch["kernel"] for launch in prof.launches] == ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
     chunks = NC * HV
-    reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * 4 + BT * K * 4 + 2 * K * 4 + 2 * BT * BT * 2 + K * 4)
+    reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * K * 4 + 2 * K * 4 + 2 * BT * BT * 2 + K * 4)
     writes = chunks * BT * V * 2 + HV * K * V * 4
-    # per chunk S's halves to the Cube and dS back, qe, X1, kg and X2 to the Cube; -I once per core
-    workspace = chunks * (2 * K * V * 2 + K * V * 4 + 3 * BT * K * 2 + BT * V * 2) + 4 * BT * BT * 2
+    # per chunk S's halves to the Cube and dS back, qe, X1 and kg to the Cube; -I once per core
+    workspace = chunks * (2 * K * V * 2 + K * V * 4 + 3 * BT * K * 2) + 4 * BT * BT * 2
     assert (fused.ws_to_local_bytes, fused.local_to_ws_bytes) == (workspace, workspace)
     moved = fused.gm_to_local_bytes + fused.local_to_gm_bytes
     assert moved == reads + writes + 2 * workspace, (moved, reads + writes + 2 * workspace)
-    # the Cube: Akk X1 and Akk X2, w S and kg^T v_new on hi and lo halves, then qe S_hi and Aqk v_hi:
+    # the Cube: Akk X1 and Akk v, w S and kg^T v_new on hi and lo halves, then qe S_hi and Aqk v_hi:
     # the chain's products; and -I v_hi, the subtraction that forms v_lo
     chain_macs = sum(launch["cube_macs"] for launch in prof.launches)
     assert chain_macs == chunks * (BT * BT * (K + V) + 4 * BT * K * V + BT * K * V + BT * BT * V)
     assert fused.cube_macs == chain_macs + chunks * BT * BT * V
     chain_moved = sum(launch["gm_read_bytes"] + launch["gm_write_bytes"] for launch in prof.launches)
     chain_ws = sum(launch["ws_read_bytes"] + launch["ws_write_bytes"] for launch in prof.launches)
-    # outside the workspaces: w, kg (bf16), u (fp32), h and v_new (bf16) written and read back, G read
-    # again by the output kernel
+    # outside the workspaces: beta read, w, kg (bf16), u (fp32), h and v_new (bf16) written and read
+    # back, G read again by the output kernel
     assert chain_moved - chain_ws - (reads + writes) == chunks * (
-        2 * (2 * BT * K * 2 + BT * V * 4 + K * V * 2 + BT * V * 2) + BT * K * 4)
+        BT * 4 + 2 * (2 * BT * K * 2 + BT * V * 4 + K * V * 2 + BT * V * 2) + BT * K * 4)
     # q's and k's row factors: read once more, a float per row each; the Cube's work the same
     _fused(x, *(torch.rand(NC, HV, BT, generator=torch.Generator().manual_seed(i)) + 0.5 for i in (1, 2)))
     scaled = kernels.chunk_state_output.last_launch().totals
@@ -192,7 +198,7 @@ def test_counters_against_the_chain(capsys, monkeypatch):
 
 def test_refusals():
     x = _inputs(1, 64, 2, 64, 64, 64, True, None, False, False, 1, BF16)
-    args = lambda **kw: {**dict(q=x.q, k=x.k, v=x.v, beta=x.beta, g=x.G, akk=x.Akk, aqk=x.Aqk, e_last=x.e_last,  # noqa: E731
+    args = lambda **kw: {**dict(q=x.q, k=x.k, v=x.v, g=x.G, akk=x.Akkb, aqk=x.Aqk, e_last=x.e_last,  # noqa: E731
                                 chunk_offsets=x.offsets), **kw}
     with pytest.raises(ValueError, match="float16 or torch.bfloat16"):
         kernels.chunk_state_output(**args(k=x.k.float()))
@@ -200,7 +206,7 @@ def test_refusals():
     with pytest.raises(KernelError, match="`k` must be"):
         kernels.chunk_state_output(**args(q=k3, k=k3))
     with pytest.raises(KernelError, match="`akk` must be"):
-        kernels.chunk_state_output(**args(akk=x.Akk[..., :32]))
+        kernels.chunk_state_output(**args(akk=x.Akkb[..., :32]))
     with pytest.raises(KernelError, match="`aqk` must be"):
         kernels.chunk_state_output(**args(aqk=x.Aqk[..., :32]))
     with pytest.raises(ValueError, match="non-decreasing"):

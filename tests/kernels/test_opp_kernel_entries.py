@@ -66,7 +66,7 @@ CASES = {
     "chunk_intra_opp_test": [
         "registration",
         "kda_f16", "kda_bf16_out_bf16", "gdn_bt32_bf16", "gdn_bt16_f16_out_f16", "wide_bf16", "many_units_f16", "empty_bf16",
-        "kda_l2norm_bf16", "gdn_l2norm_f16",
+        "kda_l2norm_bf16", "gdn_l2norm_f16", "kda_akk_beta_bf16", "gdn_akk_beta_f16",
         "refuse_chunk_size", "refuse_head_dim", "refuse_g_shape", "refuse_scale_shape", "refuse_akk_shape",
     ],
     "chunk_state_output_opp_test": [

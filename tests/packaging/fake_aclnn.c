@@ -393,21 +393,22 @@ EXPORT int32_t aclnnFlaNpuChunkState(void* workspace, uint64_t workspace_size, v
 }
 
 EXPORT int32_t aclnnFlaNpuChunkIntraGetWorkspaceSize(const void* q, const void* k, const void* beta, const void* g,
-                                                     int64_t qk_l2norm, double scale, const void* aqk, const void* l,
-                                                     const void* q_scale, const void* k_scale, uint64_t* workspace_size,
-                                                     void** executor) {
+                                                     int64_t qk_l2norm, double scale, int64_t akk_beta, const void* aqk,
+                                                     const void* akk, const void* q_scale, const void* k_scale,
+                                                     uint64_t* workspace_size, void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkIntraGetWorkspaceSize");
     add_tensor(c, q);
     add_tensor(c, k);
     add_tensor(c, beta);
     add_tensor(c, g);
     add_tensor(c, aqk);
-    add_tensor(c, l);
+    add_tensor(c, akk);
     add_tensor(c, q_scale);
     add_tensor(c, k_scale);
     if (c != NULL) {
-        c->num_ints = 1;
+        c->num_ints = 2;
         c->ints[0] = qk_l2norm;
+        c->ints[1] = akk_beta;
         c->num_floats = 1;
         c->floats[0] = scale;
     }
@@ -418,8 +419,8 @@ EXPORT int32_t aclnnFlaNpuChunkIntra(void* workspace, uint64_t workspace_size, v
     return second_phase("aclnnFlaNpuChunkIntra", workspace, workspace_size, executor, stream);
 }
 
-EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const void* k, const void* v, const void* beta,
-                                                           const void* g, const void* akk, const void* aqk, const void* e_last,
+EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const void* k, const void* v, const void* g,
+                                                           const void* akk, const void* aqk, const void* e_last,
                                                            const void* chunk_offsets, const void* h0, const void* q_scale,
                                                            const void* k_scale, const void* o, const void* final_state,
                                                            int64_t state_v_first,
@@ -428,7 +429,6 @@ EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const 
     add_tensor(c, q);
     add_tensor(c, k);
     add_tensor(c, v);
-    add_tensor(c, beta);
     add_tensor(c, g);
     add_tensor(c, akk);
     add_tensor(c, aqk);

@@ -441,12 +441,12 @@ def test_chunk_state_output_forwarded_exactly(bridge, fake):
     NC, HV, HQ, BT, K, V, N_ = 3, 4, 2, 32, 64, 80, 2
     offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
     qk = lambda: torch.randn(NC, BT, HQ, K).bfloat16()  # noqa: E731
-    tensors = (qk(), qk(), torch.randn(NC, BT, HV, V).bfloat16(), torch.rand(NC, HV, BT), -torch.rand(NC, BT, HV, K),
+    tensors = (qk(), qk(), torch.randn(NC, BT, HV, V).bfloat16(), -torch.rand(NC, BT, HV, K),
                torch.randn(NC, HV, BT, BT).bfloat16(), torch.randn(NC, HV, BT, BT).bfloat16(), torch.rand(NC, HV, K), offsets,
                torch.randn(N_, HV, K, V), None, None, torch.empty(NC, BT, HV, V).bfloat16(), torch.empty(N_, HV, K, V))
     call = check_forwarded_exactly(bridge, fake, "flaNpuChunkStateOutput", tensors, 0, ints=[0])  # state_v_first
-    assert tensors_of(call)[10:12] == [None, None]  # no row factors: NULL
-    scaled = (*tensors[:10], torch.rand(NC, HQ, BT), torch.rand(NC, HQ, BT), *tensors[12:])
+    assert tensors_of(call)[9:11] == [None, None]  # no row factors: NULL
+    scaled = (*tensors[:9], torch.rand(NC, HQ, BT), torch.rand(NC, HQ, BT), *tensors[11:])
     check_forwarded_exactly(bridge, fake, "flaNpuChunkStateOutput", scaled, 0, ints=[0])
     # Refused before any aclnn call: fp32 Cube inputs, k with a head count that does not divide HV.
     as_fp32 = tuple(t.float() if t is not None and t.dtype == torch.bfloat16 else t for t in tensors)
@@ -461,13 +461,15 @@ def test_chunk_intra_forwarded_exactly(bridge, fake):
     tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT),
                -torch.rand(NC, BT, HV, K), torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT, BT).bfloat16(),
                torch.empty(NC, HV, BT), torch.empty(NC, HV, BT))   # q, k, beta, g; aqk, akk, q_scale, k_scale
-    check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors, 1, 0.125, ints=[1], floats=[0.125])  # qk_l2norm, scale
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkIntra", tensors, 1, 0.125, 1, ints=[1, 1],
+                            floats=[0.125])  # qk_l2norm, scale, akk_beta
     # Refused before any aclnn call: fp32 Cube inputs, an output dtype neither float32 nor q's, qk_l2norm 2.
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 Cube inputs are not supported",
-                               tuple(t.float() for t in tensors), 1, 0.125)
+                               tuple(t.float() for t in tensors), 1, 0.125, 0)
     half_out = tensors[:4] + tuple(t.half() for t in tensors[4:6]) + tensors[6:]
-    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 or the dtype of `q`", half_out, 1, 0.125)
-    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "`qk_l2norm` must be 0 or 1", tensors, 2, 0.125)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "float32 or the dtype of `q`", half_out, 1, 0.125, 0)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "`qk_l2norm` must be 0 or 1", tensors, 2, 0.125, 0)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "`akk_beta` must be 0 or 1", tensors, 1, 0.125, 2)
 
 
 def test_destroy_executor_destroys_the_tensors(bridge, fake):

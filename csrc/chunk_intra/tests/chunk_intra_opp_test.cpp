@@ -13,17 +13,19 @@ using opp_test::Floats;
 // q, k [NC, BT, HV, K] (token-major) of `dtype` (k small, as normalised keys are: (I + L)^-1 stays
 // finite in 16 bits), beta [NC, HV, BT] (positive), g (GateDims: a narrow gate,
 // Kg = K is KDA, 1 GDN), aqk and akk [NC, HV, BT, BT] of `out`, q_scale and k_scale [NC, HV, BT]; the
-// attributes qk_l2norm (`l2norm`) and scale (0.125 with it, else 1).
-CallSpec Call(int32_t dtype, int32_t out, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t Kg, bool l2norm = false) {
+// attributes qk_l2norm (`l2norm`), scale (0.125 with it, else 1) and akk_beta (`akkBeta`).
+CallSpec Call(int32_t dtype, int32_t out, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t Kg, bool l2norm = false,
+              bool akkBeta = false) {
     const int32_t f32 = FLA_NPU_FLOAT32;
     CallSpec c{
         {Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, K}, -0.1f, 0.1f), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),
          Floats(f32, opp_test::GateDims(NC, HV, BT, Kg), -0.05f, 0.0f), Floats(out, {NC, HV, BT, BT}),
          Floats(out, {NC, HV, BT, BT}), Floats(f32, {NC, HV, BT}), Floats(f32, {NC, HV, BT})},
         {}};
-    c.attrs.resize(2);
+    c.attrs.resize(3);
     c.attrs[0].i = l2norm ? 1 : 0;
     c.attrs[1].f = l2norm ? 0.125f : 1.0f;
+    c.attrs[2].i = akkBeta ? 1 : 0;
     return c;
 }
 
@@ -41,6 +43,9 @@ const std::map<std::string, std::function<int()>> kCases = {
     // q's and k's l2 norms and scale (KDA, GDN).
     {"kda_l2norm_bf16", [] { return Same(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 3, 2, 64, 128, 128, true)); }},
     {"gdn_l2norm_f16", [] { return Same(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT16, 3, 2, 32, 64, 1, true)); }},
+    // Akk's columns times beta (the fused state kernel's operand).
+    {"kda_akk_beta_bf16", [] { return Same(Call(FLA_NPU_BFLOAT16, FLA_NPU_BFLOAT16, 3, 2, 64, 128, 128, true, true)); }},
+    {"gdn_akk_beta_f16", [] { return Same(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT32, 3, 2, 32, 64, 1, false, true)); }},
     // Refused by both front ends with the same message.
     {"refuse_chunk_size", [] { return Refused(Call(FLA_NPU_FLOAT16, FLA_NPU_FLOAT32, 1, 2, 48, 64, 1), "BT"); }},
     {"refuse_head_dim", [] { return Refused(Call(FLA_NPU_BFLOAT16, FLA_NPU_FLOAT32, 1, 2, 64, 72, 1), "multiple of 16"); }},

@@ -105,9 +105,9 @@ static void TestArgs() {
                gk = Arg({3, 64, 2, 128}, FLA_NPU_FLOAT32), a = Arg({3, 2, 64, 64}), a32 = Arg({3, 2, 64, 64}, FLA_NPU_FLOAT32);
     const auto dev = tiling_test::Device(8, 196608, 131072);  // a2's UB
     ChunkIntraProblem p;
-    // q, k, beta, g, aqk, akk, q_scale, k_scale; qk_l2norm, scale
-    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t l2norm = 0, float scale = 1.0f) {
-        return tiling_test::CheckCall(&p, dev, call, l2norm, scale);
+    // q, k, beta, g, aqk, akk, q_scale, k_scale; qk_l2norm, scale, akk_beta
+    auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t l2norm = 0, float scale = 1.0f, int64_t akkBeta = 0) {
+        return tiling_test::CheckCall(&p, dev, call, l2norm, scale, akkBeta);
     };
     auto S = [](const fla_npu::ShapeArg& q) { return Arg({q.d[0], q.d[2], q.d[1]}, FLA_NPU_FLOAT32); };  // [NC, HQ, BT]
     CHECK(check({q, q, b, g1, a, Arg({3, 2, 64}), S(q), S(q)}) != nullptr);
@@ -146,13 +146,17 @@ static void TestArgs() {
     CHECK(check({q, q, b, g1, a, a, S(q), S(q)}) == nullptr && !p.qk_l2norm && p.scale == 1.0f);
     CHECK(check({q1, q1, b4, g4, a4, a4, S(q1), S(q1)}, 1) == nullptr && p.groups == 4);  // GVA: q's heads
     CHECK(Names(check({q, q, b, g1, a, a, S(q), S(q)}, 2), "`qk_l2norm`"));
+    // Akk's columns times beta: akk_beta 0 or 1.
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}, 0, 1.0f, 1) == nullptr && p.akk_beta);
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}) == nullptr && !p.akk_beta);
+    CHECK(Names(check({q, q, b, g1, a, a, S(q), S(q)}, 0, 1.0f, 2), "`akk_beta`"));
     CHECK(Names(check({q, q, b, g1, a, a, S(q), Arg({3, 2, 32}, FLA_NPU_FLOAT32)}), "[NC, HQ, BT]"));
     CHECK(Names(check({q1, q1, b4, g4, a4, a4, S(q), S(q)}), "[NC, HQ, BT]"));  // value heads, not q's
     CHECK(Names(check({q, q, b, g1, a, a, Arg({3, 2, 64, 1}, FLA_NPU_FLOAT32), S(q)}), "3-D"));
     ChunkIntraTiling t;
     const char* err = nullptr;
-    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}, 1, 0.5f) == nullptr && ComputeTiling(p, &t, &err) == 0 && t.qk_l2norm == 1 &&
-          t.scale == 0.5f);
+    CHECK(check({q, q, b, g1, a, a, S(q), S(q)}, 1, 0.5f, 1) == nullptr && ComputeTiling(p, &t, &err) == 0 && t.qk_l2norm == 1 &&
+          t.scale == 0.5f && t.akk_beta == 1);
 }
 
 int main() {

@@ -20,8 +20,8 @@ static ChunkStateProblem Problem(uint32_t N, uint32_t HV, uint32_t NC, uint32_t 
     return p;
 }
 
-// Every shape the state kernel takes fits with the fused kernel's buffers: -I, qe, X1, kg and X2 in the
-// workspace after S's halves, qe, X1, X2, Aqk, Akk and -I in L1, Akk and -I, then qe and Aqk over w and
+// Every shape the state kernel takes fits with the fused kernel's buffers: -I, qe, X1 and kg in the
+// workspace after S's halves, qe, X1, v's block, Aqk, Akk and -I in L1, Akk and -I, then qe and Aqk over w and
 // kg^T in L0A.
 static void TestShapes() {
     const uint32_t bts[] = {16, 32, 64}, dims[] = {16, 48, 80, 128, 256};
@@ -41,7 +41,7 @@ static void TestShapes() {
                                 CHECK(t.ub_bytes_used <= p.ub_bytes && t.l0a_bytes_used <= soc::kL0abBytes);
                                 CHECK(t.l0a_bytes_used == (K + (K > 2 * BT ? K : 2 * BT)) * BT * 2);
                                 CHECK(t.l1_bytes_used <= 512u * 1024 - 256);
-                                CHECK(t.ws_t_elems == 2 * K * t.v_block + BT * BT + 2 * (3 * BT * K + BT * t.v_block));
+                                CHECK(t.ws_t_elems == 2 * K * t.v_block + BT * BT + 2 * 3 * BT * K);
                                 CHECK(t.ws_f_elems == K * t.v_block);
                                 CHECK((t.num_vb - 1) * t.v_block + t.v_last == V && t.v_block % 16 == 0);
                                 tiling_test::CheckCover(t);
@@ -49,7 +49,7 @@ static void TestShapes() {
 }
 
 // The V split counts the fused kernel's per-unit reads: the production shape keeps one block per
-// head, few heads still split (each block re-reads q, k, G, beta, Aqk and Akk), less than the state
+// head, few heads still split (each block re-reads q, k, G, Aqk and Akk), less than the state
 // kernel alone.
 static void TestSplit() {
     ChunkStateTiling t;
@@ -72,41 +72,40 @@ static void TestArgs() {
     using tiling_test::Names;
     constexpr int32_t F32 = FLA_NPU_FLOAT32;
     // NC 3, HV 4, BT 64, K 128, V 80; q and k with 2 heads (GVA), GDN's gate
-    const auto q = Arg({3, 64, 2, 128}), v = Arg({3, 64, 4, 80}), b = Arg({3, 4, 64}, F32), g = Arg({3, 4, 64, 1}, F32),
-               a = Arg({3, 4, 64, 64}), e = Arg({3, 4, 1}, F32), co = Arg({3}, FLA_NPU_INT32), s = Arg({2, 4, 128, 80}, F32);
+    const auto q = Arg({3, 64, 2, 128}), v = Arg({3, 64, 4, 80}), g = Arg({3, 4, 64, 1}, F32), a = Arg({3, 4, 64, 64}),
+               e = Arg({3, 4, 1}, F32), co = Arg({3}, FLA_NPU_INT32), s = Arg({2, 4, 128, 80}, F32);
     const fla_npu::ShapeArg none;
     const auto dev = tiling_test::Device(8, 100000, 131072);
     ChunkStateTiling t;
     auto check = [&](std::initializer_list<fla_npu::ShapeArg> call, int64_t v_first = 0) {
         return fla_npu::chunk_state_output::TilingFromShapes(call.begin(), v_first, dev, &t);
     };
-    CHECK(check({q, q, v, b, g, a, a, e, co, none, none, none, v, s}) == nullptr);
+    CHECK(check({q, q, v, g, a, a, e, co, none, none, none, v, s}) == nullptr);
     CHECK(t.fused_output == 1 && t.groups == 2 && t.N == 2 && t.Kg == 1 && t.V == 80 && !t.has_h0);
     const auto q4 = Arg({3, 64, 4, 128});
-    CHECK(check({q4, q4, v, b, g, a, a, e, co, s, none, none, v, s}) == nullptr && t.groups == 1 && t.has_h0);
+    CHECK(check({q4, q4, v, g, a, a, e, co, s, none, none, v, s}) == nullptr && t.groups == 1 && t.has_h0);
     const auto gk = Arg({3, 64, 4, 128}, F32), ek = Arg({3, 4, 128}, F32);  // KDA: token-major G, K columns
-    CHECK(check({q, q, v, b, gk, a, a, ek, co, none, none, none, v, s}) == nullptr && t.Kg == 128);
-    CHECK(Names(check({q, q4, v, b, g, a, a, e, co, none, none, none, v, s}), "`q`"));  // q and k differ
+    CHECK(check({q, q, v, gk, a, a, ek, co, none, none, none, v, s}) == nullptr && t.Kg == 128);
+    CHECK(Names(check({q, q4, v, g, a, a, e, co, none, none, none, v, s}), "`q`"));  // q and k differ
     const auto k3 = Arg({3, 64, 3, 128});
-    CHECK(Names(check({k3, k3, v, b, g, a, a, e, co, none, none, none, v, s}), "`k`"));  // 3 does not divide 4
-    CHECK(Names(check({q, q, Arg({3, 32, 4, 80}), b, g, a, a, e, co, none, none, none, v, s}), "`v`"));
-    CHECK(Names(check({q, q, v, Arg({3, 4, 32}, F32), g, a, a, e, co, none, none, none, v, s}), "`beta`"));
-    CHECK(Names(check({q, q, v, b, Arg({3, 4, 64, 128}, F32), a, a, ek, co, none, none, none, v, s}), "`g`"));  // head-major KDA
-    CHECK(Names(check({q, q, v, b, gk, a, a, e, co, none, none, none, v, s}), "`g`"));                          // Kg of e_last
-    CHECK(Names(check({q, q, v, b, g, Arg({3, 4, 64, 32}), a, e, co, none, none, none, v, s}), "`akk`"));
-    CHECK(Names(check({q, q, v, b, g, a, Arg({3, 4, 64, 32}), e, co, none, none, none, v, s}), "`aqk`"));
-    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, none, none, Arg({3, 4, 64, 80}), s}), "`o`"));
-    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, none, none, v, Arg({2, 4, 80, 128}, F32)}), "`final`"));
-    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, none, none, v, s}, 2), "`state_v_first`"));
-    CHECK(Names(check({q, q, v, b, g, a, a, Arg({3, 4}, F32), co, none, none, none, v, s}), "`e_last`"));
+    CHECK(Names(check({k3, k3, v, g, a, a, e, co, none, none, none, v, s}), "`k`"));  // 3 does not divide 4
+    CHECK(Names(check({q, q, Arg({3, 32, 4, 80}), g, a, a, e, co, none, none, none, v, s}), "`v`"));
+    CHECK(Names(check({q, q, v, Arg({3, 4, 64, 128}, F32), a, a, ek, co, none, none, none, v, s}), "`g`"));  // head-major KDA
+    CHECK(Names(check({q, q, v, gk, a, a, e, co, none, none, none, v, s}), "`g`"));                          // Kg of e_last
+    CHECK(Names(check({q, q, v, g, Arg({3, 4, 64, 32}), a, e, co, none, none, none, v, s}), "`akk`"));
+    CHECK(Names(check({q, q, v, g, a, Arg({3, 4, 64, 32}), e, co, none, none, none, v, s}), "`aqk`"));
+    CHECK(Names(check({q, q, v, g, a, a, e, co, none, none, none, Arg({3, 4, 64, 80}), s}), "`o`"));
+    CHECK(Names(check({q, q, v, g, a, a, e, co, none, none, none, v, Arg({2, 4, 80, 128}, F32)}), "`final`"));
+    CHECK(Names(check({q, q, v, g, a, a, e, co, none, none, none, v, s}, 2), "`state_v_first`"));
+    CHECK(Names(check({q, q, v, g, a, a, Arg({3, 4}, F32), co, none, none, none, v, s}), "`e_last`"));
     const auto q1 = Arg({3, 64, 1, 128});
-    CHECK(check({q1, q1, v, b, g, a, a, e, co, none, none, none, v, s}) == nullptr && t.groups == 4);
+    CHECK(check({q1, q1, v, g, a, a, e, co, none, none, none, v, s}) == nullptr && t.groups == 4);
     // The optional row factors of q and k: [NC, HQ, BT] float32, both or neither.
     const auto f = Arg({3, 2, 64}, F32);
-    CHECK(check({q, q, v, b, g, a, a, e, co, none, f, f, v, s}) == nullptr && t.qk_scaled == 1);
-    CHECK(check({q, q, v, b, g, a, a, e, co, none, none, none, v, s}) == nullptr && t.qk_scaled == 0);
-    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, f, none, v, s}), "together"));
-    CHECK(Names(check({q, q, v, b, g, a, a, e, co, none, f, Arg({3, 4, 64}, F32), v, s}), "[NC, HQ, BT]"));  // value heads'
+    CHECK(check({q, q, v, g, a, a, e, co, none, f, f, v, s}) == nullptr && t.qk_scaled == 1);
+    CHECK(check({q, q, v, g, a, a, e, co, none, none, none, v, s}) == nullptr && t.qk_scaled == 0);
+    CHECK(Names(check({q, q, v, g, a, a, e, co, none, f, none, v, s}), "together"));
+    CHECK(Names(check({q, q, v, g, a, a, e, co, none, f, Arg({3, 4, 64}, F32), v, s}), "[NC, HQ, BT]"));  // value heads'
 }
 
 int main() {
