@@ -513,8 +513,7 @@ class ChunkStateVector {
             if (!kOut) WriteOut(t_.h_f32, gHf_, gHt_, hOff + L.c[l], S[rk * L.c[l]], hi, rk, w);
         }
 
-        // 2. While the Cube forms w S (fused: v_new): fetch u (unfused) and e_last, S = diag(e_last) S
-        // (the decay needs no dS).
+        // 2. Unfused, while the Cube forms w S: fetch u.
         LocalTensor<float> a;
         if (!kOut) {
             a = inA_.template AllocTensor<float>();
@@ -524,22 +523,11 @@ class ChunkStateVector {
                                         static_cast<uint16_t>((V - L.w[l]) / 8), 0));
             inA_.EnQue(a);
         }
-        if (t_.Kg != 1) {
-            LocalTensor<float> bc = bc_.Get<float>();
-            LocalTensor<float> e = CopyIn(inE_, gE_[ch * K + k0], rk);
-            BroadcastRows(bc, e, rk);
-            inE_.FreeTensor(e);
-            OrderV();
-            for (uint32_t l = 0; l < L.n; ++l) MulRows(S[rk * L.c[l]], S[rk * L.c[l]], bc, rk, L.w[l]);
-        } else {
-            Muls(S, S, gE_.GetValue(ch), static_cast<int32_t>(rk * u.vw));
-        }
 
         // 3. Fused: the next chunk's operands into the other slot while the Cube works on this one (the
         // slot is free: the Cube read it before the previous chunk's dS flags). Unfused, per lane:
         // v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
         if (kOut && next) {
-            OrderV();  // the decay's reads of bc_ before the operands' broadcasts overwrite it
             FormOperands(ch + t_.HV, r0, slot ^ 1);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
         }
@@ -560,13 +548,23 @@ class ChunkStateVector {
             inA_.FreeTensor(a);
         }
 
-        // 4. Per lane: S += kg^T v_new.
+        // 4. Per lane: S = diag(e_last) S + kg^T v_new, one FusedMulAdd per element (the decay's
+        // factors into bc_ first: KDA's rows Brcb'd, GDN's one factor in a block every row reads).
+        LocalTensor<float> bc = bc_.Get<float>();
+        OrderV();  // the operands' reads of bc_ (step 3) before it is rewritten
+        if (t_.Kg != 1) {
+            LocalTensor<float> e = CopyIn(inE_, gE_[ch * K + k0], rk);
+            BroadcastRows(bc, e, rk);
+            inE_.FreeTensor(e);
+        } else {
+            Duplicate(bc, gE_.GetValue(ch), static_cast<int32_t>(kFloatLanes / 8));
+        }
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], n = rk * w;
             CrossCoreWaitFlag(LaneFlag(kFlagDs, l));
             LocalTensor<float> d = CopyIn(inA_, gWsF_[DsAt(t_) + uint64_t(K) * L.c[l] + uint64_t(k0) * w], n);
             OrderV();
-            Add(S[rk * L.c[l]], S[rk * L.c[l]], d, static_cast<int32_t>(n));
+            MulRowsAdd(S[rk * L.c[l]], bc, d, rk, w, t_.Kg != 1);
             inA_.FreeTensor(d);
         }
         OrderV();

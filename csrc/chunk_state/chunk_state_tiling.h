@@ -27,13 +27,13 @@
 // - Per chunk, AI core b (AIC + 2 AIV, each AIV holds K / 2 rows of S and owns BT / 2 rows of v_new),
 //   through the core's GM workspace (a2/a3 move AIV <-> AIC data through GM only):
 //     AIV  S_hi, S_lo -> ws;                                       set kFlagS
-//          h rows -> GM; fetch u, e_last; S = diag(e_last) S
+//          h rows -> GM; fetch u
 //     AIC  wait; wS = w @ S_hi + w @ S_lo (fp32) -> ws;              set kFlagWs
 //     AIV  wait; v_new = u - wS (fp32); v_hi, v_lo -> ws;            set kFlagV
 //          v_new rows -> GM (rounded once)
 //     AIC  wait; dS = kg^T @ v_hi + kg^T @ v_lo (fp32) -> ws;        set kFlagDs
-//     AIV  wait; S += dS
-//   The outputs, the input fetches and the decay run while the other side works, off the chain of
+//     AIV  wait; S = diag(e_last) S + dS (one FusedMulAdd per element)
+//   The outputs and the input fetches run while the other side works, off the chain of
 //   hand-offs. The unit's columns run as two lanes (halves) through this sequence, interleaved
 //   (AIV S lane 0, S lane 1; AIC wS lane 0 while the AIV splits lane 1; ...), so each side works
 //   on one lane while the other works on the other; w and kg are loaded once per chunk for both,

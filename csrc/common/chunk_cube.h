@@ -342,6 +342,17 @@ __aicore__ inline void MulByRow(const LocalTensor<float>& dst, const LocalTensor
         Mul(dst[c], src[c], row[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
 }
 
+// dst[r, :] = f[r] dst[r, :] + d[r, :] for R rows of C fp32 columns (dst and d row-major, C a multiple
+// of 8) with bc = Brcb(f) (perRow) or one 32-byte block of a single factor every row reads: one
+// FusedMulAdd (dst = src0 * dst + src1, FusedMulAdd.md) per 64 columns, one repeat per row.
+__aicore__ inline void MulRowsAdd(const LocalTensor<float>& dst, const LocalTensor<float>& bc, const LocalTensor<float>& d,
+                                  uint32_t R, uint32_t C, bool perRow) {
+    const uint8_t rowBlk = static_cast<uint8_t>(C * sizeof(float) / 32);
+    const BinaryRepeatParams p(1, 0, 1, rowBlk, perRow ? 1 : 0, rowBlk);
+    for (uint32_t c = 0; c < C; c += kFloatLanes)
+        FusedMulAdd(dst[c], bc, d[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
+}
+
 constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
 
 // dst = 2^(scale * src), n fp32 elements (in place allowed): Muls by scale ln 2, then Exp.

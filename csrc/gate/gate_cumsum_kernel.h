@@ -202,14 +202,16 @@ class GateChunkCumsum {
             RowVector<true>(y, coef_.Get<float>(), len, w, P);  // * -exp(A_log) * scale
             OrderV();
         } else if (t_.gate_form == kGateSigmoid) {
-            if (t_.has_a_log) {
-                RowVector<true>(y, coef_.Get<float>(), len, w, P);  // z = exp(A_log) * x
-                OrderV();
-            }
             LocalTensor<float> e = tmp_[0].Get<float>();
-            Muls(e, y, -1.0f, n);
-            OrderV();
-            Exp(e, e, n);
+            if (t_.has_a_log) {
+                RowVector<true>(y, coef_.Get<float>(), len, w, P);  // -z = -exp(A_log) * x (coef_scale -1)
+                OrderV();
+                Exp(e, y, n);
+            } else {
+                Muls(e, y, -1.0f, n);  // -z = -x
+                OrderV();
+                Exp(e, e, n);
+            }
             OrderV();
             Adds(e, e, 1.0f, n);
             OrderV();

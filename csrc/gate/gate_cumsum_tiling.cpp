@@ -58,7 +58,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
         if (nc > 0x7FFFFFFFull) return Refuse(err, "too many chunks");
         t->num_chunks = static_cast<uint32_t>(nc);
     }
-    t->coef_scale = p.gate_form == kGateSoftplus ? -p.scale : 1.0f;
+    t->coef_scale = p.gate_form == kGateSoftplus ? -p.scale : p.gate_form == kGateSigmoid ? -1.0f : 1.0f;
     t->out_scale = p.gate_form == kGateNone ? p.scale : p.gate_form == kGateSigmoid ? p.lower_bound * p.scale : 1.0f;
 
     // Widest UB pitch that fits: a multiple of the input's 32-byte element count, capped.

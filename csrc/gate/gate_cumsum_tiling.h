@@ -50,7 +50,7 @@ struct GateCumsumTiling {
     uint32_t units_per_core, units_rem;  // core b takes units_per_core + (b < units_rem) units
     uint32_t num_tmp_bufs;               // fp32 scratch tiles the gate form needs
     uint32_t ub_bytes_used;              // UB the kernel carves (InitBuffer total, each rounded to 32 bytes)
-    float coef_scale;                    // softplus: exp(A_log) is multiplied by -scale; sigmoid: 1
+    float coef_scale;                    // softplus: exp(A_log) is multiplied by -scale; sigmoid: -1 (Exp's operand -z)
     float out_scale;                     // none: scale; softplus: 1 (folded into coef); sigmoid: lower_bound * scale
 };
 

@@ -99,8 +99,8 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     (the fused kernel accumulates v_new = u - w S at once: tests/kernels/test_chunk_state_output_sim.py)
     when both read the same q and k (no l2norm, scale 1: the fused chain would take their row factors
     apart, the unfused one scaled copies) and beta is a power of two (its place, Akk's columns for the
-    fused kernel, beta k and beta v for wy_fast, then changes no rounding); with l2norm and the default scale, h, o and the final state
-    within the bf16 tolerance of the reference's."""
+    fused kernel, beta k and beta v for wy_fast, then changes no rounding); with l2norm and the
+    default scale, h, o and the final state within the bf16 tolerance of the reference's."""
     from fla_npu.testing import check_close
 
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")

@@ -34,7 +34,7 @@ def _run(build: Path, soc: str, case: str) -> subprocess.CompletedProcess:
 
 # Correct kernels: run on every SoC profile and compute the right values and counters.
 PASSING = [
-    "vec_add", "vec_ops", "vec_repeat", "f16_numerics", "reduce", "copies", "mixed_ids",
+    "vec_add", "vec_ops", "vec_repeat", "vec_fma", "f16_numerics", "reduce", "copies", "mixed_ids",
     "sync_all", "scalar_ok", "poison", "hazard_raw_fixed", "hazard_raw_barrier", "hazard_war_fixed",
     "cross_fifteen",
     # Cube path: tiled matmuls (fp16, bf16, fp32; B as [K,N] or B^T; M, N, K tails padded in the

@@ -116,7 +116,7 @@ static void TestLayouts() {
     CHECK(ComputeTiling(Problem(1, 10, 2, 8, 16, kGateSoftplus, 4), &t, &err) == 0);
     CHECK(t.coef_scale == -2.0f && t.out_scale == 1.0f);
     CHECK(ComputeTiling(Problem(1, 10, 2, 8, 16, kGateSigmoid, 4), &t, &err) == 0);
-    CHECK(t.coef_scale == 1.0f && t.out_scale == -10.0f);
+    CHECK(t.coef_scale == -1.0f && t.out_scale == -10.0f);
     CHECK(ComputeTiling(Problem(1, 10, 2, 8, 16, kGateNone, 4), &t, &err) == 0);
     CHECK(t.out_scale == 2.0f && t.has_a_log == 0 && t.num_tmp_bufs == 0);
 }

@@ -315,6 +315,53 @@ static int case_vec_repeat() {
     return 0;
 }
 
+// FusedMulAdd (dst = src0 * dst + src1): the count form, and the repeat form with one factor per row
+// (src0 block stride 0, repeat stride 1: a Brcb'd column) and one factor for every row (src0 strides
+// 0), as the state kernels' decay uses them.
+extern "C" __global__ __aicore__ void vec_fma(GM_ADDR m, GM_ADDR f, GM_ADDR out, int32_t rows) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bm, bf, bo;
+    pipe.InitBuffer(bm, rows * 64 * sizeof(float));
+    pipe.InitBuffer(bf, rows * 8 * sizeof(float));
+    pipe.InitBuffer(bo, 3 * rows * 64 * sizeof(float));
+    LocalTensor<float> lm = bm.Get<float>(), lf = bf.Get<float>(), lo = bo.Get<float>();
+    GlobalTensor<float> gm, gf, go;
+    gm.SetGlobalBuffer((__gm__ float*)m, rows * 64);
+    gf.SetGlobalBuffer((__gm__ float*)f, rows * 8);
+    go.SetGlobalBuffer((__gm__ float*)out, 3 * rows * 64);
+    DataCopy(lm, gm, rows * 64);
+    DataCopy(lf, gf, rows * 8);
+    SetWait<HardEvent::MTE2_V>();
+    const int R = rows * 64;
+    for (int i = 0; i < 3; ++i) Adds(lo[i * R], lm, 1.0f, R);  // dst = m + 1
+    PipeBarrier<PIPE_V>();
+    FusedMulAdd(lo, lm, lm, R);                                                                  // m (m + 1) + m
+    FusedMulAdd(lo[R], lf, lm, 64, uint8_t(rows), BinaryRepeatParams(1, 0, 1, 8, 1, 8));         // f[8 r + j % 8] (m + 1) + m
+    FusedMulAdd(lo[2 * R], lf[8], lm, 64, uint8_t(rows), BinaryRepeatParams(1, 0, 1, 8, 0, 8));  // f[8 + j % 8] (m + 1) + m
+    SetWait<HardEvent::V_MTE3>();
+    DataCopy(go, lo, 3 * R);
+}
+
+static int case_vec_fma() {
+    const int rows = 4, R = rows * 64;
+    std::vector<float> m(R), f(rows * 8), out(3 * R, NAN);
+    for (int i = 0; i < R; ++i) m[i] = 0.013f * i - 1.5f;
+    for (int i = 0; i < rows * 8; ++i) f[i] = 0.75f - 0.1f * i;
+    FLA_SIM_LAUNCH(vec_fma, KERNEL_TYPE_AIV_ONLY, 1, G(m.data()), G(f.data()), G(out.data()), rows);
+    for (int r = 0; r < rows; ++r)
+        for (int j = 0; j < 64; ++j) {
+            const int i = r * 64 + j;
+            const float d = m[i] + 1.0f;
+            CHECK(Bits(out[i]) == Bits(m[i] * d + m[i]));                  // the product and the sum rounded apart
+            CHECK(Bits(out[R + i]) == Bits(f[8 * r + j % 8] * d + m[i]));  // block stride 0: lane j reads j % 8
+            CHECK(Bits(out[2 * R + i]) == Bits(f[8 + j % 8] * d + m[i]));
+        }
+    FlaSimCounters c{};
+    CHECK(fla_sim_last_core_counters(0, &c, nullptr) == 0);
+    CHECK(c.vector_elem_ops == uint64_t(6 * R));  // three Adds, three FusedMulAdds
+    return 0;
+}
+
 // fp16 / bf16 numerics: per-instruction rounding and Cast round modes.
 extern "C" __global__ __aicore__ void f16_numerics(GM_ADDR hin, GM_ADDR fin, GM_ADDR hout, GM_ADDR bout, GM_ADDR fout) {
     TPipe pipe;
@@ -1812,6 +1859,7 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"vec_add", case_vec_add},
         {"vec_ops", case_vec_ops},
         {"vec_repeat", case_vec_repeat},
+        {"vec_fma", case_vec_fma},
         {"f16_numerics", case_f16_numerics},
         {"reduce", case_reduce},
         {"copies", case_copies},
