@@ -340,6 +340,9 @@ class ChunkIntraVector {
             OrderV();
             midRef_[I] = MaxAbs(d, x, f, 2 * K) <= t_.safe_span;
         }
+        // in natural-log units from here (the operands' exponents then go to Exp as they are)
+        Muls(r[3 * owned_[0] * K], r[3 * owned_[0] * K], kLn2, static_cast<int32_t>(3 * (t_.nb - owned_[0]) * K));
+        OrderV();
         return r;
     }
 
@@ -351,7 +354,8 @@ class ChunkIntraVector {
 
     // This AIV's share of unit u's operands into operand slot `slot`, each G and k block read by one
     // AIV only: for every owned block J, the column operand rows of block J of every block row I >= J
-    // (their reference rows read by both AIVs), and at J == I the row operands of I. Records in
+    // (their reference rows read by both AIVs), and at J == I the row operands of I. G is taken to
+    // natural-log units once per block (times ln 2), so each block row's exponents need no scaling. Records in
     // unsafe_[slot] which of its diagonal blocks the AIV computes exactly (max |G_r - G_j| over the
     // block above safe_span from both reference rows). The ownership (BlockRowOwner) gives both AIVs
     // the same count of column operand blocks for BT 64: {0, 3} 4 + 1, {1, 2} 3 + 2.
@@ -364,20 +368,19 @@ class ChunkIntraVector {
             const uint32_t J = owned_[o];
             LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
             CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
+            Muls(gJ, gJ, kLn2, static_cast<int32_t>(n));
             OrderV();
             ScaleRows(kf, OwnFactors(kf, x, gKs_, u, 16 * J, 1.0f, bcG_.Get<float>()), 16, K);  // once for every I
             for (uint32_t I = J; I < t_.nb; ++I) {
-                SubFromRow(d, gr[RefRow(I) * K], gJ, 16, K);  // G_r - G_j
+                SubFromRow(d, gr[RefRow(I) * K], gJ, 16, K);  // (G_r - G_j) ln 2
                 OrderV();
                 bool safe = true;
                 if (J == I) {  // a middle reference was chosen because the block fits the span from it
-                    safe = midRef_[I] || MaxAbs(d, x, f) <= t_.safe_span;
+                    safe = midRef_[I] || MaxAbs(d, x, f) <= t_.safe_span * kLn2;
                     unsafe_[slot][o] = !safe;
                 }
                 if (safe) {  // column operand rows k_j 2^(G_r - G_j)
-                    Muls(f, d, kLn2, n);
-                    OrderV();
-                    Exp(f, f, n);
+                    Exp(f, d, n);
                     OrderV();
                     Mul(x, kf, f, n);
                 } else {  // the AIV computes this diagonal block exactly: zero operand rows
@@ -393,14 +396,14 @@ class ChunkIntraVector {
     }
 
     // Row operands of block row I: q_I and beta_I k_I (kf, fp32, its rows' factors applied) times
-    // 2^(G_i - G_r) = 2^-d (beta here makes the Cube's k part L itself; <= 1 for a first-row reference,
-    // within 2^safe_span for a middle one).
+    // 2^(G_i - G_r) = e^-d (d in natural-log units; beta here makes the Cube's k part L itself; <= 1 for
+    // a first-row reference, within 2^safe_span for a middle one).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
                                        const LocalTensor<float>& kf) {
         const uint32_t K = t_.K, n = 16 * K;
         LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>(), bc = bcB_.Get<float>();
         LocalTensor<float> b = LoadBeta(uint64_t(u) * t_.BT + 16 * I, bc);
-        Muls(f, d, -kLn2, n);
+        Muls(f, d, -1.0f, n);
         OrderV();
         Exp(f, f, n);
         OrderV();

@@ -31,20 +31,24 @@ struct Scratch {
     RowScale kScale{};
 };
 
-// e = 2^(G_last - G) over the R rows of G (g, R x Kg) and the chunk's last row (gLast, through queue
-// inL; GDN: a scalar read from GM, an input: no order to keep).
+// e = 2^(G_last - G) over the R rows of G (g, R x Kg; KDA: already times ln 2, FormK) and the chunk's
+// last row (gLast, log2, through queue inL; GDN: a scalar read from GM, an input: no order to keep).
 template <class QL>
 __aicore__ inline void TailFactors(QL& inL, const LocalTensor<float>& e, const LocalTensor<float>& g,
                                    const GlobalTensor<float>& gLast, const Rows& r) {
-    if (r.Kg != 1) {
+    if (r.Kg != 1) {  // e^(G_last ln 2 - G ln 2)
         LocalTensor<float> gl = vector_io::CopyIn(inL, gLast, r.Kg);
+        Muls(gl, gl, kLn2, static_cast<int32_t>(r.Kg));
+        OrderV();
         SubFromRow(e, gl, g, r.R, r.Kg);
         inL.FreeTensor(gl);
+        OrderV();
+        Exp(e, e, static_cast<int32_t>(r.R * r.Kg));
     } else {
         Adds(e, g, -gLast.GetValue(0), static_cast<int32_t>(r.R));  // G - G_last
+        OrderV();
+        Pow2(e, e, -1.0f, r.R);
     }
-    OrderV();
-    Pow2(e, e, r.Kg != 1 ? 1.0f : -1.0f, r.R * r.Kg);
     OrderV();
 }
 
@@ -65,6 +69,10 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
         ScaleRows(x.kf, x.kScale, r.R, r.K);
     }
     LocalTensor<float> e = CopyInGate(inF, g, r.R, r.HV, r.Kg);
+    if (r.Kg != 1) {  // KDA: G ln 2 once, for both exponents (the Exps take them as they are)
+        Muls(e, e, kLn2, static_cast<int32_t>(r.R * r.Kg));
+        OrderV();
+    }
     TailFactors(inL, x.s, e, gLast, r);  // s = e_tail
     if constexpr (IsSame<O, float>::value) {
         LocalTensor<float> z = outF.template AllocTensor<float>();
@@ -74,8 +82,9 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
         MulGate(x.s, x.kf, x.s, x.bcE, r.R, r.K, r.Kg);  // in place: each element reads its own factor (GDN: the Brcb copy)
         vector_io::CastOut(outT, kgDst, x.s, n);
     }
-    OrderV();                      // the reads of s above before it is written again
-    Pow2(e, e, 1.0f, r.R * r.Kg);  // e_row
+    OrderV();                                                    // the reads of s above before it is written again
+    if (r.Kg != 1) Exp(e, e, static_cast<int32_t>(r.R * r.Kg));  // e_row
+    else Pow2(e, e, 1.0f, r.R);
     OrderV();
     if (r.Kg == r.K) {
         Mul(x.s, x.kf, e, static_cast<int32_t>(n));
