@@ -388,7 +388,7 @@ class ChunkIntraVector {
                 }
                 OrderV();
                 CastOut(outT_, g_.op[base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * K], x, n);
-                if (J == I) RowOperands(u, I, base, d, kf);
+                if (J == I) RowOperands(u, I, base, d, kf, safe);
             }
             inF_.FreeTensor(gJ);
         }
@@ -397,15 +397,21 @@ class ChunkIntraVector {
 
     // Row operands of block row I: q_I and beta_I k_I (kf, fp32, its rows' factors applied) times
     // 2^(G_i - G_r) = e^-d (d in natural-log units; beta here makes the Cube's k part L itself; <= 1 for
-    // a first-row reference, within 2^safe_span for a middle one).
+    // a first-row reference, within 2^safe_span for a middle one). With `colExp` f holds e^d, the
+    // diagonal block's column factors (the same rows: |d| within safe_span, so 1 / e^d is finite and
+    // one rounding from e^-d).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
-                                       const LocalTensor<float>& kf) {
+                                       const LocalTensor<float>& kf, bool colExp) {
         const uint32_t K = t_.K, n = 16 * K;
         LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>(), bc = bcB_.Get<float>();
         LocalTensor<float> b = LoadBeta(uint64_t(u) * t_.BT + 16 * I, bc);
-        Muls(f, d, -1.0f, n);
-        OrderV();
-        Exp(f, f, n);
+        if (colExp) {
+            Reciprocal(f, f, n);
+        } else {
+            Muls(f, d, -1.0f, n);
+            OrderV();
+            Exp(f, f, n);
+        }
         OrderV();
         Mul(x, kf, f, n);
         OrderV();
