@@ -175,7 +175,8 @@ inline T* RepOperand(const LocalTensor<T>& t, const LaneMask& lm, uint8_t repeat
     return p;
 }
 
-template <class T, class F>
+// kReadsDst: dst is an input too (f(a, b, dst): FusedMulAdd).
+template <class T, class F, bool kReadsDst = false>
 inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t count,
                      F f) {
     BeginOp(PIPE_V, op);
@@ -185,11 +186,15 @@ inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTenso
     T* pd = VecOperand(dst, count, "dst");
     a.SimTouch(0, count, false);
     b.SimTouch(0, count, false);
+    if (kReadsDst) dst.SimTouch(0, count, false);
     dst.SimTouch(0, count, true);
-    for (int32_t i = 0; i < count; ++i) pd[i] = St<T>(f(Ld(pa[i]), Ld(pb[i])));
+    for (int32_t i = 0; i < count; ++i) {
+        if constexpr (kReadsDst) pd[i] = St<T>(f(Ld(pa[i]), Ld(pb[i]), Ld(pd[i])));
+        else pd[i] = St<T>(f(Ld(pa[i]), Ld(pb[i])));
+    }
     CountVector(count, VectorPasses<T>(count));
 }
-template <class T, class F>
+template <class T, class F, bool kReadsDst = false>
 inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
                       const LaneMask& lm, uint8_t repeat, const BinaryRepeatParams& p, F f) {
     BeginOp(PIPE_V, op);
@@ -197,10 +202,16 @@ inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTens
     const Stride sd{p.dstBlkStride, p.dstRepStride}, sa{p.src0BlkStride, p.src0RepStride}, sb{p.src1BlkStride, p.src1RepStride};
     const T* pa = RepOperand(a, lm, repeat, sa, false, "src0");
     const T* pb = RepOperand(b, lm, repeat, sb, false, "src1");
+    if (kReadsDst) RepOperand(dst, lm, repeat, sd, false, "dst");
     T* pd = RepOperand(dst, lm, repeat, sd, true, "dst");
     for (uint32_t r = 0; r < repeat; ++r)
         for (uint32_t l = 0; l < kRepeatBytes / sizeof(T); ++l)
-            if (lm.On(l)) pd[LaneOff<T>(r, l, sd)] = St<T>(f(Ld(pa[LaneOff<T>(r, l, sa)]), Ld(pb[LaneOff<T>(r, l, sb)])));
+            if (lm.On(l)) {
+                T& d = pd[LaneOff<T>(r, l, sd)];
+                const auto x = Ld(pa[LaneOff<T>(r, l, sa)]), y = Ld(pb[LaneOff<T>(r, l, sb)]);
+                if constexpr (kReadsDst) d = St<T>(f(x, y, Ld(d)));
+                else d = St<T>(f(x, y));
+            }
     CountVector(ActiveLanes<T>(lm) * repeat, repeat);
 }
 template <class T, class F>
@@ -264,59 +275,32 @@ FLA_SIM_BINARY(Min, FLA_SIM_REQUIRE_ARITH, sim::NanMin(a, b))
 // The page does not say whether the product is rounded before the sum: the simulation rounds both
 // (as Mul then Add would; an assumption, README).
 namespace sim {
-inline float MulAdd(float a, float d, float b) {
-    const float p = a * d;
+// dst = src0 * dst + src1, the product rounded before the sum.
+constexpr auto kMulAdd = [](auto a, auto b, auto d) {
+    const auto p = a * d;
     return p + b;
-}
-template <class T>
-inline void FmaCount(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t count) {
-    BeginOp(PIPE_V, "FusedMulAdd");
-    RequireCount(count);
-    const T* pa = VecOperand(a, count, "src0");
-    const T* pb = VecOperand(b, count, "src1");
-    T* pd = VecOperand(dst, count, "dst");
-    a.SimTouch(0, count, false);
-    b.SimTouch(0, count, false);
-    dst.SimTouch(0, count, false);
-    dst.SimTouch(0, count, true);
-    for (int32_t i = 0; i < count; ++i) pd[i] = St<T>(MulAdd(Ld(pa[i]), Ld(pd[i]), Ld(pb[i])));
-    CountVector(count, VectorPasses<T>(count));
-}
-template <class T>
-inline void FmaRepeat(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const LaneMask& lm,
-                      uint8_t repeat, const BinaryRepeatParams& p) {
-    BeginOp(PIPE_V, "FusedMulAdd");
-    if (repeat == 0) return;
-    const Stride sd{p.dstBlkStride, p.dstRepStride}, sa{p.src0BlkStride, p.src0RepStride}, sb{p.src1BlkStride, p.src1RepStride};
-    const T* pa = RepOperand(a, lm, repeat, sa, false, "src0");
-    const T* pb = RepOperand(b, lm, repeat, sb, false, "src1");
-    RepOperand(dst, lm, repeat, sd, false, "dst");
-    T* pd = RepOperand(dst, lm, repeat, sd, true, "dst");
-    for (uint32_t r = 0; r < repeat; ++r)
-        for (uint32_t l = 0; l < kRepeatBytes / sizeof(T); ++l)
-            if (lm.On(l)) {
-                T& d = pd[LaneOff<T>(r, l, sd)];
-                d = St<T>(MulAdd(Ld(pa[LaneOff<T>(r, l, sa)]), Ld(d), Ld(pb[LaneOff<T>(r, l, sb)])));
-            }
-    CountVector(ActiveLanes<T>(lm) * repeat, repeat);
-}
+};
 }  // namespace sim
 template <typename T>
 inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count) {
     FLA_SIM_REQUIRE_FLOAT(T, "FusedMulAdd");
-    sim::FmaCount(dst, src0, src1, count);
+    sim::BinCount<T, decltype(sim::kMulAdd), true>("FusedMulAdd", dst, src0, src1, count, sim::kMulAdd);
 }
 template <typename T, bool isSetMask = true>
 inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask,
                         const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_FLOAT(T, "FusedMulAdd");
-    sim::FmaRepeat(dst, src0, src1, sim::BeginRepeat<T>("FusedMulAdd", isSetMask, mask), repeatTime, repeatParams);
+    sim::BinRepeat<T, decltype(sim::kMulAdd), true>("FusedMulAdd", dst, src0, src1,
+                                                    sim::BeginRepeat<T>("FusedMulAdd", isSetMask, mask), repeatTime, repeatParams,
+                                                    sim::kMulAdd);
 }
 template <typename T, bool isSetMask = true>
 inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask[],
                         const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
     FLA_SIM_REQUIRE_FLOAT(T, "FusedMulAdd");
-    sim::FmaRepeat(dst, src0, src1, sim::BeginRepeat<T>("FusedMulAdd", isSetMask, mask), repeatTime, repeatParams);
+    sim::BinRepeat<T, decltype(sim::kMulAdd), true>("FusedMulAdd", dst, src0, src1,
+                                                    sim::BeginRepeat<T>("FusedMulAdd", isSetMask, mask), repeatTime, repeatParams,
+                                                    sim::kMulAdd);
 }
 
 // ---- unary: Exp Ln Abs Sqrt Rsqrt Reciprocal Relu ---------------------------------------------
