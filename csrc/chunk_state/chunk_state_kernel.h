@@ -100,8 +100,8 @@ __aicore__ inline uint64_t OutRow(const ChunkStateTiling& t, uint32_t c, uint32_
 // ------------------------------------------------------------------------------------------------
 // AIC: per chunk wS = w @ (S_hi + S_lo), then dS = kg^T @ (v_hi + v_lo), fp32 into the workspace.
 // Fused (kOut; Akk holds beta's columns): first -w = Akk @ X1 (into L1, rounded once to T), then per
-// lane v_new = Akk @ v + (-w) @ (S_hi + S_lo) in place of wS, after the chunk's dS products o = qe @ S_hi + Aqk @ v_hi (the
-// unfused chain's products on h and v_new in T).
+// lane v_new = Akk @ v + (-w) @ (S_hi + S_lo) in place of wS, after the chunk's dS products
+// o = qe @ S_hi + Aqk @ v_hi (the unfused chain's products on h and v_new in T).
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut>
 class ChunkStateCube {
