@@ -54,6 +54,10 @@ class GateChunkCumsum {
         for (uint32_t i = 0; i < t.num_tmp_bufs; ++i) InitBufs(pipe_, rows * P * sizeof(float), tmp_[i]);
         if (t.has_dt_bias) InitBufs(pipe_, P * sizeof(float), bias_);
         if (t.has_a_log) InitBufs(pipe_, P * sizeof(float), coef_);
+        if (t.gate_form == kGateSigmoid) {  // out_scale in one 32-byte block: the numerator of the sigmoid's division
+            InitBufs(pipe_, kBlockBytes, scale_);
+            Duplicate(scale_.Get<float>(), t.out_scale, static_cast<int32_t>(kBlockBytes / sizeof(float)));
+        }
     }
 
     __aicore__ inline void Process() {
@@ -184,6 +188,23 @@ class GateChunkCumsum {
         OrderV();
     }
 
+    // y = out_scale / e over n elements: Div with the scale block read by every repeat (strides 0),
+    // up to 255 repeats of 64 lanes an instruction, the tail under a lane mask.
+    __aicore__ inline void ScaleOver(const LocalTensor<float>& y, const LocalTensor<float>& e, uint32_t n) {
+        const BinaryRepeatParams p(1, 0, 1, 8, 0, 8);
+        const LocalTensor<float> s = scale_.Get<float>();
+        for (uint32_t off = 0; off < n;) {
+            const uint32_t left = n - off, reps = left / kFloatLanes < 255 ? left / kFloatLanes : 255;
+            if (reps > 0) {
+                Div(y[off], s, e[off], kFloatLanes, static_cast<uint8_t>(reps), p);
+                off += reps * kFloatLanes;
+            } else {
+                Div(y[off], s, e[off], left, 1, p);
+                off = n;
+            }
+        }
+    }
+
     __aicore__ inline void Compute(uint32_t len, uint32_t w, uint32_t P) {
         LocalTensor<T> x = inQ_.template DeQue<T>();
         LocalTensor<float> y = outQ_.template AllocTensor<float>();
@@ -215,11 +236,10 @@ class GateChunkCumsum {
             OrderV();
             Adds(e, e, 1.0f, n);
             OrderV();
-            Reciprocal(y, e, n);  // sigmoid(z) = 1 / (1 + exp(-z))
+            ScaleOver(y, e, static_cast<uint32_t>(n));  // out_scale * sigmoid(z) = out_scale / (1 + exp(-z))
             OrderV();
-        }
-        if (t_.out_scale != 1.0f) {
-            Muls(y, y, t_.out_scale, n);  // none: scale; sigmoid: lower_bound * scale
+        } else if (t_.out_scale != 1.0f) {
+            Muls(y, y, t_.out_scale, n);  // none: scale (sigmoid: in its division)
             OrderV();
         }
         for (uint32_t r = 1; r < len; ++r) {  // row r reads row r - 1's sum
@@ -243,7 +263,7 @@ class GateChunkCumsum {
     TQue<QuePosition::VECIN, 2> inQ_;
     TQue<QuePosition::VECOUT, 2> outQ_;
     TBuf<TPosition::VECCALC> tmp_[3];
-    TBuf<TPosition::VECCALC> bias_, coef_;
+    TBuf<TPosition::VECCALC> bias_, coef_, scale_;
     GlobalTensor<T> gIn_;
     GlobalTensor<float> gOut_, gALog_, gBias_;
     GlobalTensor<int32_t> gChunks_, gCu_;

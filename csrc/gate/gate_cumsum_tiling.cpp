@@ -22,6 +22,7 @@ uint32_t UbBytesNeeded(const GateCumsumProblem& p, uint32_t max_pitch) {
                      + TmpBufs(p.gate_form) * RoundUp(rows * P * 4, kBlockBytes);
     if (p.has_dt_bias) total += RoundUp(P * 4, kBlockBytes);
     if (p.has_a_log && p.gate_form != kGateNone) total += RoundUp(P * 4, kBlockBytes);
+    if (p.gate_form == kGateSigmoid) total += kBlockBytes;  // out_scale, one block every repeat reads
     return total > 0xFFFFFFFFull ? 0xFFFFFFFFu : static_cast<uint32_t>(total);
 }
 
