@@ -188,20 +188,15 @@ class GateChunkCumsum {
         OrderV();
     }
 
-    // y = out_scale / e over n elements: Div with the scale block read by every repeat (strides 0),
-    // up to 255 repeats of 64 lanes an instruction, the tail under a lane mask.
-    __aicore__ inline void ScaleOver(const LocalTensor<float>& y, const LocalTensor<float>& e, uint32_t n) {
-        const BinaryRepeatParams p(1, 0, 1, 8, 0, 8);
-        const LocalTensor<float> s = scale_.Get<float>();
-        for (uint32_t off = 0; off < n;) {
-            const uint32_t left = n - off, reps = left / kFloatLanes < 255 ? left / kFloatLanes : 255;
-            if (reps > 0) {
-                Div(y[off], s, e[off], kFloatLanes, static_cast<uint8_t>(reps), p);
-                off += reps * kFloatLanes;
-            } else {
-                Div(y[off], s, e[off], left, 1, p);
-                off = n;
-            }
+    // y[r, 0:w] = out_scale / e[r, 0:w] for the len rows of a tile of pitch P (RowVector's shape): Div
+    // with the scale block read by every lane and repeat (strides 0), one repeat per row.
+    __aicore__ inline void ScaleOver(const LocalTensor<float>& y, const LocalTensor<float>& e, uint32_t len, uint32_t w,
+                                     uint32_t P) {
+        const uint8_t rep = static_cast<uint8_t>(P / 8);  // row pitch in 32-byte blocks
+        const BinaryRepeatParams params(1, 0, 1, rep, 0, rep);
+        for (uint32_t j = 0; j < w; j += kFloatLanes) {
+            const uint64_t mask = w - j < kFloatLanes ? w - j : kFloatLanes;
+            Div(y[j], scale_.Get<float>(), e[j], mask, static_cast<uint8_t>(len), params);
         }
     }
 
@@ -236,7 +231,7 @@ class GateChunkCumsum {
             OrderV();
             Adds(e, e, 1.0f, n);
             OrderV();
-            ScaleOver(y, e, static_cast<uint32_t>(n));  // out_scale * sigmoid(z) = out_scale / (1 + exp(-z))
+            ScaleOver(y, e, len, w, P);  // out_scale * sigmoid(z) = out_scale / (1 + exp(-z))
             OrderV();
         } else if (t_.out_scale != 1.0f) {
             Muls(y, y, t_.out_scale, n);  // none: scale (sigmoid: in its division)
