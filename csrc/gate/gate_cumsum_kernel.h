@@ -10,7 +10,8 @@
 //   MTE2  DataCopyPad the [len, w] tile from GM (rows of w elements, GM row pitch W) into a VECIN
 //         buffer, every UB row padded to 32 bytes with zeros;
 //   V     Cast to fp32 (or a UB copy) into a VECOUT buffer; + dt_bias and * coef as row-vector
-//         operations (repeat form, one repeat per row, source-1 repeat stride 0); the activation as
+//         operations (repeat form, one repeat per row, source-1 repeat stride 0; the sigmoid form with
+//         both, coef x + coef dt_bias in one FusedMulAdd); the activation as
 //         whole-tile count-form operations; the cumsum as len - 1 row additions (fp32, in order);
 //   MTE3  DataCopyPad the fp32 rows back to GM.
 // The queues' EnQue/DeQue/FreeTensor/AllocTensor are the only MTE2->V, V->MTE3 and back
@@ -138,8 +139,16 @@ class GateChunkCumsum {
             Exp(coef, coef, static_cast<int32_t>(w));
             OrderV();
             if (t_.coef_scale != 1.0f) Muls(coef, coef, t_.coef_scale, static_cast<int32_t>(w));
+            if (BiasInCoef()) {  // coef * dt_bias: the sigmoid's argument in one FusedMulAdd (Compute)
+                OrderV();
+                Mul(bias_.Get<float>(), bias_.Get<float>(), coef, static_cast<int32_t>(w));
+            }
         }
     }
+
+    // The sigmoid form with A_log and dt_bias: coef (x + dt_bias) as coef x + (coef dt_bias), bias_
+    // holding the product.
+    __aicore__ inline bool BiasInCoef() const { return t_.gate_form == kGateSigmoid && t_.has_a_log && t_.has_dt_bias; }
 
     __aicore__ inline void CopyIn(uint64_t row0, uint32_t len, uint32_t c0, uint32_t w, uint32_t P) {
         LocalTensor<T> x = inQ_.template AllocTensor<T>();
@@ -161,6 +170,17 @@ class GateChunkCumsum {
             const BinaryRepeatParams params(1, 1, 1, rep, rep, 0);
             if (kMul) Mul(y[j], y[j], vec[j], mask, static_cast<uint8_t>(len), params);
             else Add(y[j], y[j], vec[j], mask, static_cast<uint8_t>(len), params);
+        }
+    }
+
+    // y[r, 0:w] = a[0:w] y[r, 0:w] + b[0:w] (RowVector's shape; FusedMulAdd: dst = src0 dst + src1).
+    __aicore__ inline void RowMulAdd(const LocalTensor<float>& y, const LocalTensor<float>& a, const LocalTensor<float>& b,
+                                     uint32_t len, uint32_t w, uint32_t P) {
+        const uint8_t rep = static_cast<uint8_t>(P / 8);
+        const BinaryRepeatParams params(1, 1, 1, rep, 0, 0);
+        for (uint32_t j = 0; j < w; j += kFloatLanes) {
+            const uint64_t mask = w - j < kFloatLanes ? w - j : kFloatLanes;
+            FusedMulAdd(y[j], a[j], b[j], mask, static_cast<uint8_t>(len), params);
         }
     }
 
@@ -209,7 +229,7 @@ class GateChunkCumsum {
         inQ_.FreeTensor(x);
         OrderV();  // every step below reads what the one before it wrote
 
-        if (t_.has_dt_bias) {
+        if (t_.has_dt_bias && !BiasInCoef()) {
             RowVector<false>(y, bias_.Get<float>(), len, w, P);
             OrderV();
         }
@@ -219,8 +239,9 @@ class GateChunkCumsum {
             OrderV();
         } else if (t_.gate_form == kGateSigmoid) {
             LocalTensor<float> e = tmp_[0].Get<float>();
-            if (t_.has_a_log) {
-                RowVector<true>(y, coef_.Get<float>(), len, w, P);  // -z = -exp(A_log) * x (coef_scale -1)
+            if (t_.has_a_log) {  // -z = -exp(A_log) * x (coef_scale -1)
+                if (BiasInCoef()) RowMulAdd(y, coef_.Get<float>(), bias_.Get<float>(), len, w, P);
+                else RowVector<true>(y, coef_.Get<float>(), len, w, P);
                 OrderV();
                 Exp(e, y, n);
             } else {
