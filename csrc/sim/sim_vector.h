@@ -175,7 +175,12 @@ inline T* RepOperand(const LocalTensor<T>& t, const LaneMask& lm, uint8_t repeat
     return p;
 }
 
-// kReadsDst: dst is an input too (f(a, b, dst): FusedMulAdd).
+// kReadsDst: dst is an input too (f(a, b, dst): FusedMulAdd, MulAddDst). Such an instruction runs at half
+// the vector rate (twice the passes) unless dst is one of its sources: the unit cannot read three
+// different addresses in one cycle (the bank-conflict note of FusedMulAdd.md and MulAddDst.md).
+inline uint64_t ReadsDstPasses(const void* d, const void* a, const void* b, uint64_t passes) {
+    return d == a || d == b ? passes : 2 * passes;
+}
 template <class T, class F, bool kReadsDst = false>
 inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t count,
                      F f) {
@@ -192,7 +197,8 @@ inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTenso
         if constexpr (kReadsDst) pd[i] = St<T>(f(Ld(pa[i]), Ld(pb[i]), Ld(pd[i])));
         else pd[i] = St<T>(f(Ld(pa[i]), Ld(pb[i])));
     }
-    CountVector(count, VectorPasses<T>(count));
+    const uint64_t passes = VectorPasses<T>(count);
+    CountVector(count, kReadsDst ? ReadsDstPasses(pd, pa, pb, passes) : passes);
 }
 template <class T, class F, bool kReadsDst = false>
 inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
@@ -212,7 +218,7 @@ inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTens
                 if constexpr (kReadsDst) d = St<T>(f(x, y, Ld(d)));
                 else d = St<T>(f(x, y));
             }
-    CountVector(ActiveLanes<T>(lm) * repeat, repeat);
+    CountVector(ActiveLanes<T>(lm) * repeat, kReadsDst ? ReadsDstPasses(pd, pa, pb, repeat) : repeat);
 }
 template <class T, class F>
 inline void UnCount(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t count, F f) {
@@ -301,6 +307,28 @@ inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, c
     sim::BinRepeat<T, decltype(sim::kMulAdd), true>("FusedMulAdd", dst, src0, src1,
                                                     sim::BeginRepeat<T>("FusedMulAdd", isSetMask, mask), repeatTime, repeatParams,
                                                     sim::kMulAdd);
+}
+
+// ---- MulAddDst: dst = src0 * src1 + dst (复合计算/MulAddDst.md; half / float with dst of the same type
+// here: the page's half -> float form is not simulated). The product rounded before the sum, as FusedMulAdd.
+namespace sim {
+constexpr auto kMulAddDst = [](auto a, auto b, auto d) {
+    const auto p = a * b;
+    return p + d;
+};
+}  // namespace sim
+template <typename T>
+inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count) {
+    static_assert(sim::kVecFloatType<T>, "fla-npu sim: MulAddDst: half/float only (MulAddDst.md, every SoC)");
+    sim::BinCount<T, decltype(sim::kMulAddDst), true>("MulAddDst", dst, src0, src1, count, sim::kMulAddDst);
+}
+template <typename T, bool isSetMask = true>
+inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask,
+                      const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+    static_assert(sim::kVecFloatType<T>, "fla-npu sim: MulAddDst: half/float only (MulAddDst.md, every SoC)");
+    sim::BinRepeat<T, decltype(sim::kMulAddDst), true>("MulAddDst", dst, src0, src1,
+                                                       sim::BeginRepeat<T>("MulAddDst", isSetMask, mask), repeatTime,
+                                                       repeatParams, sim::kMulAddDst);
 }
 
 // ---- unary: Exp Ln Abs Sqrt Rsqrt Reciprocal Relu ---------------------------------------------

@@ -24,14 +24,14 @@ using namespace chunk_cube;
 // Vector: one unit lower-triangular 16 x 16 block.
 // ------------------------------------------------------------------------------------------------
 //   Load(l)   l: 16 x 16 fp32 row-major in UB, of which only the strictly lower part N is used;
-//             each element goes into its own 32-byte block (Brcb), the per-row factors below.
+//             each element of -N goes into its own 32-byte block (Brcb), the per-row factors below.
 //   Lower(x)  x = (I + N)^-1, forward substitution: x = I; once row k is final, every row i > k
-//             loses N[i][k] x[k] (one Mul over rows k+1..15 reading row k with repeat stride 0 and
-//             N[i][k] with block stride 0, one Sub).
+//             loses N[i][k] x[k] (one MulAddDst over rows k+1..15: x[i] += x[k] (-N[i][k]), row k read
+//             with repeat stride 0, -N[i][k] with block stride 0; bit for bit a Mul then a Sub).
 //   Upper(y)  y = (I + N)^-T = (I + N^T)^-1, backward: y = I; once row i is final (i from 15 down),
 //             every row k < i loses N[i][k] y[i] (the factors are row i of N: consecutive blocks).
 // Strictly upper entries of x (lower of y) stay exact zeros: they only ever lose finite multiples of
-// exact zeros. Every element of the result is rounded once per multiply and subtract, in fp32.
+// exact zeros. Every element of the result is rounded once per multiply and once per sum, in fp32.
 class BlockInverse16 {
   public:
     __aicore__ inline BlockInverse16() {}
@@ -50,36 +50,35 @@ class BlockInverse16 {
 
     // The block to invert (l readable by the vector unit: dequeued or written by it).
     __aicore__ inline void Load(const LocalTensor<float>& l) {
-        Brcb(bc_.Get<float>(), l, static_cast<uint8_t>(kBlockElems / 8), BrcbRepeatParams(1, 8));
+        LocalTensor<float> neg = tmp_.Get<float>();
+        Muls(neg, l, -1.0f, static_cast<int32_t>(kBlockElems));
+        OrderV();
+        Brcb(bc_.Get<float>(), neg, static_cast<uint8_t>(kBlockElems / 8), BrcbRepeatParams(1, 8));
         OrderV();
     }
 
     __aicore__ inline void Lower(const LocalTensor<float>& x) {
-        LocalTensor<float> bc = bc_.Get<float>(), tmp = tmp_.Get<float>();
+        LocalTensor<float> bc = bc_.Get<float>();
         Adds(x, id_.Get<float>(), 0.0f, static_cast<int32_t>(kBlockElems));
         OrderV();
-        // Repeat i - k - 1 is row i: dst / tmp rows 2 blocks apart, x[k] re-read (stride 0), the
-        // factor N[i][k] (block 16 i + k of bc) read by both blocks of the row, 16 blocks apart.
+        // Repeat i - k - 1 is row i: dst rows 2 blocks apart, x[k] re-read (stride 0), the factor
+        // -N[i][k] (block 16 i + k of bc) read by both blocks of the row, 16 blocks apart.
         const BinaryRepeatParams p(1, 1, 0, 2, 0, kBlock);
         for (uint32_t k = 0; k + 1 < kBlock; ++k) {
             const uint32_t row = (k + 1) * kBlock, rows = kBlock - 1 - k;
-            Mul(tmp[row], x[k * kBlock], bc[(row + k) * 8], kRowLanes, static_cast<uint8_t>(rows), p);
-            OrderV();
-            Sub(x[row], x[row], tmp[row], static_cast<int32_t>(rows * kBlock));
+            MulAddDst(x[row], x[k * kBlock], bc[(row + k) * 8], kRowLanes, static_cast<uint8_t>(rows), p);
             OrderV();
         }
     }
 
     __aicore__ inline void Upper(const LocalTensor<float>& y) {
-        LocalTensor<float> bc = bc_.Get<float>(), tmp = tmp_.Get<float>();
+        LocalTensor<float> bc = bc_.Get<float>();
         Adds(y, id_.Get<float>(), 0.0f, static_cast<int32_t>(kBlockElems));
         OrderV();
-        // Repeat k is row k < i: y[i] re-read (stride 0), the factor N[i][k] (block 16 i + k).
+        // Repeat k is row k < i: y[i] re-read (stride 0), the factor -N[i][k] (block 16 i + k).
         const BinaryRepeatParams p(1, 1, 0, 2, 0, 1);
         for (uint32_t i = kBlock - 1; i > 0; --i) {
-            Mul(tmp, y[i * kBlock], bc[i * kBlock * 8], kRowLanes, static_cast<uint8_t>(i), p);
-            OrderV();
-            Sub(y, y, tmp, static_cast<int32_t>(i * kBlock));
+            MulAddDst(y, y[i * kBlock], bc[i * kBlock * 8], kRowLanes, static_cast<uint8_t>(i), p);
             OrderV();
         }
     }

@@ -317,37 +317,45 @@ static int case_vec_repeat() {
 
 // FusedMulAdd (dst = src0 * dst + src1): the count form, and the repeat form with one factor per row
 // (src0 block stride 0, repeat stride 1: a Brcb'd column) and one factor for every row (src0 strides
-// 0), as the state kernels' decay uses them.
+// 0), as the state kernels' decay uses them; MulAddDst (dst = src0 * src1 + dst): the count form and the
+// repeat form with src0 re-read (repeat stride 0) as the triangular inverse uses it, and the count form
+// with dst one of its sources (full rate).
+constexpr int kFmaOut = 6;
 extern "C" __global__ __aicore__ void vec_fma(GM_ADDR m, GM_ADDR f, GM_ADDR out, int32_t rows) {
     TPipe pipe;
     TBuf<TPosition::VECCALC> bm, bf, bo;
     pipe.InitBuffer(bm, rows * 64 * sizeof(float));
     pipe.InitBuffer(bf, rows * 8 * sizeof(float));
-    pipe.InitBuffer(bo, 3 * rows * 64 * sizeof(float));
+    pipe.InitBuffer(bo, kFmaOut * rows * 64 * sizeof(float));
     LocalTensor<float> lm = bm.Get<float>(), lf = bf.Get<float>(), lo = bo.Get<float>();
     GlobalTensor<float> gm, gf, go;
     gm.SetGlobalBuffer((__gm__ float*)m, rows * 64);
     gf.SetGlobalBuffer((__gm__ float*)f, rows * 8);
-    go.SetGlobalBuffer((__gm__ float*)out, 3 * rows * 64);
+    go.SetGlobalBuffer((__gm__ float*)out, kFmaOut * rows * 64);
     DataCopy(lm, gm, rows * 64);
     DataCopy(lf, gf, rows * 8);
     SetWait<HardEvent::MTE2_V>();
     const int R = rows * 64;
-    for (int i = 0; i < 3; ++i) Adds(lo[i * R], lm, 1.0f, R);  // dst = m + 1
+    for (int i = 0; i < kFmaOut; ++i) Adds(lo[i * R], lm, 1.0f, R);  // dst = m + 1
     PipeBarrier<PIPE_V>();
     FusedMulAdd(lo, lm, lm, R);                                                                  // m (m + 1) + m
     FusedMulAdd(lo[R], lf, lm, 64, uint8_t(rows), BinaryRepeatParams(1, 0, 1, 8, 1, 8));         // f[8 r + j % 8] (m + 1) + m
     FusedMulAdd(lo[2 * R], lf[8], lm, 64, uint8_t(rows), BinaryRepeatParams(1, 0, 1, 8, 0, 8));  // f[8 + j % 8] (m + 1) + m
+    MulAddDst(lo[3 * R], lm, lf, R / 8);                                                         // m f + (m + 1), the first R / 8
+    MulAddDst(lo[4 * R], lm, lf, 64, uint8_t(rows), BinaryRepeatParams(1, 1, 0, 8, 0, 1));       // m[j] f[8 r + j % 8] + (m + 1)
+    MulAddDst(lo[5 * R], lo[5 * R], lm, R);                                                      // (m + 1) m + (m + 1)
     SetWait<HardEvent::V_MTE3>();
-    DataCopy(go, lo, 3 * R);
+    DataCopy(go, lo, kFmaOut * R);
 }
 
 static int case_vec_fma() {
     const int rows = 4, R = rows * 64;
-    std::vector<float> m(R), f(rows * 8), out(3 * R, NAN);
+    std::vector<float> m(R), f(rows * 8), out(kFmaOut * R, NAN);
     for (int i = 0; i < R; ++i) m[i] = 0.013f * i - 1.5f;
     for (int i = 0; i < rows * 8; ++i) f[i] = 0.75f - 0.1f * i;
+    const int prev = fla_sim_set_trace(1);
     FLA_SIM_LAUNCH(vec_fma, KERNEL_TYPE_AIV_ONLY, 1, G(m.data()), G(f.data()), G(out.data()), rows);
+    fla_sim_set_trace(prev);
     for (int r = 0; r < rows; ++r)
         for (int j = 0; j < 64; ++j) {
             const int i = r * 64 + j;
@@ -355,10 +363,23 @@ static int case_vec_fma() {
             CHECK(Bits(out[i]) == Bits(m[i] * d + m[i]));                  // the product and the sum rounded apart
             CHECK(Bits(out[R + i]) == Bits(f[8 * r + j % 8] * d + m[i]));  // block stride 0: lane j reads j % 8
             CHECK(Bits(out[2 * R + i]) == Bits(f[8 + j % 8] * d + m[i]));
+            CHECK(Bits(out[3 * R + i]) == Bits(i < R / 8 ? m[i] * f[i] + d : d));  // count R / 8: the rest untouched
+            CHECK(Bits(out[4 * R + i]) == Bits(m[j] * f[8 * r + j % 8] + d));      // src0 repeat stride 0, src1 block stride 0
+            CHECK(Bits(out[5 * R + i]) == Bits(d * m[i] + d));
         }
     FlaSimCounters c{};
     CHECK(fla_sim_last_core_counters(0, &c, nullptr) == 0);
-    CHECK(c.vector_elem_ops == uint64_t(6 * R));  // three Adds, three FusedMulAdds
+    CHECK(c.vector_elem_ops == uint64_t(kFmaOut * R + 5 * R + R / 8));  // the Adds, then the five of R and one of R / 8
+    // Passes of the vector instructions in order: every Adds R / 64; the multiply-adds twice their repeats
+    // (three different addresses) except the last (dst is src0).
+    std::vector<FlaSimTraceRecord> tr(size_t(fla_sim_last_trace_length(0)));
+    CHECK(fla_sim_last_trace(0, tr.data(), int64_t(tr.size())) == int64_t(tr.size()));
+    std::vector<uint64_t> passes;
+    for (const FlaSimTraceRecord& x : tr)
+        if (x.kind == FLA_SIM_TRACE_INSTR && x.pipe == 1 && x.amount > 0) passes.push_back(x.passes);  // not the masks
+    std::vector<uint64_t> want(kFmaOut, uint64_t(R / 64));
+    for (uint64_t p : {2 * R / 64, 2 * rows, 2 * rows, 2 * ((R / 8 + 63) / 64), 2 * rows, R / 64}) want.push_back(uint64_t(p));
+    CHECK(passes == want);
     return 0;
 }
 
