@@ -359,6 +359,13 @@ class ChunkIntraVector {
     // unsafe_[slot] which of its diagonal blocks the AIV computes exactly (max |G_r - G_j| over the
     // block above safe_span from both reference rows). The ownership (BlockRowOwner) gives both AIVs
     // the same count of column operand blocks for BT 64: {0, 3} 4 + 1, {1, 2} 3 + 2.
+    //
+    // The block rows I below J take block J's column operand rows as a base, fp32, times the column
+    // factors 2^(G_r(I) - G_b) (<= 1: r(I) after b): one multiply per element. The base is the diagonal
+    // block's operand k_j 2^(G_b - G_j), b = r(J) (factors within 2^+-safe_span: an entry is lost only
+    // below 2^-(126 - safe_span) of its operands' product, the tiling's bound), or, when that block is
+    // computed exactly, k_j 2^(G_b - G_j) with b the block's last row (factors <= 1). It is formed in
+    // gJ's buffer (G read by then), which RowOperands leaves alone.
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t base = uint64_t(slot) * t_.ws_op_elems;
@@ -366,33 +373,67 @@ class ChunkIntraVector {
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
         for (uint32_t o = 0; o < nOwned_; ++o) {
             const uint32_t J = owned_[o];
+            const bool below = J + 1 < t_.nb;
             LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
             CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
             Muls(gJ, gJ, kLn2, static_cast<int32_t>(n));
             OrderV();
             ScaleRows(kf, OwnFactors(kf, x, gKs_, u, 16 * J, 1.0f, bcG_.Get<float>()), 16, K);  // once for every I
-            for (uint32_t I = J; I < t_.nb; ++I) {
-                SubFromRow(d, gr[RefRow(I) * K], gJ, 16, K);  // (G_r - G_j) ln 2
+            SubFromRow(d, gr[RefRow(J) * K], gJ, 16, K);                                        // (G_r - G_j) ln 2
+            OrderV();
+            // a middle reference was chosen because the block fits the span from it
+            const bool safe = midRef_[J] || MaxAbs(d, x, f) <= t_.safe_span * kLn2;
+            unsafe_[slot][o] = !safe;
+            const uint32_t baseRow = safe ? RefRow(J) : 3 * J + 2;  // b's row in gr
+            if (safe) {  // column operand rows k_j 2^(G_r - G_j): the diagonal block's and the base
+                Exp(f, d, n);
                 OrderV();
-                bool safe = true;
-                if (J == I) {  // a middle reference was chosen because the block fits the span from it
-                    safe = midRef_[I] || MaxAbs(d, x, f) <= t_.safe_span * kLn2;
-                    unsafe_[slot][o] = !safe;
-                }
-                if (safe) {  // column operand rows k_j 2^(G_r - G_j)
-                    Exp(f, d, n);
+                Mul(gJ, kf, f, n);
+                OrderV();
+                CastOut(outT_, g_.op[ColumnOperand(base, J, J)], gJ, n);
+            } else {  // the AIV computes this diagonal block exactly: zero operand rows
+                Duplicate(x, 0.0f, n);
+                OrderV();
+                CastOut(outT_, g_.op[ColumnOperand(base, J, J)], x, n);
+                if (below) {  // f is scratch here: RowOperands forms from d
+                    SubFromRow(f, gr[baseRow * K], gJ, 16, K);
                     OrderV();
-                    Mul(x, kf, f, n);
-                } else {  // the AIV computes this diagonal block exactly: zero operand rows
-                    Duplicate(x, 0.0f, n);
+                    Exp(f, f, n);
+                    OrderV();
+                    Mul(gJ, kf, f, n);
                 }
+            }
+            RowOperands(u, J, base, d, kf, safe);
+            if (below) ColumnFactors(d, gr, gr[baseRow * K], J);
+            for (uint32_t I = J + 1; I < t_.nb; ++I) {
+                OrderV();  // x's previous readers
+                MulByRow(x, gJ, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
                 OrderV();
-                CastOut(outT_, g_.op[base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * K], x, n);
-                if (J == I) RowOperands(u, I, base, d, kf, safe);
+                CastOut(outT_, g_.op[ColumnOperand(base, I, J)], x, n);
             }
             inF_.FreeTensor(gJ);
         }
         inR_.FreeTensor(gr);
+    }
+
+    // c = 2^(G_r - G_b) for the rows r of ChooseReferences' tensor gr (first, middle and last of every
+    // block row below J, natural-log units; gb: G_b): one subtraction (gb read for every row, repeat
+    // stride 0) and one exponential for all of them.
+    __aicore__ inline void ColumnFactors(const LocalTensor<float>& c, const LocalTensor<float>& gr, const LocalTensor<float>& gb,
+                                         uint32_t J) {
+        const uint32_t K = t_.K, rows = 3 * (t_.nb - 1 - J);
+        const uint8_t rowBlk = static_cast<uint8_t>(K * sizeof(float) / 32);
+        const BinaryRepeatParams p(1, 1, 1, rowBlk, rowBlk, 0);
+        OrderV();  // c's previous readers and writers
+        for (uint32_t k = 0; k < K; k += kFloatLanes)
+            Sub(c[k], gr[3 * (J + 1) * K + k], gb[k], K - k < kFloatLanes ? K - k : kFloatLanes, static_cast<uint8_t>(rows), p);
+        OrderV();
+        Exp(c, c, static_cast<int32_t>(rows * K));
+    }
+
+    // The first element of block J's column operand rows of block row I in the operand slot at `base`.
+    __aicore__ inline uint64_t ColumnOperand(uint64_t base, uint32_t I, uint32_t J) const {
+        return base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * t_.K;
     }
 
     // Row operands of block row I: q_I and beta_I k_I (kf, fp32, its rows' factors applied) times

@@ -17,7 +17,9 @@
 //   KDA, block row I (rows [16 I, 16 I + 16), reference row r): the Mmads
 //     q_I 2^(G_I - G_r)  and  beta_I k_I 2^(G_I - G_r)  (16 x K each)  @  (k_j 2^(G_r - G_j), j < 16 (I + 1))^T
 //   give rows I of Aqk and of L over the columns up to the diagonal block. The column factors of
-//   the blocks left of the diagonal are <= 1 (j < r). r is the block's middle row 16 I + 8 when
+//   the blocks left of the diagonal are <= 1 (j < r); the kernel forms them as block J's diagonal
+//   operand factors times 2^(G_r - G_r(J)) <= 1 (its last row's when J's diagonal block is exact),
+//   within the bound below. r is the block's middle row 16 I + 8 when
 //   max |G_r - G_j| over the diagonal block is at most safe_span (G does not increase, so that is
 //   max(G_first - G_r, G_r - G_last): three rows read): every factor of the block row is then within
 //   2^+-safe_span, and an entry underflows only where its exact value is below 2^-(126 - safe_span)
