@@ -439,22 +439,22 @@ class ChunkIntraVector {
     // Row operands of block row I: q_I and beta_I k_I (kf, fp32, its rows' factors applied) times
     // 2^(G_i - G_r) = e^-d (d in natural-log units; beta here makes the Cube's k part L itself; <= 1 for
     // a first-row reference, within 2^safe_span for a middle one). With `colExp` f holds e^d, the
-    // diagonal block's column factors (the same rows: |d| within safe_span, so 1 / e^d is finite and
-    // one rounding from e^-d).
+    // diagonal block's column factors (the same rows: |d| within safe_span), and the operands are
+    // divided by it (one rounding, no reciprocal formed).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
                                        const LocalTensor<float>& kf, bool colExp) {
         const uint32_t K = t_.K, n = 16 * K;
         LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>(), bc = bcB_.Get<float>();
         LocalTensor<float> b = LoadBeta(uint64_t(u) * t_.BT + 16 * I, bc);
         if (colExp) {
-            Reciprocal(f, f, n);
+            Div(x, kf, f, n);
         } else {
             Muls(f, d, -1.0f, n);
             OrderV();
             Exp(f, f, n);
+            OrderV();
+            Mul(x, kf, f, n);
         }
-        OrderV();
-        Mul(x, kf, f, n);
         OrderV();
         MulRows(x, x, bc, 16, K);
         OrderV();
@@ -463,7 +463,8 @@ class ChunkIntraVector {
         CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], x, 16, K, QkPitchOf(t_));
         OrderV();
         ScaleRows(x, OwnFactors(x, d, gQs_, u, 16 * I, t_.scale, bcG_.Get<float>()), 16, K);  // d is free now
-        Mul(x, x, f, n);
+        if (colExp) Div(x, x, f, n);
+        else Mul(x, x, f, n);
         OrderV();
         CastOut(outT_, g_.op[base + uint64_t(32 * I) * K], x, n);
     }
