@@ -485,7 +485,7 @@ class ChunkIntraVector {
     }
 
     // The factors of x's 16 rows (fp32, K columns: rows [r, r + 16) of unit u of q or k): scale over
-    // their l2 norms with qk_l2norm, else scale (RowNormFactors; sq: 16 K floats of scratch); Brcb'd into
+    // their l2 norms with qk_l2norm, else scale (RowNormFactors; sq: 16 x 64 floats of scratch); Brcb'd into
     // bc and, with `write`, to rows [r, r + 16) of q_scale or k_scale (out) by the first value head of a
     // q / k head (GVA: the others compute the same). Through a buffer of outF_.
     // Without `write` (ExactDiagonal: outF_ is taken) the factors pass through red_. The RowScale is off

@@ -398,14 +398,29 @@ __aicore__ inline void NormFactors(const LocalTensor<float>& f, const LocalTenso
     Div(f, tmp, f, n);
 }
 
+// dst[r] = the sum of squares of row r of x (R rows of C fp32 columns, C a multiple of 8; x kept): the
+// first 64 columns' squares into sq (R x 64 floats), each further 64 columns' added by one MulAddDst
+// (dst = src0 * src1 + dst, MulAddDst.md), then one WholeReduceSum per row.
+__aicore__ inline void RowSquareSums(const LocalTensor<float>& dst, const LocalTensor<float>& x, const LocalTensor<float>& sq,
+                                     uint32_t R, uint32_t C) {
+    const uint32_t w = C < kFloatLanes ? C : kFloatLanes;
+    const uint8_t xb = static_cast<uint8_t>(C / 8), sb = static_cast<uint8_t>(w / 8);
+    const BinaryRepeatParams p(1, 1, 1, sb, xb, xb);
+    Mul(sq, x, x, w, static_cast<uint8_t>(R), p);
+    for (uint32_t c = kFloatLanes; c < C; c += kFloatLanes) {
+        OrderV();
+        MulAddDst(sq, x[c], x[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
+    }
+    OrderV();
+    WholeReduceSum(dst, sq, static_cast<int32_t>(w), static_cast<int32_t>(R), 1, 1, sb);
+}
+
 // f = the factors of the R rows of x (C fp32 columns) as NormFactors forms them from their sums of
-// squares (sq: R C floats of scratch, overwritten).
+// squares (sq: R x 64 floats of scratch, overwritten).
 __aicore__ inline void RowNormFactors(const LocalTensor<float>& f, const LocalTensor<float>& x, const LocalTensor<float>& sq,
                                       bool l2norm, float scale, uint32_t R, uint32_t C) {
     if (l2norm) {
-        Mul(sq, x, x, static_cast<int32_t>(R * C));
-        OrderV();
-        RowSums(f, sq, R, C);
+        RowSquareSums(f, x, sq, R, C);
         OrderV();
     }
     NormFactors(f, f, sq, l2norm, scale, R);
