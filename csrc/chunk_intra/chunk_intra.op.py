@@ -11,7 +11,7 @@ Cube + vector)
                          itself). GVA: HQ divides HV, value head h reads q / k head h / (HV / HQ)
   k    [NC, BT, HQ, K]   q's dtype
   beta [NC, HV, BT]      float32
-  g    [NC, BT, HV, K]   float32, G: the chunk-local cumulative log2 decay; KDA token-major (as the
+  g    [NC, BT, HV, K]   float32, G: the chunk-local cumulative log decay (natural log); KDA token-major (as the
        or [NC, HV, BT, 1]  gate kernel writes it), GDN (one per row) head-major.
                          G must not increase along a chunk (a decay); padding rows hold the last value
   qk_l2norm              int32 0 / 1, scale float: each row of q and k is multiplied, in float32 before

@@ -1,16 +1,16 @@
 // Intra-chunk matrices (stage 2 of chunked KDA / Gated DeltaNet), mixed Cube + vector
 // (KERNEL_TYPE_MIX_AIC_1_2):
 //
-//   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])            (j <= i, 0 above)
-//   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] 2^(G[i, d] - G[j, d])    (j <  i, 0 on and above)
+//   Aqk[i, j] = sum_d q[i, d] k[j, d] e^(G[i, d] - G[j, d])            (j <= i, 0 above)
+//   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] e^(G[i, d] - G[j, d])    (j <  i, 0 on and above)
 //   Akk       = (I + L)^-1
 //
 // The factoring that keeps every Cube operand finite, the shapes and the work split:
 // chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
 //   AIV  [i >= 2: wait Free]  KDA: per owned block J, for every block row I >= J (reference row r:
-//        its middle or first row, chunk_intra_tiling.h) the column operand rows k_j 2^(G_r - G_j) of
-//        block J (the diagonal block's rows zero when max |G_r - G_j| there exceeds safe_span), and at
-//        I == J the row operands q_I, beta_I k_I times 2^(G_I - G_r), fp32 then one rounding to T,
+//        its middle or first row, chunk_intra_tiling.h) the column operand rows k_j e^(G_r - G_j) of
+//        block J (the diagonal block's rows zero when max |G_r - G_j| there exceeds safe_span ln 2), and at
+//        I == J the row operands q_I, beta_I k_I times e^(G_I - G_r), fp32 then one rounding to T,
 //        into the operand slot (each G and k block read by its owner only);  set Ready (PIPE_MTE3);
 //        then finish unit i - 1 (below)
 //   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
@@ -21,7 +21,7 @@
 //        unit before and merge its inverse (BlockRowMerge: the blocks of Akk left of the diagonal)
 //   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
 //        per pair when unsafe, L times beta), Aqk's written with the zero columns right of it. GDN, per
-//        owned block row: the result rows times 2^(G_i - G_j), masked, L times beta, Aqk's whole rows
+//        owned block row: the result rows times e^(G_i - G_j), masked, L times beta, Aqk's whole rows
 //        written, L's to the inverse slot. Then L's diagonal block inverted (BlockInverse16): X_bb and
 //        the zeros right of it to Akk, -X_bb and X_bb^T to the inverse slot.  (BT > 16) set Inv
 // Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
@@ -186,7 +186,7 @@ class ChunkIntraCube {
         }
     }
 
-    // Block row I: q_I and beta k_I (times 2^(G_I - G_r); row operand rows 32 I and 32 I + 16) times
+    // Block row I: q_I and beta k_I (times e^(G_I - G_r); row operand rows 32 I and 32 I + 16) times
     // the column operand (16 (I + 1) rows), one Mmad per part. Columns [0, 16 I) are final: straight
     // to Aqk and L; the diagonal block (16 x 16 of each) to the result slot at 512 I (q part, then k
     // part), which the AIVs mask (and compute exactly when it is unsafe).
@@ -318,7 +318,7 @@ class ChunkIntraVector {
     // ---- KDA operands ----------------------------------------------------------------------------
     // The reference row of each block row I >= this AIV's first owned one, of unit u
     // (chunk_intra_tiling.h): its middle row m = 16 I + 8 when max |G_m - G_j| over its diagonal block
-    // is at most safe_span (then that block goes through the Cube), else its first row 16 I (the row
+    // is at most safe_span ln 2 (then that block goes through the Cube), else its first row 16 I (the row
     // factors stay <= 1 whatever the gate). G does not increase along the chunk, so that maximum is
     // over the block's first and last rows: max(G_first - G_m, G_m - G_last). Reads those three rows
     // of each such block row once, into the returned tensor (rows 3 I, 3 I + 1, 3 I + 2: first, m,
@@ -338,13 +338,13 @@ class ChunkIntraVector {
             Sub(d, rows, rows[K], static_cast<int32_t>(K));            // G_first - G_m
             Sub(d[K], rows[K], rows[2 * K], static_cast<int32_t>(K));  // G_m - G_last
             OrderV();
-            midRef_[I] = MaxAbs(d, x, f, 2 * K) <= t_.safe_span;
+            midRef_[I] = MaxAbs(d, x, f, 2 * K) <= SafeSpan();
         }
-        // in natural-log units from here (the operands' exponents then go to Exp as they are)
-        Muls(r[3 * owned_[0] * K], r[3 * owned_[0] * K], kLn2, static_cast<int32_t>(3 * (t_.nb - owned_[0]) * K));
-        OrderV();
         return r;
     }
+
+    // The tiling's safe_span (log2) in G's natural-log units.
+    __aicore__ inline float SafeSpan() const { return t_.safe_span * kLn2; }
 
     // The element of G (KDA: token-major, common/chunk_cube.h's GateRow) of row r of unit u.
     __aicore__ inline uint64_t GateOf(uint32_t u, uint32_t r) const { return GateRow(u, r, t_.HV, t_.BT, t_.Kg); }
@@ -354,17 +354,17 @@ class ChunkIntraVector {
 
     // This AIV's share of unit u's operands into operand slot `slot`, each G and k block read by one
     // AIV only: for every owned block J, the column operand rows of block J of every block row I >= J
-    // (their reference rows read by both AIVs), and at J == I the row operands of I. G is taken to
-    // natural-log units once per block (times ln 2), so each block row's exponents need no scaling. Records in
-    // unsafe_[slot] which of its diagonal blocks the AIV computes exactly (max |G_r - G_j| over the
-    // block above safe_span from both reference rows). The ownership (BlockRowOwner) gives both AIVs
-    // the same count of column operand blocks for BT 64: {0, 3} 4 + 1, {1, 2} 3 + 2.
+    // (their reference rows read by both AIVs), and at J == I the row operands of I. G is in natural-log
+    // units: its differences go to Exp as they are. Records in unsafe_[slot] which of its diagonal
+    // blocks the AIV computes exactly (max |G_r - G_j| over the block above safe_span ln 2 from both
+    // reference rows). The ownership (BlockRowOwner) gives both AIVs the same count of column operand
+    // blocks for BT 64: {0, 3} 4 + 1, {1, 2} 3 + 2.
     //
     // The block rows I below J take block J's column operand rows as a base, fp32, times the column
-    // factors 2^(G_r(I) - G_b) (<= 1: r(I) after b): one multiply per element. The base is the diagonal
-    // block's operand k_j 2^(G_b - G_j), b = r(J) (factors within 2^+-safe_span: an entry is lost only
+    // factors e^(G_r(I) - G_b) (<= 1: r(I) after b): one multiply per element. The base is the diagonal
+    // block's operand k_j e^(G_b - G_j), b = r(J) (factors within 2^+-safe_span: an entry is lost only
     // below 2^-(126 - safe_span) of its operands' product, the tiling's bound), or, when that block is
-    // computed exactly, k_j 2^(G_b - G_j) with b the block's last row (factors <= 1). It is formed in
+    // computed exactly, k_j e^(G_b - G_j) with b the block's last row (factors <= 1). It is formed in
     // gJ's buffer (G read by then), which RowOperands leaves alone.
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
@@ -376,16 +376,15 @@ class ChunkIntraVector {
             const bool below = J + 1 < t_.nb;
             LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
             CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
-            Muls(gJ, gJ, kLn2, static_cast<int32_t>(n));
             OrderV();
             ScaleRows(kf, OwnFactors(kf, x, gKs_, u, 16 * J, 1.0f, bcG_.Get<float>()), 16, K);  // once for every I
-            SubFromRow(d, gr[RefRow(J) * K], gJ, 16, K);                                        // (G_r - G_j) ln 2
+            SubFromRow(d, gr[RefRow(J) * K], gJ, 16, K);                                        // G_r - G_j
             OrderV();
             // a middle reference was chosen because the block fits the span from it
-            const bool safe = midRef_[J] || MaxAbs(d, x, f) <= t_.safe_span * kLn2;
+            const bool safe = midRef_[J] || MaxAbs(d, x, f) <= SafeSpan();
             unsafe_[slot][o] = !safe;
             const uint32_t baseRow = safe ? RefRow(J) : 3 * J + 2;  // b's row in gr
-            if (safe) {  // column operand rows k_j 2^(G_r - G_j): the diagonal block's and the base
+            if (safe) {  // column operand rows k_j e^(G_r - G_j): the diagonal block's and the base
                 Exp(f, d, n);
                 OrderV();
                 Mul(gJ, kf, f, n);
@@ -416,7 +415,7 @@ class ChunkIntraVector {
         inR_.FreeTensor(gr);
     }
 
-    // c = 2^(G_r - G_b) for the rows r of ChooseReferences' tensor gr (first, middle and last of every
+    // c = e^(G_r - G_b) for the rows r of ChooseReferences' tensor gr (first, middle and last of every
     // block row below J, natural-log units; gb: G_b): one subtraction (gb read for every row, repeat
     // stride 0) and one exponential for all of them.
     __aicore__ inline void ColumnFactors(const LocalTensor<float>& c, const LocalTensor<float>& gr, const LocalTensor<float>& gb,
@@ -437,9 +436,9 @@ class ChunkIntraVector {
     }
 
     // Row operands of block row I: q_I and beta_I k_I (kf, fp32, its rows' factors applied) times
-    // 2^(G_i - G_r) = e^-d (d in natural-log units; beta here makes the Cube's k part L itself; <= 1 for
+    // e^(G_i - G_r) = e^-d (d in natural-log units; beta here makes the Cube's k part L itself; <= 1 for
     // a first-row reference, within 2^safe_span for a middle one). With `colExp` f holds e^d, the
-    // diagonal block's column factors (the same rows: |d| within safe_span), and the operands are
+    // diagonal block's column factors (the same rows: |d| within safe_span ln 2), and the operands are
     // divided by it (one rounding, no reciprocal formed).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
                                        const LocalTensor<float>& kf, bool colExp) {
@@ -642,7 +641,7 @@ class ChunkIntraVector {
     }
 
     // GDN, owned block row I: columns [0, 16 (I + 1)) of its q k^T and k k^T rows times
-    // 2^(g_i - g_j), masked, L times beta; Aqk's whole rows written, L's to the inverse slot (BT > 16)
+    // e^(g_i - g_j), masked, L times beta; Aqk's whole rows written, L's to the inverse slot (BT > 16)
     // and its diagonal block inverted (Invert), with Akk's zero columns right of it.
     __aicore__ inline void FinishBlockRow(uint32_t u, uint32_t slot, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o], w = 16 * (I + 1), n = 16 * BT;
@@ -698,7 +697,7 @@ class ChunkIntraVector {
         if (right > 0) ZeroColumns(g_.akk, row0 * BT + w, right);
     }
 
-    // GDN: the result rows of block row I times D[i, j] = 2^(g_i - g_j) (every column; the masks
+    // GDN: the result rows of block row I times D[i, j] = e^(g_i - g_j) (every column; the masks
     // drop j > i, where D may be infinite), with the call's row factors times fk[j] too.
     __aicore__ inline void ScaleByDecay(const LocalTensor<float>& r, uint32_t u, uint32_t I, const LocalTensor<float>& fk) {
         const uint32_t BT = t_.BT, n = 16 * BT;
@@ -709,8 +708,6 @@ class ChunkIntraVector {
         Sub(dd, bc, g, BT, 16, BinaryRepeatParams(1, 0, 1, static_cast<uint8_t>(BT / 8), 1, 0));
         OrderV();
         inF_.FreeTensor(g);
-        Muls(dd, dd, kLn2, n);
-        OrderV();
         Exp(dd, dd, n);
         OrderV();
         if (t_.qk_l2norm) {
@@ -722,8 +719,8 @@ class ChunkIntraVector {
         OrderV();
     }
 
-    // KDA, a diagonal block whose decay spans more than safe_span: per row a of block row I and
-    // every j <= a of the block, sum_d x_a[d] k_j[d] 2^(G_a[d] - G_j[d]) with x = q (Aqk) and x = k
+    // KDA, a diagonal block whose decay spans more than safe_span ln 2: per row a of block row I and
+    // every j <= a of the block, sum_d x_a[d] k_j[d] e^(G_a[d] - G_j[d]) with x = q (Aqk) and x = k
     // (L / beta, j < a), into columns [0, a] of row a of the 16 x 16 tiles oa / ol (zero there before).
     __aicore__ inline void ExactDiagonal(uint32_t u, uint32_t I, const LocalTensor<float>& oa, const LocalTensor<float>& ol) {
         const uint32_t K = t_.K;
@@ -740,11 +737,9 @@ class ChunkIntraVector {
             const uint32_t rows = a + 1, cnt = rows * K;
             SubFromRow(e, g[a * K], g, rows, K);  // G_a - G_j
             OrderV();
-            Muls(e, e, kLn2, cnt);
-            OrderV();
             Exp(e, e, cnt);
             OrderV();
-            Mul(e, e, kf, cnt);  // k_j 2^(G_a - G_j)
+            Mul(e, e, kf, cnt);  // k_j e^(G_a - G_j)
             OrderV();
             MulByRow(x, e, qf[a * K], rows, K);
             OrderV();

@@ -3,32 +3,32 @@
 // (tests/chunk_intra_tiling_test.cpp).
 //
 // The op, per chunk c and value head h (chunk layout, every (c, h) independent), with G the
-// chunk-local cumulative log2 decay:
-//   Aqk[i, j] = sum_d q[i, d] k[j, d] 2^(G[i, d] - G[j, d])            j <= i (0 above)
-//   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] 2^(G[i, d] - G[j, d])    j <  i (0 on and above)
+// chunk-local cumulative log decay (natural log, the units of the vector unit's Exp):
+//   Aqk[i, j] = sum_d q[i, d] k[j, d] e^(G[i, d] - G[j, d])            j <= i (0 above)
+//   L[i, j]   = beta[i] sum_d k[i, d] k[j, d] e^(G[i, d] - G[j, d])    j <  i (0 on and above)
 // q, k [NC, HV, BT, K] of the Cube input type T (fp16 or bf16); beta [NC, HV, BT] fp32; G [NC, HV,
 // BT, Kg] fp32 (Kg = K: KDA's per-key gate, given token-major [NC, BT, HV, K]; Kg = 1: GDN's scalar
 // gate; common/chunk_shapes.h's GateHeadMajor); Aqk, L [NC, HV, BT, BT] fp32
 // or T (rounded once on write). G must not increase along a chunk (every FLA gate is a decay).
 //
 // Exactness for any decaying gate, floored ones included (a per-step log decay of -1000): the
-// exponent is never formed as 2^G, only as differences, and each Cube product is factored through a
+// exponent is never formed as e^G, only as differences, and each Cube product is factored through a
 // reference row so that no factor overflows.
 //   KDA, block row I (rows [16 I, 16 I + 16), reference row r): the Mmads
-//     q_I 2^(G_I - G_r)  and  beta_I k_I 2^(G_I - G_r)  (16 x K each)  @  (k_j 2^(G_r - G_j), j < 16 (I + 1))^T
+//     q_I e^(G_I - G_r)  and  beta_I k_I e^(G_I - G_r)  (16 x K each)  @  (k_j e^(G_r - G_j), j < 16 (I + 1))^T
 //   give rows I of Aqk and of L over the columns up to the diagonal block. The column factors of
 //   the blocks left of the diagonal are <= 1 (j < r); the kernel forms them as block J's diagonal
-//   operand factors times 2^(G_r - G_r(J)) <= 1 (its last row's when J's diagonal block is exact),
+//   operand factors times e^(G_r - G_r(J)) <= 1 (its last row's when J's diagonal block is exact),
 //   within the bound below. r is the block's middle row 16 I + 8 when
-//   max |G_r - G_j| over the diagonal block is at most safe_span (G does not increase, so that is
+//   max |G_r - G_j| over the diagonal block is at most safe_span ln 2 (G does not increase, so that is
 //   max(G_first - G_r, G_r - G_last): three rows read): every factor of the block row is then within
 //   2^+-safe_span, and an entry underflows only where its exact value is below 2^-(126 - safe_span)
 //   of its operands' product. Otherwise r = 16 I, the first row: row factors <= 1 (i >= r) whatever
 //   the gate, and the diagonal block goes through the Cube only when max |G_r - G_j| over it is at
-//   most safe_span; beyond that its column operand rows are zero and the AIV computes the block
-//   exactly per pair (2^(G_i - G_j) <= 1 for j <= i). The middle row halves the exponents of a
+//   most safe_span ln 2; beyond that its column operand rows are zero and the AIV computes the block
+//   exactly per pair (e^(G_i - G_j) <= 1 for j <= i). The middle row halves the exponents of a
 //   diagonal block's factors: blocks of twice the decay stay on the Cube.
-//   GDN: the Cube computes q k^T and k k^T, the AIV multiplies by D[i, j] = 2^(G_i - G_j) (j <= i).
+//   GDN: the Cube computes q k^T and k k^T, the AIV multiplies by D[i, j] = e^(G_i - G_j) (j <= i).
 //
 // Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). AIV sub-block s owns the blocks I with
 // (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows): their row operands
@@ -69,7 +69,8 @@ namespace chunk_intra {
 
 using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
-// Largest |G_r - G_j| (log2) inside a diagonal block that still goes through the Cube: bf16 keeps
+// Largest binary exponent of a factor e^(G_r - G_j) inside a diagonal block that still goes through
+// the Cube (|G_r - G_j| <= safe_span ln 2): bf16 keeps
 // fp32's exponent range (decay.py's safe_span for fp32); fp16 tops out at 2^16, so its factors stay
 // within 2^+-8 (an operand overflows only for an input of magnitude >= 256; below 2^-14 it loses
 // relative precision only where its share of the sum is itself below 2^-8 of an input's).

@@ -8,8 +8,8 @@ OP = {
   q      [NC, BT, HQ, K]   Cube input type T: float16 or bfloat16 (float32 is refused: see below).
                            Token-major (row r of chunk c, head h; for whole chunks the token layout
                            itself). GVA: HQ divides HV, value head h reads q head h / (HV / HQ)
-  g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in log2 units; KDA token-major
-      or [NC, HV, BT, 1]   (as the gate kernel writes it), GDN (one per row) head-major; e_row = 2^G,
+  g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in natural-log units; KDA
+      or [NC, HV, BT, 1]   token-major (as the gate kernel writes it), GDN (one per row) head-major; e_row = e^G,
                            formed here
   s      [NC, HV, K, V]    q's dtype, the chunk-start states (as the state kernel writes them in T)
   aqk    [NC, HV, BT, BT]  q's dtype, lower triangular (read as given)

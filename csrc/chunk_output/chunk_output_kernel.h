@@ -1,6 +1,6 @@
 // Chunk output (stage 5 of chunked KDA / Gated DeltaNet), mixed Cube + vector (KERNEL_TYPE_MIX_AIC_1_2).
 //
-//   o[c, h] = (q[c, h] * 2^g[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h]   (g the chunk's gate cumsum, log2)
+//   o[c, h] = (q[c, h] * e^g[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h]   (g the chunk's gate cumsum, natural log)
 //
 // Shapes, the work split and why this is a mixed kernel: chunk_output_tiling.h. Per unit (chunk,
 // head) u, the i-th of its AI core, workspace slot i % 2:

@@ -3,10 +3,10 @@
 // (tests/chunk_output_tiling_test.cpp).
 //
 // The op, per chunk c and value head h (chunk layout, every (c, h) independent):
-//   o[c, h] = (q[c, h] * e_row[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h],   e_row = 2^g
-// q [NC, HV, BT, K], g [NC, HV, BT, Kg] (the chunk-local gate cumsum in log2 units; Kg = K: KDA,
+//   o[c, h] = (q[c, h] * e_row[c, h]) @ S[c, h] + Aqk[c, h] @ v_new[c, h],   e_row = e^g
+// q [NC, HV, BT, K], g [NC, HV, BT, Kg] (the chunk-local gate cumsum in natural-log units; Kg = K: KDA,
 // given token-major [NC, BT, HV, K]; Kg = 1: GDN, broadcast over K; common/chunk_shapes.h's
-// GateHeadMajor; its factor formed here, by Muls + Exp on the AIVs), S [NC, HV, K, V] (chunk-start
+// GateHeadMajor; its factor formed here, by Exp on the AIVs), S [NC, HV, K, V] (chunk-start
 // states, as the state kernel writes them rounded once to T), Aqk [NC, HV, BT, BT] (lower
 // triangular, read as given), v_new [NC, HV, BT, V]; o [NC, BT, HV, V] fp32 or T (rounded
 // once; token-major: the chunks of B whole-chunk sequences are their token layout [B, T, HV, V]).

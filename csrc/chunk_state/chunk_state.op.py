@@ -8,7 +8,7 @@ OP = {
   w             [NC, HV, BT, K]  Cube type T: float16 or bfloat16 (float32 is refused: see below)
   u             [NC, HV, BT, V]  float32
   kg            [NC, HV, BT, K]  w's dtype
-  e_last        [NC, HV, Kg]     float32, the chunk's decay 2^G_last; Kg = K (KDA) or 1 (GDN)
+  e_last        [NC, HV, Kg]     float32, the chunk's decay e^G_last; Kg = K (KDA) or 1 (GDN)
   chunk_offsets [N + 1]          int32: the chunks of sequence n are [chunk_offsets[n],
                                  chunk_offsets[n + 1]), read by the kernel (never on the host)
   h0            [N, HV, K, V]    float32 or NULL (zeros); [N, HV, V, K] with state_v_first

@@ -13,8 +13,8 @@ the chunk-start state, so that none of w, u, kg, h and v_new goes to GM
   q      [NC, BT, HQ, K]   Cube type T (float16 / bfloat16), token-major (row r of chunk c, head h)
   k      [NC, BT, HQ, K]   T, token-major; GVA: HQ divides HV, value head h reads q / k head h / (HV / HQ)
   v      [NC, BT, HV, V]   T, token-major
-  g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in log2 units (e_row = 2^G, e_tail
-      or [NC, HV, BT, 1]   = 2^(G[last row] - G)); KDA token-major, GDN (one per row) head-major
+  g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in natural-log units (e_row = e^G,
+      or [NC, HV, BT, 1]   e_tail = e^(G[last row] - G)); KDA token-major, GDN (one per row) head-major
   akk    [NC, HV, BT, BT]  T, (I + L)^-1 diag(beta): lower triangular, beta on the diagonal (read as
                            given; FlaNpuChunkIntra's akk with akk_beta = 1): beta enters only here
   aqk    [NC, HV, BT, BT]  T, lower triangular (read as given)

@@ -353,11 +353,15 @@ __aicore__ inline void MulRowsAdd(const LocalTensor<float>& dst, const LocalTens
         FusedMulAdd(dst[c], bc, d[c], C - c < kFloatLanes ? C - c : kFloatLanes, static_cast<uint8_t>(R), p);
 }
 
-constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2)
+constexpr float kLn2 = 0.693147180559945309f;  // 2^x = exp(x ln 2): log2 spans in natural-log units
 
-// dst = 2^(scale * src), n fp32 elements (in place allowed): Muls by scale ln 2, then Exp.
-__aicore__ inline void Pow2(const LocalTensor<float>& dst, const LocalTensor<float>& src, float scale, uint32_t n) {
-    Muls(dst, src, scale * kLn2, static_cast<int32_t>(n));
+// dst = e^(scale * src), n fp32 elements (in place allowed): Muls by scale unless it is 1, then Exp.
+__aicore__ inline void ExpOf(const LocalTensor<float>& dst, const LocalTensor<float>& src, float scale, uint32_t n) {
+    if (scale == 1.0f) {
+        Exp(dst, src, static_cast<int32_t>(n));
+        return;
+    }
+    Muls(dst, src, scale, static_cast<int32_t>(n));
     OrderV();
     Exp(dst, dst, static_cast<int32_t>(n));
 }
@@ -468,7 +472,7 @@ __aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<
     OrderV();
 }
 
-// R rows of qe = T(fp32(q) * e) to dst (R x K, contiguous), e = e_row = 2^G of the rows (R x Kg,
+// R rows of qe = T(fp32(q) * e) to dst (R x K, contiguous), e = e_row = e^G of the rows (R x Kg,
 // formed), q's rows times their factors first when qScale is on: fp32 multiplies, one rounding to T (KDA: element-wise, Kg = K;
 // GDN: one factor per row, Kg = 1, broadcast with Brcb into bc and read with stride 0). q: its first row, rows `qPitch` elements
 // apart. Queues: inT and outT R K elements of T; work R K floats; bc 8 R floats (GDN).
@@ -491,7 +495,7 @@ __aicore__ inline void FormQe(QT& inT, QF& inF, QO& outT, const LocalTensor<floa
                               const GlobalTensor<T>& q, uint32_t qPitch, const GlobalTensor<float>& g, const GlobalTensor<T>& dst,
                               uint32_t R, uint32_t K, uint32_t Kg, uint32_t HV) {
     LocalTensor<float> e = CopyInGate(inF, g, R, HV, Kg);
-    Pow2(e, e, 1.0f, R * Kg);
+    ExpOf(e, e, 1.0f, R * Kg);
     OrderV();
     QeRows(inT, outT, work, bc, q, qPitch, e, dst, R, K, Kg);
     inF.FreeTensor(e);

@@ -1,8 +1,8 @@
 // A vector core's rows of the WY operands (stage 3 of chunked KDA / Gated DeltaNet), formed alike by
 // the WY kernel (wy_fast) and the fused state + output kernel (chunk_state_output, whose Akk holds
 // beta: X1 = -T(k e_row) there, no X2):
-//   kg = k e_tail,   X1 = T(k e_row beta),   X2 = T(v beta),   e_row = 2^G,   e_tail = 2^(G_last - G)
-// (G the chunk's gate cumsum in log2 units, G_last its last row; KDA Kg = K: element-wise, GDN Kg = 1:
+//   kg = k e_tail,   X1 = T(k e_row beta),   X2 = T(v beta),   e_row = e^G,   e_tail = e^(G_last - G)
+// (G the chunk's gate cumsum in natural-log units, G_last its last row; KDA Kg = K: element-wise, GDN Kg = 1:
 // one factor per row, broadcast with Brcb and read with stride 0). fp32 multiplies, one rounding each.
 #ifndef FLA_NPU_COMMON_WY_ROWS_H
 #define FLA_NPU_COMMON_WY_ROWS_H
@@ -31,15 +31,13 @@ struct Scratch {
     RowScale kScale{};
 };
 
-// e = 2^(G_last - G) over the R rows of G (g, R x Kg; KDA: already times ln 2, FormK) and the chunk's
-// last row (gLast, log2, through queue inL; GDN: a scalar read from GM, an input: no order to keep).
+// e = e^(G_last - G) over the R rows of G (g, R x Kg) and the chunk's last row (gLast, through queue
+// inL; GDN: a scalar read from GM, an input: no order to keep).
 template <class QL>
 __aicore__ inline void TailFactors(QL& inL, const LocalTensor<float>& e, const LocalTensor<float>& g,
                                    const GlobalTensor<float>& gLast, const Rows& r) {
-    if (r.Kg != 1) {  // e^(G_last ln 2 - G ln 2)
+    if (r.Kg != 1) {
         LocalTensor<float> gl = vector_io::CopyIn(inL, gLast, r.Kg);
-        Muls(gl, gl, kLn2, static_cast<int32_t>(r.Kg));
-        OrderV();
         SubFromRow(e, gl, g, r.R, r.Kg);
         inL.FreeTensor(gl);
         OrderV();
@@ -47,7 +45,7 @@ __aicore__ inline void TailFactors(QL& inL, const LocalTensor<float>& e, const L
     } else {
         Adds(e, g, -gLast.GetValue(0), static_cast<int32_t>(r.R));  // G - G_last
         OrderV();
-        Pow2(e, e, -1.0f, r.R);
+        ExpOf(e, e, -1.0f, r.R);
     }
     OrderV();
 }
@@ -69,10 +67,6 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
         ScaleRows(x.kf, x.kScale, r.R, r.K);
     }
     LocalTensor<float> e = CopyInGate(inF, g, r.R, r.HV, r.Kg);
-    if (r.Kg != 1) {  // KDA: G ln 2 once, for both exponents (the Exps take them as they are)
-        Muls(e, e, kLn2, static_cast<int32_t>(r.R * r.Kg));
-        OrderV();
-    }
     TailFactors(inL, x.s, e, gLast, r);  // s = e_tail
     if constexpr (IsSame<O, float>::value) {
         LocalTensor<float> z = outF.template AllocTensor<float>();
@@ -82,9 +76,8 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
         MulGate(x.s, x.kf, x.s, x.bcE, r.R, r.K, r.Kg);  // in place: each element reads its own factor (GDN: the Brcb copy)
         vector_io::CastOut(outT, kgDst, x.s, n);
     }
-    OrderV();                                                    // the reads of s above before it is written again
-    if (r.Kg != 1) Exp(e, e, static_cast<int32_t>(r.R * r.Kg));  // e_row
-    else Pow2(e, e, 1.0f, r.R);
+    OrderV();                       // the reads of s above before it is written again
+    ExpOf(e, e, 1.0f, r.R * r.Kg);  // e_row
     OrderV();
     if (r.Kg == r.K) {
         Mul(x.s, x.kf, e, static_cast<int32_t>(n));

@@ -14,7 +14,8 @@ OP = {
   chunk_size  power of two <= 128.
   gate_form 0: y = g + dt_bias; 1: y = -exp(A_log) * softplus(g + dt_bias);
             2: y = lower_bound * sigmoid(exp(A_log) * (g + dt_bias))  (no exp(A_log) when a_log is NULL).
-  scale     the chunk-local cumsum of y is multiplied by it (1/ln 2: log2 units).
+  scale     the chunk-local cumsum of y is multiplied by it (1: natural-log units, what the chunk kernels
+            read; 1/ln 2: log2 units).
   out       fp32, shape and element count of g, contiguous; every token row is written.
 
 Workspace: none (0 bytes) in the sim flavour; NPU flavours: what the operator package asks for.

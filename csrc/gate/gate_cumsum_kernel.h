@@ -3,7 +3,7 @@
 //   out[t, c] = sum over the tokens s <= t of t's chunk of  y[s, c],   y = gate(g[s, c] + dt_bias[c])
 //
 // with the gate forms of gate_cumsum_tiling.h (none / -exp(A_log) * softplus / lower_bound *
-// sigmoid(exp(A_log) * x)) and the caller's scale folded in (1/ln 2 gives log2 units). Input fp32,
+// sigmoid(exp(A_log) * x)) and the caller's scale folded in (1 gives the natural-log units the chunk kernels read). Input fp32,
 // fp16 or bf16; everything is computed in fp32 (bf16 has no vector arithmetic on a2/a3); out fp32.
 //
 // One unit = one chunk (<= BT tokens) x one column tile (see the tiling header). Per unit:

@@ -11,9 +11,9 @@ OP = {
   v      [NC, BT, HV, V]   k's dtype, token-major
   beta   [NC, HV, BT]      float32
   akk    [NC, HV, BT, BT]  k's dtype, (I + L)^-1: lower triangular, unit diagonal (read as given)
-  g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in log2 units; KDA token-major
-      or [NC, HV, BT, 1]   (as the gate kernel writes it), GDN (one per row) head-major. e_row = 2^G,
-                           e_tail = 2^(G[last row] - G), formed here.
+  g      [NC, BT, HV, K]   float32, G: the chunk-local gate cumsum in natural-log units; KDA
+      or [NC, HV, BT, 1]   token-major (as the gate kernel writes it), GDN (one per row) head-major. e_row = e^G,
+                           e_tail = e^(G[last row] - G), formed here.
   w      [NC, HV, BT, K]   O:        w  = akk @ T(beta * k * e_row)   (fp32 accumulation)
   u      [NC, HV, BT, V]   float32:  u  = akk @ T(beta * v)
   kg     [NC, HV, BT, K]   O:        kg = k * e_tail

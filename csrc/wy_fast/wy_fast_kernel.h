@@ -1,7 +1,7 @@
 // WY factors (stage 3 of chunked KDA / Gated DeltaNet), mixed Cube + vector (KERNEL_TYPE_MIX_AIC_1_2).
 //
 //   w = Akk @ (beta k e_row),   u = Akk @ (beta v),   kg = k e_tail,
-//   e_row = 2^G,   e_tail = 2^(G_last - G)   (G the chunk's gate cumsum, log2; G_last its last row)
+//   e_row = e^G,   e_tail = e^(G_last - G)   (G the chunk's gate cumsum, natural log; G_last its last row)
 //
 // Shapes, the work split and why this is a mixed kernel: wy_fast_tiling.h. Per unit (chunk, head) u,
 // the i-th of its AI core, workspace slot i % 2 (the hand-off protocol of common/chunk_cube.h):

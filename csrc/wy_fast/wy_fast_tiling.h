@@ -2,24 +2,24 @@
 // Plain C++: no Ascend C, no CANN, no simulation; unit-tested on the host (tests/wy_fast_tiling_test.cpp).
 //
 // The op, per chunk c and value head h (chunk layout, every (c, h) independent):
-//   w[c, h]  = Akk[c, h] @ (beta[c, h] * k[c, h] * 2^g[c, h])
+//   w[c, h]  = Akk[c, h] @ (beta[c, h] * k[c, h] * e^g[c, h])
 //   u[c, h]  = Akk[c, h] @ (beta[c, h] * v[c, h])
-//   kg[c, h] = k[c, h] * 2^(g[c, h, BT - 1] - g[c, h])
+//   kg[c, h] = k[c, h] * e^(g[c, h, BT - 1] - g[c, h])
 // k [NC, HV, BT, K], v [NC, HV, BT, V], Akk [NC, HV, BT, BT] (lower triangular, unit diagonal, read
 // as given) of the Cube input type T (fp16 or bf16); beta [NC, HV, BT], g [NC, HV, BT, Kg] (the
-// chunk-local gate cumsum in log2 units; Kg = K: KDA, given token-major [NC, BT, HV, K]; Kg = 1: GDN,
+// chunk-local gate cumsum in natural-log units; Kg = K: KDA, given token-major [NC, BT, HV, K]; Kg = 1: GDN,
 // broadcast over K; common/chunk_shapes.h's GateHeadMajor) fp32; w, kg [NC,
-// HV, BT, K] and u [NC, HV, BT, V] fp32. The decay factors are formed here, from g (Muls + Exp on the
-// vector unit), not read: 2^g and 2^(g_last - g) would be two more tensors of g's size to write
+// HV, BT, K] and u [NC, HV, BT, V] fp32. The decay factors are formed here, from g (Sub + Exp on the
+// vector unit), not read: e^g and e^(g_last - g) would be two more tensors of g's size to write
 // and read.
 //
 // Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2), the structure of chunk_output (its hand-off,
 // loads and tile loop are shared: common/chunk_cube.h). The Cube's right-hand operands need vector
-// work (the row scaling by beta and 2^g, one rounding to T), so the AIVs form them in fp32 and
+// work (the row scaling by beta and e^g, one rounding to T), so the AIVs form them in fp32 and
 // hand them over through a per-core GM workspace slot (a2/a3 AIV -> AIC is GM); kg needs no Cube
 // and is written by the AIVs directly. Extra GM traffic: the slot round trip, 2 * BT * (K + V) *
 // sizeof(T) bytes per unit; everything else is read once, w, u and kg written once.
-//   AIV  sub-block s, rows [s BT/2, (s+1) BT/2): e_row = 2^g, e_tail = 2^(g_last - g) (its rows of
+//   AIV  sub-block s, rows [s BT/2, (s+1) BT/2): e_row = e^g, e_tail = e^(g_last - g) (its rows of
 //        g, the chunk's last row); X1 = T(beta k e_row), X2 = T(beta v) into the slot (fp32
 //        multiplies, one rounding each); kg = fp32(k) e_tail to GM;  flag Ready ->
 //   AIC  X1, X2 from the slot and Akk from GM into L1 (ND -> NZ), Akk into L0A; per N-tile

@@ -114,7 +114,7 @@ def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
     k = torch.nn.functional.normalize(torch.randn(NC, BT, HV, K, generator=g), dim=-1).to(dt)   # token-major
     v = torch.randn(NC, BT, HV, V, generator=g).to(dt)
     A = (torch.tril(torch.randn(NC, HV, BT, BT, generator=g), -1) * 0.05 + torch.eye(BT)).to(dt)
-    # a decaying gate cumsum (log2), as the kernels read it: KDA token-major, GDN head-major
+    # a decaying gate cumsum (natural log), as the kernels read it: KDA token-major, GDN head-major
     G = (-torch.rand(NC, BT, HV, K, generator=g).cumsum(1) if per_key else
          -torch.rand(NC, HV, BT, 1, generator=g).cumsum(2))
     return k, v, A, G

@@ -105,9 +105,9 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     qf, kf, vf = ((expand_heads(q.transpose(1, 2), p.groups).to(p.ct), expand_heads(k.transpose(1, 2), p.groups).to(p.ct),
                    v.transpose(1, 2).to(p.ct)) if skip else (None,) * 3)
     b = p.b.to(f32)
-    # G as the kernels read it: KDA token-major [NC, BT, HV, K] (the chain's G is a view of such a
-    # tensor: no copy), GDN head-major [NC, HV, BT, 1]
-    G = d.G.to(f32)
+    # G as the kernels read it, in natural-log units: KDA token-major [NC, BT, HV, K] (the chain's G is
+    # a view of such a tensor: no copy), GDN head-major [NC, HV, BT, 1]
+    G = d.G_nat
     G = G.transpose(1, 2) if G.shape[-1] != 1 else G
 
     fused = runs_fused(skip, keep_h)

@@ -95,7 +95,7 @@ def chunk_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, qk_l2norm: bool =
     ``akk_dtype``) and the factors the kernel applied to q's and k's rows, ``q_scale``, ``k_scale``
     ``[NC, HQ, BT]`` float32: with ``qk_l2norm`` their reciprocal l2 norms (FLA's l2norm), q's times
     ``scale``; without it ``scale`` and 1. q, k token-major ``[NC, BT, HQ, K]`` (float16 / bfloat16),
-    beta ``[NC, HV, BT]`` and g (G, log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``)
+    beta ``[NC, HV, BT]`` and g (G, natural log: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``)
     float32."""
     return {"q": q, "k": k, "beta": beta, "g": g, "qk_l2norm": int(bool(qk_l2norm)), "scale": float(scale),
             "akk_beta": int(bool(akk_beta))}, {"A": aqk_dtype, "O": akk_dtype}
@@ -152,12 +152,12 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, g: Tensor, akk: Tensor, 
     fed into :func:`chunk_state`'s recurrence (``e_last``, ``chunk_offsets``, ``h0``, ``state_v_first``
     as there) with the chunk output formed where the chunk-start state is: returns ``o`` ``[NC, BT, HV,
     V]`` (token-major, in ``k``'s dtype) and ``final`` (float32), none of ``w``, ``u``, ``kg``, ``h``,
-    ``v_new``. ``o[c] = T(q * 2^G) @ T(S) + aqk @ T(v_new)`` (the WY, state and output kernels'
+    ``v_new``. ``o[c] = T(q * e^G) @ T(S) + aqk @ T(v_new)`` (the WY, state and output kernels'
     products on ``(I + L)^-1`` and beta, ``v_new = u - w S`` accumulated at once in float32).
     ``q``, ``k`` ``[NC, BT, HQ, K]`` and ``v`` ``[NC, BT, HV, V]`` token-major (GVA: HQ divides HV), ``akk``
     (``(I + L)^-1 diag(beta)``: :func:`chunk_intra`'s with ``akk_beta``; beta enters only there) and
     ``aqk`` ``[NC, HV, BT, BT]`` are cast to ``k``'s dtype (float16 or bfloat16: the Cube's), ``g`` (G,
-    log2: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``), ``e_last`` and ``h0`` to
+    natural log: KDA token-major ``[NC, BT, HV, K]``, GDN ``[NC, HV, BT, 1]``), ``e_last`` and ``h0`` to
     float32. ``q_scale``, ``k_scale`` ``[NC, HQ, BT]`` (both or neither; float32): factors of q's and
     k's rows (the l2 norms' reciprocals, q's times the attention scale), applied in float32 before
     anything is rounded. Padding rows of tail chunks must hold zeros in ``k``

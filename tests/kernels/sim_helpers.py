@@ -19,7 +19,7 @@ import fla_npu
 from fla_npu.ops.common import chunk_fwd as fwd
 from fla_npu.ops.common.chunk_plan import ChunkPlan
 from fla_npu.ops.common.chunk_tensors import expand_heads
-from fla_npu.ops.common.decay import ChunkDecay
+from fla_npu.ops.common.decay import LN2, RCP_LN2, ChunkDecay
 from fla_npu.runtime import routing
 
 from helpers import Switches, check_chunk_op
@@ -176,11 +176,16 @@ def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, s
 
 
 def kernel_gate(G: torch.Tensor) -> torch.Tensor:
-    """The gate cumsum ``G`` ``[NC, HV, BT, Kg]`` in the layout the chunk kernels read: KDA token-major
-    ``[NC, BT, HV, K]`` (contiguous), GDN (``Kg == 1``) as it is (common/chunk_shapes.h's GateHeadMajor)."""
+    """The gate cumsum ``G`` ``[NC, HV, BT, Kg]`` (log2 units, as the reference stages take it) as the
+    chunk kernels read it: in natural-log units, float32, KDA token-major ``[NC, BT, HV, K]``
+    (contiguous), GDN (``Kg == 1``) head-major (common/chunk_shapes.h's GateHeadMajor)."""
+    G = (G.double() * LN2).float()
     return G.transpose(1, 2).contiguous() if G.shape[-1] != 1 else G
 
 
 def reference_gate(G: torch.Tensor) -> torch.Tensor:
-    """:func:`kernel_gate`'s ``G`` back in the head-major ``[NC, HV, BT, Kg]`` of the reference stages (a view)."""
+    """:func:`kernel_gate`'s ``G`` back in the head-major ``[NC, HV, BT, Kg]`` log2 units of the
+    reference stages, float64 (the kernel's float32 values converted exactly enough: the reference
+    sees the gate the kernel read)."""
+    G = G.double() * RCP_LN2
     return G.transpose(1, 2) if G.shape[-1] != 1 else G

@@ -103,7 +103,7 @@ def _wy_inputs(dtype=torch.bfloat16):
     k, v = torch.randn(NC, BT, HV, K).to(dtype), torch.randn(NC, BT, HV, V).to(dtype)   # token-major
     beta = torch.rand(NC, HV, BT) + 0.1
     Akk = (torch.randn(NC, HV, BT, BT) * 0.1).tril(-1) + torch.eye(BT)
-    G = -torch.rand(NC, BT, HV, K).cumsum(1)   # the gate cumsum (log2), KDA token-major
+    G = -torch.rand(NC, BT, HV, K).cumsum(1)   # the gate cumsum (natural log), KDA token-major
     return k, v, beta, Akk.to(dtype), G
 
 

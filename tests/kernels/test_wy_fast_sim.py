@@ -133,7 +133,7 @@ def test_core_count_invariance_and_counters(monkeypatch):
             assert torch.equal(x, x0)
 
 
-@pytest.mark.parametrize("per_key,expect_ratio,expect_share", [(True, 1.386, 0.914), (False, 1.469, 0.947)])
+@pytest.mark.parametrize("per_key,expect_ratio,expect_share", [(True, 1.386, 0.920), (False, 1.469, 0.947)])
 def test_gm_bytes_and_cube_share_production_head(per_key, expect_ratio, expect_share):
     """The numbers the README states (bf16, BT 64, K = V = 128)."""
     k, v, beta, Akk, G, _ = _stage_inputs(1, 128, 2, 128, 128, 64, per_key, BF16, seed=5)

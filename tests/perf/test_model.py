@@ -161,7 +161,7 @@ def test_a_real_mixed_kernel_replays_consistently():
     k = torch.randn(NC, BT, HV, K).to(torch.bfloat16)   # token-major
     v = torch.randn(NC, BT, HV, V).to(torch.bfloat16)
     A = (torch.tril(torch.randn(NC, HV, BT, BT), -1) * 0.05 + torch.eye(BT)).to(torch.bfloat16)
-    G = -torch.rand(NC, BT, HV, K).cumsum(1)   # the gate cumsum (log2), KDA token-major
+    G = -torch.rand(NC, BT, HV, K).cumsum(1)   # the gate cumsum (natural log), KDA token-major
     with T.tracing():
         wy_fast(k, v, torch.rand(NC, HV, BT), A, G)
     tr = T.last_trace()

@@ -9,7 +9,7 @@ namespace {
 using opp_test::CallSpec;
 using opp_test::Floats;
 
-// q [NC, BT, HV, K] (token-major), g (GateDims: log2 decays in [-2, 0]), s [NC, HV, K, V], aqk [NC, HV, BT, BT], v_new
+// q [NC, BT, HV, K] (token-major), g (GateDims: log decays in [-2, 0]), s [NC, HV, K, V], aqk [NC, HV, BT, BT], v_new
 // [NC, HV, BT, V] and out [NC, BT, HV, V] (token-major; float32, or q's dtype from `out_dtype`).
 CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg, int32_t out_dtype) {
     const int32_t f32 = FLA_NPU_FLOAT32;

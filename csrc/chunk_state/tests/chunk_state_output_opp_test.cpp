@@ -15,7 +15,7 @@ struct Shape {
     std::vector<int32_t> offsets;  // chunk_offsets, N + 1 values; NC = the last
 };
 
-// q, k [NC, BT, HQ, K] and v [NC, BT, HV, V] of `dtype`, g (GateDims: log2 gates in (-2, 0)), akk,
+// q, k [NC, BT, HQ, K] and v [NC, BT, HV, V] of `dtype`, g (GateDims: log gates in (-2, 0)), akk,
 // aqk [NC, HV, BT, BT], e_last [NC, HV, Kg] (decays in (0.1, 1)),
 // chunk_offsets, h0 [N, HV, K, V] ([N, HV, V, K] with v_first) or absent, with `scaled` q_scale and
 // k_scale [NC, HQ, BT] (in (0.05, 0.5): the random rows' norms are above 1; else absent), o v's shape, final h0's.

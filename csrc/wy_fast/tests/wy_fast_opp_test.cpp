@@ -10,7 +10,7 @@ using opp_test::CallSpec;
 using opp_test::Floats;
 
 // k [NC, BT, HV, K], v [NC, BT, HV, V] (token-major), beta [NC, HV, BT] (positive), akk [NC, HV, BT, BT], g [NC,
-// HV, BT, Kg] (log2 decays in [-2, 0]); w and kg k's shape, u v's shape.
+// HV, BT, Kg] (log decays in [-2, 0]); w and kg k's shape, u v's shape.
 CallSpec Call(int32_t dtype, int64_t NC, int64_t HV, int64_t BT, int64_t K, int64_t V, int64_t Kg) {
     const int32_t f32 = FLA_NPU_FLOAT32;
     return {{Floats(dtype, {NC, BT, HV, K}), Floats(dtype, {NC, BT, HV, V}), Floats(f32, {NC, HV, BT}, 0.1f, 1.0f),

@@ -86,7 +86,8 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
         vc = plan.to_chunks(v.to(ct))
     return ChunkInputs(
         ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf, q=qc, k=kc, v=vc, b=plan.to_chunks(bf),
-        decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim, token_major=cube is not None), ct),
+        decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim, token_major=cube is not None), ct,
+                         natural=sim),
         row_factors=row_factors)
 
 
@@ -109,15 +110,16 @@ def _normalized(x: torch.Tensor, plan: ChunkPlan, l2norm: bool, scale: float) ->
 
 def _gate_cumsum(g, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, ct, sim: bool,
                  token_major: bool = False) -> torch.Tensor:
-    """Stage 1 in the chunk layout: ``G`` ``[NC, HV, BT, Kg]`` in log2 units, padding rows holding
-    their chunk's last value. ``token_major`` (the kernel route): KDA's ``G`` is the view of a token-major
+    """Stage 1 in the chunk layout: ``G`` ``[NC, HV, BT, Kg]``, padding rows holding their chunk's
+    last value; with ``sim`` (its kernel) in natural-log units, the units the chunk kernels read,
+    otherwise (the reference) in log2 units. ``token_major`` (the kernel route): KDA's ``G`` is the view of a token-major
     ``[NC, BT, HV, K]`` tensor, the layout the kernels read (for whole chunks the stage-1 kernel's
     output as it is: no copy)."""
     if sim:
         from ...runtime import torch_ops  # noqa: F401  (registers torch.ops.fla_npu)
 
         G = torch.ops.fla_npu.gate_chunk_cumsum(_kernel_gate_input(g, A_log, dt_bias, cfg), cfg.chunk_size, cfg.gate_form,
-                                                A_log, dt_bias, cfg.lower_bound, fwd.RCP_LN2, plan.cu_seqlens,
+                                                A_log, dt_bias, cfg.lower_bound, 1.0, plan.cu_seqlens,
                                                 plan.chunk_list)
         if token_major and cfg.per_key_gate:
             return plan.fill_padding(plan.to_chunks(G, token_major=True), token_major=True).transpose(1, 2)

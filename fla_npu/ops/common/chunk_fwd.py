@@ -19,10 +19,8 @@ from __future__ import annotations
 import torch
 
 from .chunk_plan import ChunkPlan
-from .decay import ChunkDecay
+from .decay import RCP_LN2, ChunkDecay
 from .validate import check_cu_seqlens
-
-RCP_LN2 = 1.4426950408889634  # log2(e): gate cumsums are kept in log2 units, as the kernels use exp2
 
 # Floor of the per-step log decay (natural log), applied to the activated gate before the chunk-local
 # cumsum. exp(GATE_FLOOR) is exactly 0 in float32 and float64, so the clamp changes no number of the

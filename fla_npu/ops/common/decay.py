@@ -27,15 +27,17 @@ Shapes: ``x, y`` ``[..., BT, K]``, ``G`` ``[..., BT, K]`` or ``[..., BT, 1]``, `
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 
 import torch
 
+LN2 = math.log(2.0)
+RCP_LN2 = 1.0 / LN2  # log2(e)
+
 
 def safe_span(dtype: torch.dtype) -> float:
     """Largest exponent (log2) a factor may reach: well inside the dtype's range (fp32: 60)."""
-    import math
-
     return float(int(math.log2(torch.finfo(dtype).max)) // 2 - 4)
 
 
@@ -59,19 +61,36 @@ class ChunkDecay:
     """Decay factors of one gate tensor ``G`` ``[..., BT, Kg]`` (log2 units): the pairwise products
     :meth:`tril`, :meth:`left`, :meth:`right`, and the per-row factors every stage uses, each
     computed once: ``e_row = 2**G`` (from the chunk start), ``e_tail = 2**(G_last - G)`` (to the
-    chunk end) and ``e_last = 2**G_last`` ``[..., Kg]``."""
+    chunk end) and ``e_last = 2**G_last`` ``[..., Kg]``. With ``natural``, ``G`` is given in
+    natural-log units (the stage-1 kernel's output on the kernel route, the units the chunk kernels
+    read: :attr:`G_nat`); the log2 ``G`` is then formed only if a reference stage asks for it."""
 
-    def __init__(self, G: torch.Tensor, dtype: torch.dtype):
+    def __init__(self, G: torch.Tensor, dtype: torch.dtype, natural: bool = False):
         # Differences of G are formed from G as given (pass the cumsum in float64: with strongly
         # decaying gates |G| reaches 1e4, where float32 would lose the small differences that
         # matter); the differences, then the factors, are in the compute dtype ``dtype``. The pairwise
         # factors are formed on first use: the kernels need only the per-row factors, and choosing
         # the block size reads G's range on the host (a device synchronisation on an NPU).
-        self.G = G.to(dtype)
-        self._G = G
+        self._given, self._natural = G, natural
         self.dtype = dtype
         self.BT = G.shape[-2]
         self.scalar = G.shape[-1] == 1
+
+    @cached_property
+    def _G(self) -> torch.Tensor:
+        """``G`` in log2 units, at the precision it was given in."""
+        return self._given * RCP_LN2 if self._natural else self._given
+
+    @cached_property
+    def G(self) -> torch.Tensor:
+        """``G`` in log2 units, in the compute dtype."""
+        return self._G.to(self.dtype)
+
+    @cached_property
+    def G_nat(self) -> torch.Tensor:
+        """``G`` in natural-log units, float32, as the chunk kernels read it (the given tensor itself
+        when it came so: no copy)."""
+        return self._given.float() if self._natural else (self._given * LN2).float()
 
     @cached_property
     def D(self) -> torch.Tensor:
@@ -123,6 +142,8 @@ class ChunkDecay:
 
     @cached_property
     def e_last(self) -> torch.Tensor:
+        if self._natural:
+            return torch.exp(self._given[..., -1, :].to(self.dtype))
         return torch.exp2(self.G[..., -1, :])
 
     def _leaf_mask(self, diagonal: bool) -> torch.Tensor:
