@@ -85,8 +85,9 @@ def kda_gate_chunk_cumsum(g: torch.Tensor, A_log: torch.Tensor | None, chunk_siz
                           output_dtype: torch.dtype | None = torch.float, chunk_indices: torch.Tensor | None = None,
                           lower_bound: float | None = None, use_graph: bool = False, **kwargs) -> torch.Tensor:
     """The first stage of chunked KDA: the gate activation followed by the chunk-local cumsum
-    (restarting at every chunk of every sequence), multiplied by ``scale`` when given (the
-    kernels pass ``1/ln 2`` to work in log2 units). ``g`` ``[B, T, H, K]``; forward only, like FLA's.
+    (restarting at every chunk of every sequence), multiplied by ``scale`` when given (FLA's chunk
+    kernels pass ``1/ln 2`` to work in log2 units; fla-npu's read natural-log units, no scale).
+    ``g`` ``[B, T, H, K]``; forward only, like FLA's.
     ``chunk_indices`` is accepted for signature compatibility and checked against ``cu_seqlens``
     (not with ``use_graph``, where FLA pads it with sentinel rows; the result does not depend on it)."""
     # FLA's checks, in FLA's order and with FLA's exception type (its asserts).
