@@ -10,20 +10,21 @@
 //   AIV  [i >= 2: wait Free]  KDA: per owned block J, for every block row I >= J (reference row r:
 //        its middle or first row, chunk_intra_tiling.h) the column operand rows k_j e^(G_r - G_j) of
 //        block J (the diagonal block's rows zero when max |G_r - G_j| there exceeds safe_span ln 2), and at
-//        I == J the row operands q_I, beta_I k_I times e^(G_I - G_r), fp32 then one rounding to T,
+//        I == J the row operands q_I, k_I times e^(G_I - G_r), fp32 then one rounding to T,
 //        into the operand slot (each G and k block read by its owner only);  set Ready (PIPE_MTE3);
 //        then finish unit i - 1 (below)
 //   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
-//        [slot reused later: set Free]; per block row I one Mmad per part (q, beta k): Fixpipe the
-//        columns [0, 16 I) straight to Aqk (fp32, or rounded once to T) and L's to the inverse slot
-//        (fp32), the 16 x 16 diagonal blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad
+//        [slot reused later: set Free]; per block row I one Mmad per part (q, k): Fixpipe the
+//        columns [0, 16 I) straight to Aqk (fp32, or rounded once to T) and L / beta's to the inverse
+//        slot (fp32), the 16 x 16 diagonal blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad
 //        against k^T, Fixpipe (fp32) to the result slot.  Set Done.  Then (BT > 16) wait Inv of the
 //        unit before and merge its inverse (BlockRowMerge: the blocks of Akk left of the diagonal)
 //   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
-//        per pair when unsafe, L times beta), Aqk's written with the zero columns right of it. GDN, per
+//        per pair when unsafe), L's times beta, Aqk's written with the zero columns right of it. GDN, per
 //        owned block row: the result rows times e^(G_i - G_j), masked, L times beta, Aqk's whole rows
 //        written, L's to the inverse slot. Then L's diagonal block inverted (BlockInverse16): X_bb and
-//        the zeros right of it to Akk, -X_bb and X_bb^T to the inverse slot.  (BT > 16) set Inv
+//        the zeros right of it to Akk, -X_bb (KDA: -X_bb diag(beta_b)) and X_bb^T to the inverse slot.
+//        (BT > 16) set Inv
 // Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
 // unit i (on MTE3) only after it finished unit i - 2, whose result reads (MTE2) precede the output
 // copies (MTE3) that depend on them. The AIC and the AIVs write disjoint parts of Aqk and Akk. The
@@ -186,10 +187,11 @@ class ChunkIntraCube {
         }
     }
 
-    // Block row I: q_I and beta k_I (times e^(G_I - G_r); row operand rows 32 I and 32 I + 16) times
+    // Block row I: q_I and k_I (times e^(G_I - G_r); row operand rows 32 I and 32 I + 16) times
     // the column operand (16 (I + 1) rows), one Mmad per part. Columns [0, 16 I) are final: straight
-    // to Aqk and L; the diagonal block (16 x 16 of each) to the result slot at 512 I (q part, then k
-    // part), which the AIVs mask (and compute exactly when it is unsafe).
+    // to Aqk and (L / beta: the merges take beta from their left factor) to the inverse slot; the
+    // diagonal block (16 x 16 of each) to the result slot at 512 I (q part, then k part), which the
+    // AIVs mask (and compute exactly when it is unsafe).
     __aicore__ inline void UnitKda(uint32_t u, uint32_t slot, bool slotReused) {
         const uint32_t rows = t_.row_rows + t_.col_rows, rowFrac = rows / 16, BT = t_.BT;
         SlotConsumer::Acquire();
@@ -435,16 +437,16 @@ class ChunkIntraVector {
         return base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * t_.K;
     }
 
-    // Row operands of block row I: q_I and beta_I k_I (kf, fp32, its rows' factors applied) times
-    // e^(G_i - G_r) = e^-d (d in natural-log units; beta here makes the Cube's k part L itself; <= 1 for
-    // a first-row reference, within 2^safe_span for a middle one). With `colExp` f holds e^d, the
+    // Row operands of block row I: q_I and k_I (kf, fp32, its rows' factors applied) times
+    // e^(G_i - G_r) = e^-d (d in natural-log units; <= 1 for a first-row reference, within 2^safe_span
+    // for a middle one). The Cube's k part is L without beta: beta scales its diagonal block's rows
+    // (FinishDiagonal) and the merges' left factor (Invert), 16 x 16 each instead of 16 x K here. With `colExp` f holds e^d, the
     // diagonal block's column factors (the same rows: |d| within safe_span ln 2), and the operands are
     // divided by it (one rounding, no reciprocal formed).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
                                        const LocalTensor<float>& kf, bool colExp) {
         const uint32_t K = t_.K, n = 16 * K;
-        LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>(), bc = bcB_.Get<float>();
-        LocalTensor<float> b = LoadBeta(uint64_t(u) * t_.BT + 16 * I, bc);
+        LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>();
         if (colExp) {
             Div(x, kf, f, n);
         } else {
@@ -455,9 +457,6 @@ class ChunkIntraVector {
             Mul(x, kf, f, n);
         }
         OrderV();
-        MulRows(x, x, bc, 16, K);
-        OrderV();
-        inB_.FreeTensor(b);
         CastOut(outT_, g_.op[base + uint64_t(32 * I + 16) * K], x, n);
         CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], x, 16, K, QkPitchOf(t_));
         OrderV();
@@ -525,12 +524,16 @@ class ChunkIntraVector {
     }
 
     // L's diagonal block I of unit u (l: 16 x 16 fp32, its strictly lower part used) inverted in fp32,
+    // beta of its rows given in `beta` (KDA; bcB_ its Brcb, the caller frees it: negated here) or read here
+    // when needed (GDN),
     // X = (I + L_II)^-1 (BlockInverse16), through o (a buffer of outF_, may hold l; freed) to Akk's
     // diagonal block, and for the merges (BT > 16) -X (I > 0) and X^T on XT's diagonal (I < nb - 1) to
     // the inverse slot `slot`. With akk_beta X D and D X^T (D = diag(beta) of the block's rows) in
-    // place of X and X^T: the merges, linear in XT's blocks, then give every block of Akk D (-X, the
-    // merges' left factor, stays as it is).
-    __aicore__ inline void Invert(const LocalTensor<float>& l, LocalTensor<float>& o, uint32_t u, uint32_t slot, uint32_t I) {
+    // place of X and X^T: the merges, linear in XT's blocks, then give every block of Akk D. KDA: the
+    // merges' left factor is -X D (L's blocks left of the diagonal come from the Cube without beta:
+    // X_IJ = -X_II D_I sum_K (L_IK / D_I) X_KJ); GDN's L rows hold beta, the factor is -X.
+    __aicore__ inline void Invert(const LocalTensor<float>& l, LocalTensor<float>& o, uint32_t u, uint32_t slot, uint32_t I,
+                                  LocalTensor<float>* beta = nullptr) {
         const uint32_t BT = t_.BT;
         const uint64_t row0 = uint64_t(u) * BT + 16 * I;
         LocalTensor<float> x = x_.Get<float>(), bc = bcB_.Get<float>();
@@ -538,18 +541,23 @@ class ChunkIntraVector {
         inv_.Load(l);
         inv_.Lower(x);
         OrderV();
-        LocalTensor<float> b;
-        if (t_.akk_beta) {
-            b = LoadBeta(row0, bc);
-            MulByRow(o, x, b, 16, 16);  // X D
-        } else {
-            Adds(o, x, 0.0f, static_cast<int32_t>(kBlockElems));
-        }
+        const bool leftBeta = beta != nullptr && I > 0, load = beta == nullptr && t_.akk_beta;
+        LocalTensor<float> b = beta != nullptr ? *beta : LocalTensor<float>();
+        if (load) b = LoadBeta(row0, bc);
+        if (t_.akk_beta) MulByRow(o, x, b, 16, 16);  // X D
+        else Adds(o, x, 0.0f, static_cast<int32_t>(kBlockElems));
         WriteRows(o, g_.akk, row0 * BT + 16 * I, 16);
         const uint64_t s = InvSlot(t_, slot);
         if (I > 0) {  // (BT > 16)
             LocalTensor<float> nx = outF_.template AllocTensor<float>();
-            Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
+            if (leftBeta) {  // -X D
+                OrderV();    // X D's reads of b
+                Muls(b, b, -1.0f, 16);
+                OrderV();
+                MulByRow(nx, x, b, 16, 16);
+            } else {
+                Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
+            }
             CopyOut(outF_, g_.inv[s + solve_tril::MergeSizesOf(BT).nx_off + I * kBlockElems], nx, kBlockElems);
         }
         if (I + 1 < t_.nb) {
@@ -565,7 +573,7 @@ class ChunkIntraVector {
                      DataCopyParams(16, 2, 0, static_cast<uint16_t>((BT - 16) / 8)));
             outF_.FreeTensor(y);
         }
-        if (t_.akk_beta) inB_.FreeTensor(b);
+        if (load) inB_.FreeTensor(b);
     }
 
     // GDN: the factors of the unit's BT rows of k into w1_ (NormFactors), with qk_l2norm from the
@@ -618,14 +626,13 @@ class ChunkIntraVector {
         if (unsafe_[slot][o]) {  // the Cube's diagonal block is zero there
             ExactDiagonal(u, I, oa, ol);
             OrderV();
-            LocalTensor<float> bc = bcB_.Get<float>();
-            LocalTensor<float> b = LoadBeta(uint64_t(u) * BT + 16 * I, bc);
-            MulRows(ol, ol, bc, 16, 16);
-            inB_.FreeTensor(b);
         }
+        LocalTensor<float> b = LoadBeta(uint64_t(u) * BT + 16 * I, bcB_.Get<float>());  // for Invert too
+        MulRows(ol, ol, bcB_.Get<float>(), 16, 16);                                     // L's diagonal block: the rows times beta
         const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT + 16 * I;
         WriteRows(oa, g_.a, at, 16);
-        Invert(ol, ol, u, slot, I);
+        Invert(ol, ol, u, slot, I, &b);
+        inB_.FreeTensor(b);
         const uint32_t w = BT - 16 * (I + 1);  // zero columns right of the diagonal block
         if (w == 0) return;
         ZeroColumns(g_.a, at + 16, w);

@@ -15,8 +15,9 @@
 // exponent is never formed as e^G, only as differences, and each Cube product is factored through a
 // reference row so that no factor overflows.
 //   KDA, block row I (rows [16 I, 16 I + 16), reference row r): the Mmads
-//     q_I e^(G_I - G_r)  and  beta_I k_I e^(G_I - G_r)  (16 x K each)  @  (k_j e^(G_r - G_j), j < 16 (I + 1))^T
-//   give rows I of Aqk and of L over the columns up to the diagonal block. The column factors of
+//     q_I e^(G_I - G_r)  and  k_I e^(G_I - G_r)  (16 x K each)  @  (k_j e^(G_r - G_j), j < 16 (I + 1))^T
+//   give rows I of Aqk and of L / beta_I over the columns up to the diagonal block (beta scales the
+//   diagonal block's rows on the AIV and enters the merges through their left factor -X_II beta_I). The column factors of
 //   the blocks left of the diagonal are <= 1 (j < r); the kernel forms them as block J's diagonal
 //   operand factors times e^(G_r - G_r(J)) <= 1 (its last row's when J's diagonal block is exact),
 //   within the bound below. r is the block's middle row 16 I + 8 when
@@ -34,8 +35,8 @@
 // (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows): their row operands
 // and outputs, and the column operands of block J for every block row I >= J (each G and k block
 // read by its owner only). KDA, per unit (chunk, head): the AIVs form the scaled operands in fp32 (factors from differences of G,
-// beta folded into the k rows, one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix, runs per
-// block row one Mmad per part (q, beta k) and writes the columns left of the diagonal block straight to Aqk (Fixpipe: fp32, or
+// one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix, runs per
+// block row one Mmad per part (q, k) and writes the columns left of the diagonal block straight to Aqk (Fixpipe: fp32, or
 // rounded once to T) and L's to its inverse slot (fp32), the 16 x 16 diagonal blocks to a result slot; the AIVs mask those (or
 // compute them exactly). GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the result
 // slot; the AIVs multiply by the decay, mask, scale by beta and write Aqk's whole rows, L's columns left of the diagonal
@@ -45,8 +46,8 @@
 //
 // The inverse Akk = (I + L)^-1 in the same launch, by solve_tril's blocked forward substitution
 // (solve_tril_tiling.h, tril_inverse.h): the AIV that finishes a diagonal block of L inverts it from UB
-// (BlockInverse16) and writes X_bb with the zeros right of it to Akk, -X_bb and X_bb^T to the unit's
-// inverse slot, then sets Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk
+// (BlockInverse16) and writes X_bb with the zeros right of it to Akk, -X_bb (KDA: -X_bb diag(beta_b),
+// as its L blocks left of the diagonal lack beta) and X_bb^T to the unit's inverse slot, then sets Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk
 // (BlockRowMerge) after the next unit's products. L reaches GM only in the slot. The slot of unit i
 // (parity i % 2) is rewritten for unit i + 2 only after Done(i + 2), which the AIC sets after the
 // merges of unit i. With akk_beta (the fused state kernel's operand, Akk diag(beta)) the AIV writes
