@@ -47,12 +47,12 @@
 // The inverse Akk = (I + L)^-1 in the same launch, by solve_tril's blocked forward substitution
 // (solve_tril_tiling.h, tril_inverse.h): the AIV that finishes a diagonal block of L inverts it from UB
 // (BlockInverse16) and writes X_bb with the zeros right of it to Akk, -X_bb (KDA: -X_bb diag(beta_b),
-// as its L blocks left of the diagonal lack beta) and X_bb^T to the unit's inverse slot, then sets Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk
-// (BlockRowMerge) after the next unit's products. L reaches GM only in the slot. The slot of unit i
-// (parity i % 2) is rewritten for unit i + 2 only after Done(i + 2), which the AIC sets after the
-// merges of unit i. With akk_beta (the fused state kernel's operand, Akk diag(beta)) the AIV writes
-// X_bb diag(beta_b) to Akk and diag(beta_b) X_bb^T to the slot: the merges, linear in those, give
-// every block of Akk diag(beta).
+// as its L blocks left of the diagonal lack beta) and X_bb^T to the unit's inverse slot, then sets
+// Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk (BlockRowMerge) after the
+// next unit's products. L reaches GM only in the slot. The slot of unit i (parity i % 2) is rewritten
+// for unit i + 2 only after Done(i + 2), which the AIC sets after the merges of unit i. With akk_beta
+// (the fused state kernel's operand, Akk diag(beta)) the AIV writes X_bb diag(beta_b) to Akk and
+// diag(beta_b) X_bb^T to the slot: the merges, linear in those, give every block of Akk diag(beta).
 //
 // Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
 // (CoreUnits); the output is bit-identical for any core count.
