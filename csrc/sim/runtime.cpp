@@ -202,13 +202,20 @@ static bool InWorkspace(const void* gm) {
     const uint8_t* p = static_cast<const uint8_t*>(gm);
     return p >= L->wsBegin && p < L->wsEnd;
 }
+// A GM move of the current instruction to or from the workspace: counted apart, its trace record
+// marked FLA_SIM_MEM_WS.
+static void CountWorkspace(uint64_t FlaSimCounters::* field, uint64_t b) {
+    CoreCtx& c = Core("counter");
+    c.ctr.*field += b;
+    if (FlaSimTraceRecord* r = CurRec(c)) r->detail = FLA_SIM_MEM_WS;
+}
 void CountGmToLocal(uint64_t b, const void* gm) {
     Count(&FlaSimCounters::gm_to_local_bytes, b, 0);
-    if (InWorkspace(gm)) Core("counter").ctr.ws_to_local_bytes += b;
+    if (InWorkspace(gm)) CountWorkspace(&FlaSimCounters::ws_to_local_bytes, b);
 }
 void CountLocalToGm(uint64_t b, const void* gm) {
     Count(&FlaSimCounters::local_to_gm_bytes, b, 0);
-    if (InWorkspace(gm)) Core("counter").ctr.local_to_ws_bytes += b;
+    if (InWorkspace(gm)) CountWorkspace(&FlaSimCounters::local_to_ws_bytes, b);
 }
 void SetNextLaunchWorkspace(const void* base, uint64_t bytes) {
     g_nextWsBegin = static_cast<const uint8_t*>(base);

@@ -49,8 +49,9 @@ enum {
     FLA_SIM_TRACE_XWAIT = 7,   /* CrossCoreWaitFlag(key), blocking `pipe` */
     FLA_SIM_TRACE_SYNC_ALL = 8 /* SyncAll<detail = 1: AIVs only, 0: all cores>() */
 };
-/* Where an instruction's bytes go (`detail` of FLA_SIM_TRACE_INSTR). */
-enum { FLA_SIM_MEM_GM = 0, FLA_SIM_MEM_ONCHIP = 1, FLA_SIM_MEM_L0A = 2, FLA_SIM_MEM_L0B = 3 };
+/* Where an instruction's bytes go (`detail` of FLA_SIM_TRACE_INSTR); FLA_SIM_MEM_WS: GM, in the
+   launch's workspace (the AIV <-> AIC hand-offs). */
+enum { FLA_SIM_MEM_GM = 0, FLA_SIM_MEM_ONCHIP = 1, FLA_SIM_MEM_L0A = 2, FLA_SIM_MEM_L0B = 3, FLA_SIM_MEM_WS = 4 };
 
 typedef struct FlaSimTraceRecord {
     uint8_t kind;

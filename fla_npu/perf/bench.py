@@ -7,7 +7,8 @@ Two sources, never mixed in one figure:
     (:mod:`.stages`) with its instruction trace recorded; the timing model (:mod:`.model`) replays it
     per SoC with a full chip's share of GM bandwidth; the full shape's time is the modelled time per
     unit of work (sum of the blocks' times / units simulated) x ceil(units of the full shape / cores),
-    at least its GM bytes (scaled likewise) over the achieved HBM bandwidth, plus one launch overhead.
+    at least its GM bytes (scaled likewise) over the achieved HBM bandwidth (its workspace's over the
+    L2 bandwidth, :mod:`.model`), plus one launch overhead.
     Stages without a kernel are reported as "reference (no kernel)", with no number. The PyTorch
     operations the chunked ops run around their kernels (:mod:`.torch_traffic`, counted on the op's
     forward at the stages' scaled shape, the bytes scaled by tokens x value heads) add their bytes
@@ -179,14 +180,15 @@ def model_stage(op: str, stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, 
     est = M.estimate(tr, soc, requesters=max(1, requesters))
     per_unit = sum(est.blocks_s) / u_sim
     waves = math.ceil(u_full / slots)
-    gm_full = est.gm_bytes * u_full / u_sim
-    gm_bound = gm_full / (soc.hbm_bytes_per_s * soc.hbm_efficiency)
+    gm_full, ws_full = est.gm_bytes * u_full / u_sim, est.ws_bytes * u_full / u_sim
+    gm_bound = (gm_full - ws_full) / (soc.hbm_bytes_per_s * soc.hbm_efficiency) + ws_full / soc.l2_bytes_per_s
     compute = waves * per_unit
     t = max(compute, gm_bound) + soc.launch_overhead_s
     busy = {p: sum(c.busy_s[p] for c in est.cores) for p in T.PIPE_NAMES}
     return {"stage": stage.name, "title": stage.title, "status": "model", "time_ms": t * 1e3, "kernel": tr.kernel,
             "scaled_shape": scaled, "units_simulated": u_sim, "units": u_full, "cores": slots,
-            "per_unit_us": per_unit * 1e6, "gm_bytes": int(gm_full), "gm_bound_ms": gm_bound * 1e3,
+            "per_unit_us": per_unit * 1e6, "gm_bytes": int(gm_full), "ws_bytes": int(ws_full),
+            "gm_bound_ms": gm_bound * 1e3,
             "cube_macs": int(sum(int(c.records["amount"][(c.records["kind"] == 0) & (c.records["pipe"] == T.M)].sum())
                                  for c in tr.cores) * u_full / u_sim),
             "busiest_pipe": max(busy, key=busy.get), "bound": "gm" if gm_bound >= compute else "cores"}

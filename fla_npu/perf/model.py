@@ -3,26 +3,31 @@ per-SoC costs of :mod:`.soc_constants`. Every figure it returns is a ``model`` e
 
 Per core: the scalar unit issues the instructions in program order; each pipe (S, V, M, MTE1, MTE2,
 MTE3, FIX) executes its own in order, one at a time, an instruction costing a fixed latency plus its
-size over the pipe's rate (bytes over the core's share of GM bandwidth for MTE2 / MTE3 / Fixpipe to
-GM, which also share one GM port per core; bytes over the L1 -> L0 rate for MTE1; 16 x 16 x C0 steps
-over the Cube rate for M; 256-byte repeats over the vector rate for V). A WaitFlag (and a DeQue, and
+size over the pipe's rate (bytes over the core's share of HBM bandwidth for MTE2 / MTE3 / Fixpipe to
+GM, of L2 bandwidth when the bytes are the launch's workspace, all through one GM port per core;
+bytes over the L1 -> L0 rate for MTE1; 16 x 16 x C0 steps over the Cube rate for M; 256-byte
+repeats over the vector rate for V). A WaitFlag (and a DeQue, and
 an AllocTensor of a freed buffer: the flags a queue implies) holds its pipe until the matching
 SetFlag's pipe reached it; a wait on the scalar pipe holds the issue of everything after it;
 PipeBarrier<PIPE_ALL> waits for every pipe; cross-core flags and SyncAll are matched across cores
 (the cores are replayed together, each running until it waits for a flag another core has not set
 yet). A core's time is when its last pipe finishes; a block (an AIC and its AIVs) takes its slowest
 core; the launch takes the blocks scheduled onto the SoC's cores, at least its GM bytes over the
-achieved HBM bandwidth, plus the launch overhead.
+achieved HBM bandwidth (its workspace bytes over the L2 bandwidth), plus the launch overhead.
 
 What it leaves out (assumptions, see the README's performance section): instruction queues of
-unlimited depth, one rate for every vector instruction, no L2 cache (every GM byte goes to HBM),
-no bank conflicts, GM bandwidth shared evenly by the cores that move GM bytes."""
+unlimited depth, one rate for every vector instruction, L2 only for the workspace (the AIV <-> AIC
+hand-offs, a few MB rewritten and read back within a chunk: assumed resident; every other GM byte
+goes to HBM, re-reads included), no bank conflicts, bandwidth shared evenly by the cores that move
+GM bytes."""
 
 from __future__ import annotations
 
 import heapq
 from collections import defaultdict, deque
 from dataclasses import dataclass
+
+import numpy as np
 
 from . import trace as T
 from .soc_constants import SocPerf
@@ -48,8 +53,9 @@ class LaunchEstimate:
     blocks_s: tuple          # each block's time (its slowest core)
     cores: tuple             # CoreEstimate per simulated core
     gm_bytes: int
-    gm_bound_s: float        # gm_bytes over the achieved HBM bandwidth
+    gm_bound_s: float        # gm_bytes over the achieved HBM bandwidth (the workspace's over L2's)
     gm_share_bytes_per_s: float
+    ws_bytes: int = 0        # of gm_bytes, the workspace's (served by L2)
     label: str = LABEL
 
     def busy_s(self, pipe: str) -> float:
@@ -68,7 +74,7 @@ class _Core:
         self.pf = [0.0] * 7            # when each pipe is free
         self.gate = [0.0] * 7          # the latest flag / barrier a pipe waited for
         self.port = []                 # the GM port's busy intervals (start, end), sorted
-        self.port_busy = 0.0           # seconds the port moved bytes
+        self.port_busy = 0.0           # seconds the port moved HBM bytes (the refinement of the share)
         self.flags = defaultdict(deque)
         self.busy = [0.0] * 7
         self.xavail = defaultdict(deque)  # cross-core flag id -> completion times
@@ -83,11 +89,12 @@ class _Core:
 
 
 class _Costs:
-    def __init__(self, soc: SocPerf, gm_share: float):
+    def __init__(self, soc: SocPerf, gm_share: float, ws_share: float):
         c = soc.clock_hz
         self.lat = [soc.latency_cycles[n] / c for n in T.PIPE_NAMES]
         self.gm_lat = soc.gm_latency_cycles / c
         self.gm_share = gm_share
+        self.ws_share = ws_share
         self.vec = 1.0 / (soc.vector_passes_per_cycle * c)
         self.cube_step = {2: 4096 / soc.cube_macs_per_cycle / c}   # per fractal step (one cycle at 4096 MAC/cycle)
         self.l0 = {T.MEM_L0A: 1.0 / (soc.l0a_bytes_per_cycle * c), T.MEM_L0B: 1.0 / (soc.l0b_bytes_per_cycle * c),
@@ -106,9 +113,15 @@ def gm_share(soc: SocPerf, requesters: int) -> float:
     return min(soc.gm_port_bytes_per_cycle * soc.clock_hz, soc.hbm_bytes_per_s * soc.hbm_efficiency / max(1, requesters))
 
 
+def l2_share(soc: SocPerf, requesters: int) -> float:
+    """Bytes/s one core gets for workspace moves when ``requesters`` cores move GM bytes: the L2
+    bandwidth split evenly, capped by one core's port."""
+    return min(soc.gm_port_bytes_per_cycle * soc.clock_hz, soc.l2_bytes_per_s / max(1, requesters))
+
+
 def _moves_gm(c: T.CoreTrace) -> bool:
     r = c.records
-    return bool(((r["kind"] == T.INSTR) & (r["detail"] == T.MEM_GM) & (r["amount"] > 0)
+    return bool(((r["kind"] == T.INSTR) & np.isin(r["detail"], T.GM_KINDS) & (r["amount"] > 0)
                  & ((r["pipe"] == T.MTE2) | (r["pipe"] == T.MTE3) | (r["pipe"] == T.FIX))).any())
 
 
@@ -188,16 +201,17 @@ def _run_core(c: _Core, k: _Costs, xc: _CrossCore, sync_groups: dict) -> bool:
                 cost = k.lat[2] + passes * k.cube_step[2]
             elif pipe == T.MTE1:
                 cost = k.lat[3] + amount * k.l0.get(detail, k.onchip)
-            elif detail == T.MEM_GM and pipe in (T.MTE2, T.MTE3, T.FIX):
+            elif (detail == T.MEM_GM or detail == T.MEM_WS) and pipe in (T.MTE2, T.MTE3, T.FIX):
                 # Requests are pipelined: the access latency of one overlaps the bytes of the one
                 # before on its pipe, unless a flag or barrier held the pipe; the bytes hold the
-                # core's GM port.
+                # core's GM port (HBM's share, or L2's for the workspace).
                 req = max(c.issue, c.gate[pipe]) + k.lat[pipe] + k.gm_lat
-                dur = amount / k.gm_share
+                dur = amount / (k.gm_share if detail == T.MEM_GM else k.ws_share)
                 data = _claim(c.port, max(req, pf[pipe]), dur, min(pf[T.MTE2], pf[T.MTE3], pf[T.FIX]))
                 pf[pipe] = data + dur
-                c.port_busy += dur
-                busy[pipe] += amount / k.gm_share + k.lat[pipe]
+                if detail == T.MEM_GM:
+                    c.port_busy += dur
+                busy[pipe] += dur + k.lat[pipe]
                 c.issue += k.issue
                 c.i += 1
                 continue
@@ -268,8 +282,8 @@ def _schedule(block_times: list, slots: int) -> float:
     return max(free)
 
 
-def _replay(tr: T.LaunchTrace, soc: SocPerf, share: float) -> list:
-    k = _Costs(soc, share)
+def _replay(tr: T.LaunchTrace, soc: SocPerf, share: float, ws_share: float) -> list:
+    k = _Costs(soc, share, ws_share)
     cores = [_Core(ct) for ct in tr.cores]
     xc = _CrossCore(cores)
     sync_groups = {1: {"size": sum(1 for c in cores if c.ct.core_type == T.AIV), "arrivals": {}},
@@ -293,9 +307,9 @@ def estimate(tr: T.LaunchTrace, soc: SocPerf, requesters: int | None = None) -> 
     port idle) goes to the others, so the share grows by the inverse of the mean port utilisation."""
     req = gm_requesters(tr, soc) if requesters is None else requesters
     cap = soc.gm_port_bytes_per_cycle * soc.clock_hz
-    share = gm_share(soc, req)
+    share, ws_share = gm_share(soc, req), l2_share(soc, req)
     for _ in range(4):
-        cores = _replay(tr, soc, share)
+        cores = _replay(tr, soc, share, ws_share)
         moving = [c for c in cores if c.port_busy > 0]
         util = sum(c.port_busy for c in moving) / max(1e-30, sum(c.end() for c in moving)) if moving else 1.0
         new = min(cap, soc.hbm_bytes_per_s * soc.hbm_efficiency / (max(1, req) * max(util, 1e-3)))
@@ -308,8 +322,8 @@ def estimate(tr: T.LaunchTrace, soc: SocPerf, requesters: int | None = None) -> 
     for ce in per_core:
         blocks[ce.block] = max(blocks.get(ce.block, 0.0), ce.time_s)
     block_times = tuple(blocks[b] for b in sorted(blocks))
-    gm = tr.gm_bytes()
-    gm_bound = gm / (soc.hbm_bytes_per_s * soc.hbm_efficiency)
+    gm, ws = tr.gm_bytes(), tr.gm_bytes((T.MEM_WS,))
+    gm_bound = (gm - ws) / (soc.hbm_bytes_per_s * soc.hbm_efficiency) + ws / soc.l2_bytes_per_s
     slots = soc.ai_cores if any(c.core_type == T.AIC for c in tr.cores) else soc.aiv_cores
     t = max(_schedule(list(block_times), slots), gm_bound) + soc.launch_overhead_s
-    return LaunchEstimate(tr.kernel, soc.name, t, block_times, per_core, gm, gm_bound, share)
+    return LaunchEstimate(tr.kernel, soc.name, t, block_times, per_core, gm, gm_bound, share, ws)

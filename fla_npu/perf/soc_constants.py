@@ -17,6 +17,9 @@ Sources (public):
            the Ascend 910C (a3) is two dies; per die 24 AIC + 48 AIV, about 376 TFLOPS dense
            fp16/bf16 and 64 GB HBM at 1.6 TB/s (752 TFLOPS and 3.2 TB/s per package). One torch
            device is one die, so one launch runs on one die.
+  [L2]     asc-devkit documentation, guide/算子实践参考/SIMD算子性能优化/内存访问/L2-Cache切分.md: "suppose
+           the L2 Cache is 192 MB with a mixed read/write bandwidth of about 7 TB/s, GM about 1.6 TB/s"
+           (an example of the guide, not a datasheet: used for the workspace, see the model).
   [HC25]   Huawei Connect 2025 roadmap: Ascend 950PR, 1 PFLOPS FP8 (2 PFLOPS FP4), 128 GB
            in-house HBM (HiBL 1.0) at 1.6 TB/s. No fp16 rate or core count published.
 """
@@ -36,6 +39,7 @@ class SocPerf:
     cube_macs_per_cycle: int       # fp16/bf16 multiply-adds per AIC per cycle (fp32: half, via C0 = 8)
     hbm_bytes_per_s: float         # peak GM (HBM) bandwidth of the device a launch runs on
     hbm_efficiency: float          # achieved fraction of the peak for streaming copies
+    l2_bytes_per_s: float          # L2 read/write bandwidth: the launch's workspace (hand-offs) is served there
     gm_port_bytes_per_cycle: int   # most one core's MTE2/MTE3 can move per cycle (when few cores run)
     l0a_bytes_per_cycle: int       # MTE1: L1 -> L0A
     l0b_bytes_per_cycle: int       # MTE1: L1 -> L0B
@@ -67,6 +71,8 @@ _LAT = {"S": 10, "V": 8, "M": 8, "MTE1": 20, "MTE2": 20, "MTE3": 20, "FIX": 20}
 _COMMON_SOURCES = {
     "cube_macs_per_cycle": "[HC19] 16 x 16 x 16 fp16 per cycle",
     "hbm_efficiency": "assumption: 80 % of peak for long streaming copies (typical of HBM2e)",
+    "l2_bytes_per_s": "[L2] about 7 TB/s read/write; assumption: a launch's workspace (a few MB, rewritten "
+                      "and read back within a chunk) stays in the 192 MB L2, so its moves are charged there",
     "gm_port_bytes_per_cycle": "assumption: 128 B/cycle per core (only binds when few cores run)",
     "l0a_bytes_per_cycle": "[ASC] 256 B/cycle (2201)",
     "l0b_bytes_per_cycle": "[ASC] 128 B/cycle (2201)",
@@ -83,7 +89,7 @@ _COMMON_SOURCES = {
 }
 
 # What every SoC shares (the a5 values are assumptions until published: see its sources).
-_SHARED = dict(clock_hz=1.91e9, cube_macs_per_cycle=4096, hbm_bytes_per_s=1.6e12, hbm_efficiency=0.8,
+_SHARED = dict(clock_hz=1.91e9, cube_macs_per_cycle=4096, hbm_bytes_per_s=1.6e12, hbm_efficiency=0.8, l2_bytes_per_s=7e12,
                gm_port_bytes_per_cycle=128, l0a_bytes_per_cycle=256, l0b_bytes_per_cycle=128,
                onchip_bytes_per_cycle=128, vector_passes_per_cycle=1.0, latency_cycles=_LAT, gm_latency_cycles=300,
                barrier_drain_cycles=16, flag_latency_cycles=10, cross_core_latency_s=0.5e-6, sync_all_s=2e-6,
@@ -108,6 +114,7 @@ SOCS: dict[str, SocPerf] = {
                  "cube_macs_per_cycle": "assumption: 4096 fp16 MAC/cycle; [HC25] 1 PFLOPS FP8 suggests "
                                         "about 500 TFLOPS fp16 at 32 cores x 4096 x 1.91 GHz ~ 0.5 PFLOPS",
                  "hbm_bytes_per_s": "[HC25] 1.6 TB/s (950PR; the 950DT has 4 TB/s)",
+                 "l2_bytes_per_s": "assumption: as [L2] (no 950 figure published)",
                  "l0a_bytes_per_cycle": "assumption: as 2201",
                  "l0b_bytes_per_cycle": "assumption: as 2201"}),
 }

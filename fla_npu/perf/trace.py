@@ -20,8 +20,9 @@ INSTR, SET_FLAG, WAIT_FLAG, QUEUE_SET, QUEUE_WAIT, BARRIER, XSET, XWAIT, SYNC_AL
 # pipe_t (sim_base.h)
 S, V, M, MTE1, MTE2, MTE3, FIX, ALL = range(8)
 PIPE_NAMES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
-# FLA_SIM_MEM_* (where an instruction's bytes go)
-MEM_GM, MEM_ONCHIP, MEM_L0A, MEM_L0B = range(4)
+# FLA_SIM_MEM_* (where an instruction's bytes go; MEM_WS: GM, in the launch's workspace)
+MEM_GM, MEM_ONCHIP, MEM_L0A, MEM_L0B, MEM_WS = range(5)
+GM_KINDS = (MEM_GM, MEM_WS)
 AIC, AIV = 0, 1
 
 RECORD = np.dtype([("kind", "u1"), ("pipe", "u1"), ("peer", "u1"), ("detail", "u1"), ("key", "<u4"),
@@ -57,12 +58,13 @@ class LaunchTrace:
     def blocks(self) -> int:
         return 1 + max((c.block for c in self.cores), default=-1)
 
-    def gm_bytes(self) -> int:
-        """Bytes the launch moved between GM and the cores (MTE2 in, MTE3 / Fixpipe out)."""
+    def gm_bytes(self, where=GM_KINDS) -> int:
+        """Bytes the launch moved between GM and the cores (MTE2 in, MTE3 / Fixpipe out); ``where``:
+        ``(MEM_WS,)`` for those of its workspace only, ``(MEM_GM,)`` for the rest."""
         total = 0
         for c in self.cores:
             r = c.records
-            gm = (r["kind"] == INSTR) & (r["detail"] == MEM_GM) & np.isin(r["pipe"], (MTE2, MTE3, FIX))
+            gm = (r["kind"] == INSTR) & np.isin(r["detail"], where) & np.isin(r["pipe"], (MTE2, MTE3, FIX))
             total += int(r["amount"][gm].sum())
         return total
 

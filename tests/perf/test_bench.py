@@ -19,7 +19,7 @@ MODEL_ROW = {"schema": str, "source": str, "impl": str, "op": str, "mode": str, 
              "published": list, "trace_from": str, "trace_arch_matches": bool, "torch_ops": dict}
 MODEL_STAGE = {"stage": str, "title": str, "status": str, "time_ms": float, "kernel": str, "scaled_shape": dict,
                "units_simulated": int, "units": int, "cores": int, "per_unit_us": float, "gm_bytes": int,
-               "gm_bound_ms": float, "cube_macs": int, "busiest_pipe": str, "bound": str}
+               "ws_bytes": int, "gm_bound_ms": float, "cube_macs": int, "busiest_pipe": str, "bound": str}
 TORCH_OPS = {"status": str, "time_ms": float, "bytes": int, "launches": int, "scaled_shape": dict}
 ROOF = {"bytes": int, "macs": int, "memory_ms": float, "compute_ms": float, "floor_ms": float, "bound": str}
 

@@ -150,9 +150,9 @@ def test_every_constant_has_a_source():
         SC.soc("a9")
 
 
-def test_a_real_mixed_kernel_replays_consistently():
-    """The WY kernel (mixed AIC + 2 AIV, queues, flags, cross-core hand-offs): every core ends after
-    its busiest pipe, and the launch after its GM bytes over the achieved bandwidth."""
+def _wy_trace():
+    """The traced launch of the WY kernel (mixed AIC + 2 AIV, queues, flags, cross-core hand-offs
+    through its GM workspace) and its counters."""
     import torch
 
     from fla_npu.runtime.kernels import wy_fast
@@ -164,7 +164,13 @@ def test_a_real_mixed_kernel_replays_consistently():
     G = -torch.rand(NC, BT, HV, K).cumsum(1)   # the gate cumsum (natural log), KDA token-major
     with T.tracing():
         wy_fast(k, v, torch.rand(NC, HV, BT), A, G)
-    tr = T.last_trace()
+    return T.last_trace(), wy_fast.last_launch().totals
+
+
+def test_a_real_mixed_kernel_replays_consistently():
+    """The WY kernel: every core ends after its busiest pipe, and the launch after its GM bytes over
+    the achieved bandwidth."""
+    tr, _ = _wy_trace()
     kinds = {int(x) for c in tr.cores for x in set(c.records["kind"].tolist())}
     assert {T.INSTR, T.SET_FLAG, T.WAIT_FLAG, T.XSET, T.XWAIT} <= kinds
     est = model.estimate(tr, A2)
@@ -172,3 +178,21 @@ def test_a_real_mixed_kernel_replays_consistently():
         assert c.time_s >= max(c.busy_s.values()) > 0
     assert est.time_s - A2.launch_overhead_s >= est.gm_bound_s
     assert est.busy_s("M") > 0 and est.busy_s("V") > 0 and est.busy_s("MTE1") > 0
+
+
+def test_workspace_moves_are_charged_at_the_l2_bandwidth():
+    """The moves to and from a launch's workspace are marked in the trace (their bytes the counters'
+    workspace bytes) and cost their bytes over the L2 share, the rest over the HBM share: a slower L2
+    slows only those, the GM bound adds the workspace bytes over the L2 bandwidth."""
+    tr, tot = _wy_trace()
+    ws = tr.gm_bytes((T.MEM_WS,))
+    assert ws == tot.ws_to_local_bytes + tot.local_to_ws_bytes > 0
+    assert tr.gm_bytes() == tot.gm_to_local_bytes + tot.local_to_gm_bytes == ws + tr.gm_bytes((T.MEM_GM,))
+    est = model.estimate(tr, A2)
+    assert est.ws_bytes == ws
+    assert est.gm_bound_s == pytest.approx((est.gm_bytes - ws) / (A2.hbm_bytes_per_s * A2.hbm_efficiency)
+                                           + ws / A2.l2_bytes_per_s)
+    slow = model.estimate(tr, dataclasses.replace(A2, l2_bytes_per_s=A2.l2_bytes_per_s / 100))
+    assert slow.time_s > est.time_s
+    fast_hbm = dataclasses.replace(A2, hbm_bytes_per_s=A2.hbm_bytes_per_s * 100)
+    assert model.estimate(tr, fast_hbm).gm_bound_s > ws / A2.l2_bytes_per_s
