@@ -203,7 +203,7 @@ inline void BinCount(const char* op, const LocalTensor<T>& dst, const LocalTenso
 template <class T, class F, bool kReadsDst = false>
 inline void BinRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
                       const LaneMask& lm, uint8_t repeat, const BinaryRepeatParams& p, F f) {
-    BeginOp(PIPE_V, op);
+    (void)op;  // the wrapper began the operation (BeginRepeat): one instruction, one trace record
     if (repeat == 0) return;
     const Stride sd{p.dstBlkStride, p.dstRepStride}, sa{p.src0BlkStride, p.src0RepStride}, sb{p.src1BlkStride, p.src1RepStride};
     const T* pa = RepOperand(a, lm, repeat, sa, false, "src0");
@@ -234,7 +234,7 @@ inline void UnCount(const char* op, const LocalTensor<T>& dst, const LocalTensor
 template <class T, class F>
 inline void UnRepeat(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LaneMask& lm, uint8_t repeat,
                      const UnaryRepeatParams& p, F f) {
-    BeginOp(PIPE_V, op);
+    (void)op;  // the wrapper began the operation (BeginRepeat / BeginOp): one instruction, one trace record
     if (repeat == 0) return;
     const Stride sd{p.dstBlkStride, p.dstRepStride}, sa{p.srcBlkStride, p.srcRepStride};
     const T* pa = RepOperand(a, lm, repeat, sa, false, "src");

@@ -196,3 +196,13 @@ def test_workspace_moves_are_charged_at_the_l2_bandwidth():
     assert slow.time_s > est.time_s
     fast_hbm = dataclasses.replace(A2, hbm_bytes_per_s=A2.hbm_bytes_per_s * 100)
     assert model.estimate(tr, fast_hbm).gm_bound_s > ws / A2.l2_bytes_per_s
+
+
+def test_one_record_per_vector_instruction():
+    """A repeat-form vector instruction is one record (its wrapper begins it, the repeat body does not
+    begin another): no empty vector record, which the replay would charge an instruction's latency."""
+    tr, tot = _wy_trace()
+    v = [c.records[(c.records["kind"] == T.INSTR) & (c.records["pipe"] == T.V)] for c in tr.cores]
+    assert sum(len(x) for x in v) > 0
+    assert all(((x["amount"] > 0) | (x["passes"] > 0)).all() for x in v)
+    assert sum(int(x["amount"].sum()) for x in v) >= tot.vector_elem_ops
