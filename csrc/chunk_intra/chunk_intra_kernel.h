@@ -440,9 +440,9 @@ class ChunkIntraVector {
     // Row operands of block row I: q_I and k_I (kf, fp32, its rows' factors applied) times
     // e^(G_i - G_r) = e^-d (d in natural-log units; <= 1 for a first-row reference, within 2^safe_span
     // for a middle one). The Cube's k part is L without beta: beta scales its diagonal block's rows
-    // (FinishDiagonal) and the merges' left factor (Invert), 16 x 16 each instead of 16 x K here. With `colExp` f holds e^d, the
-    // diagonal block's column factors (the same rows: |d| within safe_span ln 2), and the operands are
-    // divided by it (one rounding, no reciprocal formed).
+    // (FinishDiagonal) and the merges' left factor (Invert), 16 x 16 each instead of 16 x K here. With
+    // `colExp` f holds e^d, the diagonal block's column factors (the same rows: |d| within safe_span
+    // ln 2), and the operands are divided by it (one rounding, no reciprocal formed).
     __aicore__ inline void RowOperands(uint32_t u, uint32_t I, uint64_t base, const LocalTensor<float>& d,
                                        const LocalTensor<float>& kf, bool colExp) {
         const uint32_t K = t_.K, n = 16 * K;
@@ -524,11 +524,10 @@ class ChunkIntraVector {
     }
 
     // L's diagonal block I of unit u (l: 16 x 16 fp32, its strictly lower part used) inverted in fp32,
-    // beta of its rows given in `beta` (KDA; bcB_ its Brcb, the caller frees it: negated here) or read here
-    // when needed (GDN),
-    // X = (I + L_II)^-1 (BlockInverse16), through o (a buffer of outF_, may hold l; freed) to Akk's
-    // diagonal block, and for the merges (BT > 16) -X (I > 0) and X^T on XT's diagonal (I < nb - 1) to
-    // the inverse slot `slot`. With akk_beta X D and D X^T (D = diag(beta) of the block's rows) in
+    // beta of its rows given in `beta` (KDA; bcB_ its Brcb, the caller frees it: negated here) or read
+    // here when needed (GDN), X = (I + L_II)^-1 (BlockInverse16), through o (a buffer of outF_, may
+    // hold l; freed) to Akk's diagonal block, and for the merges (BT > 16) -X (I > 0) and X^T on XT's
+    // diagonal (I < nb - 1) to the inverse slot `slot`. With akk_beta X D and D X^T (D = diag(beta) of the block's rows) in
     // place of X and X^T: the merges, linear in XT's blocks, then give every block of Akk D. KDA: the
     // merges' left factor is -X D (L's blocks left of the diagonal come from the Cube without beta:
     // X_IJ = -X_II D_I sum_K (L_IK / D_I) X_KJ); GDN's L rows hold beta, the factor is -X.
@@ -627,8 +626,9 @@ class ChunkIntraVector {
             ExactDiagonal(u, I, oa, ol);
             OrderV();
         }
-        LocalTensor<float> b = LoadBeta(uint64_t(u) * BT + 16 * I, bcB_.Get<float>());  // for Invert too
-        MulRows(ol, ol, bcB_.Get<float>(), 16, 16);                                     // L's diagonal block: the rows times beta
+        // L's diagonal block: its rows times beta (kept for Invert: the merges' left factor)
+        LocalTensor<float> b = LoadBeta(uint64_t(u) * BT + 16 * I, bcB_.Get<float>());
+        MulRows(ol, ol, bcB_.Get<float>(), 16, 16);
         const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT + 16 * I;
         WriteRows(oa, g_.a, at, 16);
         Invert(ol, ol, u, slot, I, &b);

@@ -181,7 +181,7 @@ def model_stage(op: str, stage: Stage, full: dict, dtype: str, soc: SC.SocPerf, 
     per_unit = sum(est.blocks_s) / u_sim
     waves = math.ceil(u_full / slots)
     gm_full, ws_full = est.gm_bytes * u_full / u_sim, est.ws_bytes * u_full / u_sim
-    gm_bound = (gm_full - ws_full) / (soc.hbm_bytes_per_s * soc.hbm_efficiency) + ws_full / soc.l2_bytes_per_s
+    gm_bound = M.gm_bound(soc, gm_full, ws_full)
     compute = waves * per_unit
     t = max(compute, gm_bound) + soc.launch_overhead_s
     busy = {p: sum(c.busy_s[p] for c in est.cores) for p in T.PIPE_NAMES}

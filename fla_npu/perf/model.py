@@ -113,6 +113,12 @@ def gm_share(soc: SocPerf, requesters: int) -> float:
     return min(soc.gm_port_bytes_per_cycle * soc.clock_hz, soc.hbm_bytes_per_s * soc.hbm_efficiency / max(1, requesters))
 
 
+def gm_bound(soc: SocPerf, gm_bytes: float, ws_bytes: float) -> float:
+    """Seconds a launch moving ``gm_bytes`` (``ws_bytes`` of them its workspace's) takes at least:
+    the rest over the achieved HBM bandwidth, the workspace's over the L2 bandwidth."""
+    return (gm_bytes - ws_bytes) / (soc.hbm_bytes_per_s * soc.hbm_efficiency) + ws_bytes / soc.l2_bytes_per_s
+
+
 def l2_share(soc: SocPerf, requesters: int) -> float:
     """Bytes/s one core gets for workspace moves when ``requesters`` cores move GM bytes: the L2
     bandwidth split evenly, capped by one core's port."""
@@ -201,7 +207,7 @@ def _run_core(c: _Core, k: _Costs, xc: _CrossCore, sync_groups: dict) -> bool:
                 cost = k.lat[2] + passes * k.cube_step[2]
             elif pipe == T.MTE1:
                 cost = k.lat[3] + amount * k.l0.get(detail, k.onchip)
-            elif (detail == T.MEM_GM or detail == T.MEM_WS) and pipe in (T.MTE2, T.MTE3, T.FIX):
+            elif detail in T.GM_KINDS and pipe in (T.MTE2, T.MTE3, T.FIX):
                 # Requests are pipelined: the access latency of one overlaps the bytes of the one
                 # before on its pipe, unless a flag or barrier held the pipe; the bytes hold the
                 # core's GM port (HBM's share, or L2's for the workspace).
@@ -323,7 +329,7 @@ def estimate(tr: T.LaunchTrace, soc: SocPerf, requesters: int | None = None) -> 
         blocks[ce.block] = max(blocks.get(ce.block, 0.0), ce.time_s)
     block_times = tuple(blocks[b] for b in sorted(blocks))
     gm, ws = tr.gm_bytes(), tr.gm_bytes((T.MEM_WS,))
-    gm_bound = (gm - ws) / (soc.hbm_bytes_per_s * soc.hbm_efficiency) + ws / soc.l2_bytes_per_s
+    bound = gm_bound(soc, gm, ws)
     slots = soc.ai_cores if any(c.core_type == T.AIC for c in tr.cores) else soc.aiv_cores
-    t = max(_schedule(list(block_times), slots), gm_bound) + soc.launch_overhead_s
-    return LaunchEstimate(tr.kernel, soc.name, t, block_times, per_core, gm, gm_bound, share, ws)
+    t = max(_schedule(list(block_times), slots), bound) + soc.launch_overhead_s
+    return LaunchEstimate(tr.kernel, soc.name, t, block_times, per_core, gm, bound, share, ws)
