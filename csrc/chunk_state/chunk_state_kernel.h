@@ -135,7 +135,7 @@ class ChunkStateCube {
         const Units r = CoreUnitsOf(t_, static_cast<uint32_t>(GetBlockIdx()));
         if (kOut && r.count > 0) {  // -I, for the whole launch
             CrossCoreWaitFlag(kFlagI);
-            LoadNz(negI1_.Get<T>(), gWsT_[FusedRegions(t_).negI], t_.BT, t_.BT);
+            LoadForA(negI1_.Get<T>(), gWsT_[FusedRegions(t_).negI], t_.BT, t_.BT);
         }
         uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % 2
         for (uint32_t i = 0; i < r.count; ++i) {
@@ -167,8 +167,8 @@ class ChunkStateCube {
         for (uint32_t l = 0; l < L.n; ++l) {
             const uint32_t w = L.w[l], s0 = K * L.c[l];
             CrossCoreWaitFlag(LaneFlag(kFlagS, l));
-            LoadNz(sHi1[s0], gWsT_[s0], K, w);
-            LoadNz(sLo1[s0], gWsT_[uint64_t(K) * Vb + s0], K, w);
+            LoadBands(sHi1[s0], gWsT_[s0], K, w);  // row bands: one LoadData per product B (LoadBBands)
+            LoadBands(sLo1[s0], gWsT_[uint64_t(K) * Vb + s0], K, w);
             Sync<HardEvent::MTE2_MTE1>();
             if (l == 0) {
                 Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
@@ -178,7 +178,7 @@ class ChunkStateCube {
             if (kOut) {
                 VNewHalves(L, l);
             } else {
-                const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K}, {wa, sLo1[s0], b2b, K}};
+                const CubeProduct<T> ws[2] = {{wa, sHi1[s0], b2a, K, w}, {wa, sLo1[s0], b2b, K, w}};
                 TileProducts(oc, gWsF_[uint64_t(BT) * L.c[l]], w, BT, w, t_.n_tile, ws);
                 CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
             }
@@ -213,9 +213,10 @@ class ChunkStateCube {
         LocalTensor<T> vb = v1_.Get<T>()[v0], sHi = sHi1_.Get<T>()[s0], sLo = sLo1_.Get<T>()[s0];
         LocalTensor<T> vHi = vHi1_.Get<T>()[v0], vLo = vLo1_.Get<T>()[v0];
         LocalTensor<float> oc = oc_.Get<float>();
-        for (uint32_t n0 = 0; n0 < W; n0 += t_.n_tile) {  // columns n0.. of an NZ matrix of k rows: at n0 k
+        for (uint32_t n0 = 0; n0 < W; n0 += t_.n_tile) {  // columns n0..: NZ at n0 k, row bands at n0 16
             const uint32_t n = W - n0 < t_.n_tile ? W - n0 : t_.n_tile;
-            const CubeProduct<T> vn[3] = {{kga, vb[n0 * BT], b2a, BT}, {wa, sHi[n0 * K], b2b, K}, {wa, sLo[n0 * K], b2a, K}};
+            const CubeProduct<T> vn[3] = {
+                {kga, vb[n0 * BT], b2a, BT}, {wa, sHi[n0 * 16], b2b, K, W}, {wa, sLo[n0 * 16], b2a, K, W}};
             TileProducts(oc, NzL1<T>{vHi[n0 * BT], BT}, 0, BT, n, n, vn);
             Sync<HardEvent::FIX_MTE1>();  // v_hi's tile written before LoadData reads it
             Sync<HardEvent::M_MTE1>();    // the Mmads have read L0B
@@ -240,19 +241,19 @@ class ChunkStateCube {
         const WsAt at = FusedRegions(t_, slot);
         LocalTensor<T> akk1 = akk1_.Get<T>(), aa = kga_.Get<T>(), b2 = b2a_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
-        LoadNz(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);
-        LoadNz(akk1, gAkk_[unit * BT * BT], BT, BT);
+        LoadForA(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);  // A operands in L0A's order
+        LoadForA(akk1, gAkk_[unit * BT * BT], BT, BT);
         LoadNz(v1_.Get<T>(), gV_[OutRow(t_, c, u.h, u.v0)], BT, u.vw, 0, TokenPitch(t_.HV, 1, t_.V));
         CrossCoreWaitFlag(kFlagX);
-        LoadNz(qe1_.Get<T>(), gWsT_[at.qe], BT, K);
-        LoadNz(x11_.Get<T>(), gWsT_[at.x1], BT, K);
+        LoadForA(qe1_.Get<T>(), gWsT_[at.qe], BT, K);
+        LoadBands(x11_.Get<T>(), gWsT_[at.x1], BT, K);
         LoadNz(kg1_.Get<T>(), gWsT_[at.kg], BT, K);
         Sync<HardEvent::MTE2_MTE1>();
         Sync<HardEvent::M_MTE1>();  // the previous chunk's Mmads have read L0A
-        LoadA(aa, akk1, BT, BT);
-        LoadA(aa[BT * BT], negI1_.Get<T>(), BT, BT);
+        LoadAOrdered(aa, akk1, BT, BT);
+        LoadAOrdered(aa[BT * BT], negI1_.Get<T>(), BT, BT);
         Sync<HardEvent::MTE1_FIX>();  // the previous chunk's LoadData have read w1
-        const CubeProduct<T> w[1] = {{aa, x11_.Get<T>(), b2, BT}};
+        const CubeProduct<T> w[1] = {{aa, x11_.Get<T>(), b2, BT, K}};
         TileProducts(oc, NzL1<T>{w1_.Get<T>(), BT}, 0, BT, K, t_.n_tile, w);
         Sync<HardEvent::FIX_MTE1>();  // w1 written before LoadA reads it
     }
@@ -264,10 +265,10 @@ class ChunkStateCube {
         const uint32_t BT = t_.BT, K = t_.K;
         LocalTensor<T> qa = wa_.Get<T>(), aa = kga_.Get<T>();
         Sync<HardEvent::M_MTE1>();
-        LoadA(qa, qe1_.Get<T>(), BT, K);
-        LoadA(aa, aqk1_.Get<T>(), BT, BT);
+        LoadAOrdered(qa, qe1_.Get<T>(), BT, K);
+        LoadAOrdered(aa, aqk1_.Get<T>(), BT, BT);
         for (uint32_t l = 0; l < L.n; ++l) {
-            const CubeProduct<T> o[2] = {{qa, sHi1_.Get<T>()[K * L.c[l]], b2a_.Get<T>(), K},
+            const CubeProduct<T> o[2] = {{qa, sHi1_.Get<T>()[K * L.c[l]], b2a_.Get<T>(), K, L.w[l]},
                                          {aa, vHi1_.Get<T>()[BT * L.c[l]], b2b_.Get<T>(), BT}};
             TileProducts(oc_.Get<float>(), gO_[OutRow(t_, c, u.h, u.v0 + L.c[l])], TokenPitch(t_.HV, 1, t_.V), BT, L.w[l],
                          t_.n_tile, o);

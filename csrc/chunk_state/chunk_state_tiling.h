@@ -63,6 +63,11 @@
 //   once per unit (per V block). The operands go through two workspace slots (a
 //   core's j-th chunk in slot j % 2): the AIVs form chunk c + 1's after S(c)'s halves, while the Cube
 //   works on chunk c; a slot is rewritten only after the dS flags that follow the Cube's loads of it.
+// - L1 layouts: what the Cube loads from GM or the workspace lands in the fractal order its L0 buffer
+//   wants, so that it moves from L1 in one LoadData instead of one per fractal row: S's halves and X1
+//   (B operands, whole width per product) as row bands (common/chunk_cube.h LoadBands / LoadBBands),
+//   Akk, Aqk, -I and qe (A operands) in L0A's order (LoadForA / LoadAOrdered); kg^T's transposing
+//   load is one run of fractals as it is. The matrices the Cube writes itself (w, v_hi, v_lo) stay NZ.
 //
 // Limits: BT in {16, 32, 64}; K and V multiples of 16 in [16, 256]; Kg in {1, K}.
 #ifndef FLA_NPU_CHUNK_STATE_TILING_H

@@ -117,6 +117,19 @@ __aicore__ inline void LoadNz(const LocalTensor<T>& l1, const GlobalTensor<T>& g
                          1, 0));
 }
 
+// A row-major rows x cols matrix (GM row pitch `pitch` elements; 0: `cols`) from GM into L1 as row
+// bands: rows / 16 NZ matrices of 16 rows, one after the other (fractal (r, c) at r * cols / 16 + c),
+// which is the fractal order of L0B's Zn: LoadBBands moves the whole matrix in one LoadData. rows and
+// cols multiples of 16.
+template <class T>
+__aicore__ inline void LoadBands(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols,
+                                 uint32_t pitch = 0) {
+    const uint32_t p = pitch != 0 ? pitch : cols;
+    DataCopy(l1, gm,
+             Nd2NzParams(static_cast<uint16_t>(rows / 16), 16, static_cast<uint16_t>(cols), static_cast<uint16_t>(16 * p),
+                         static_cast<uint16_t>(p), 16, 1, static_cast<uint16_t>(16 * cols)));
+}
+
 // The AIC side of the hand-off of one or two row-major operands: waits for the slot, loads X (xRows x
 // xCols at the slot's start) and then, when yRows > 0, Y (yRows x yCols) into L1 as NZ, and frees the
 // slot when a later unit reuses it. The loads wait for the previous unit's LoadData from L1 (MTE1_MTE2).
@@ -128,6 +141,28 @@ __aicore__ inline void TakeSlot(const GlobalTensor<T>& slot, bool reused, const 
     LoadNz(x, slot, xRows, xCols);
     if (yRows > 0) LoadNz(y, slot[uint64_t(xRows) * xCols], yRows, yCols);
     SlotConsumer::Release(reused);
+}
+
+// `count` consecutive fractals of L1 to consecutive fractals of L0A / L0B (each transposed with
+// `transpose`, 2-byte types): LoadData's repeats, at most 255 a call.
+template <class T>
+__aicore__ inline void LoadFractals(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count, bool transpose) {
+    constexpr uint32_t fr = 512 / sizeof(T);
+    for (uint32_t i = 0; i < count; i += 255) {
+        const uint32_t n = count - i < 255 ? count - i : 255;
+        LoadData(dst[i * fr], src[i * fr], LoadData2dParams(0, static_cast<uint8_t>(n), 1, 0, 0, transpose, 0));
+    }
+}
+
+// A row-major rows x cols A operand from GM into L1 in the fractal order of the SoC's L0A (a2/a3 Zz:
+// row bands, LoadBands; a5 Nz: LoadNz), for LoadAOrdered's one run of fractals.
+template <class T>
+__aicore__ inline void LoadForA(const LocalTensor<T>& l1, const GlobalTensor<T>& gm, uint32_t rows, uint32_t cols) {
+#if __NPU_ARCH__ == 3510
+    LoadNz(l1, gm, rows, cols);
+#else
+    LoadBands(l1, gm, rows, cols);
+#endif
 }
 
 // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
@@ -151,16 +186,21 @@ __aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1,
 // the SoC's layout (a2/a3 Zz: fractal (i along m, j along k) at i * kFrac + j; a5 Nz: at j * mFrac + i).
 template <class T>
 __aicore__ inline void LoadAT(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
-    constexpr uint32_t fr = 512 / sizeof(T);
     const uint32_t mFrac = m / 16, kFrac = k / 16;
 #if __NPU_ARCH__ == 3510
+    constexpr uint32_t fr = 512 / sizeof(T);
     for (uint32_t j = 0; j < kFrac; ++j)
         LoadData(a2[j * mFrac * fr], a1[j * fr],
                  LoadData2dParams(0, static_cast<uint8_t>(mFrac), static_cast<uint16_t>(kFrac), 0, 0, true, 0));
 #else
-    for (uint32_t i = 0; i < mFrac; ++i)
-        LoadData(a2[i * kFrac * fr], a1[i * kFrac * fr], LoadData2dParams(0, static_cast<uint8_t>(kFrac), 1, 0, 0, true, 0));
+    LoadFractals(a2, a1, mFrac * kFrac, true);  // L1's NZ order is Zz's here: one run of fractals
 #endif
+}
+
+// A (m x k) into L0A from L1 in the SoC's L0A fractal order (LoadForA): one run of fractals.
+template <class T>
+__aicore__ inline void LoadAOrdered(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
+    LoadFractals(a2, a1, (m / 16) * (k / (32 / sizeof(T))), false);
 }
 
 // A = rows [16 r0, 16 (r0 + mFrac)) (m = 16 mFrac) of a row-major matrix of k columns held in L1 as
@@ -210,14 +250,40 @@ __aicore__ inline void LoadB(const LocalTensor<T>& b2, const LocalTensor<T>& b1,
                  LoadData2dParams(0, static_cast<uint8_t>(nFrac), static_cast<uint16_t>(kFrac), 0, 0, true, 0));
 }
 
-// One product A (m x k, already in L0A) @ B (k x N, in L1 as NZ; staged per tile in L0B).
+// B = columns [n0, n0 + n) of a k x N matrix held in L1 as row bands (LoadBands; b1 may start at a
+// column block of the first band) into L0B's Zn: the bands are already in Zn's fractal order, so the
+// whole width is one transposing LoadData (2-byte types), a narrower tile one per band.
+template <class T>
+__aicore__ inline void LoadBBands(const LocalTensor<T>& b2, const LocalTensor<T>& b1, uint32_t k, uint32_t N, uint32_t n0,
+                                  uint32_t n) {
+    constexpr uint32_t fr = 512 / sizeof(T);
+    const uint32_t kFrac = k / 16, nFrac = n / 16, bandFrac = N / 16;
+    if (n == N) {
+        LoadFractals(b2, b1, kFrac * nFrac, true);
+        return;
+    }
+    for (uint32_t r = 0; r < kFrac; ++r)
+        LoadData(b2[r * nFrac * fr], b1[(r * bandFrac + n0 / 16) * fr],
+                 LoadData2dParams(0, static_cast<uint8_t>(nFrac), 1, 0, 0, true, 0));
+}
+
+// One product A (m x k, already in L0A) @ B (k x N in L1, staged per tile in L0B): B as NZ, or with
+// bandCols > 0 as row bands of that many columns (LoadBands).
 template <class T>
 struct CubeProduct {
     LocalTensor<T> a2;  // L0A
     LocalTensor<T> b1;  // L1
     LocalTensor<T> b2;  // L0B, room for k x tile
     uint32_t k;
+    uint32_t bandCols = 0;
 };
+
+// Product p's B tile (columns [n0, n0 + n)) into its L0B buffer.
+template <class T>
+__aicore__ inline void LoadProductB(const CubeProduct<T>& p, uint32_t n0, uint32_t n) {
+    if (p.bandCols != 0) LoadBBands(p.b2, p.b1, p.k, p.bandCols, n0, n);
+    else LoadB(p.b2, p.b1, p.k, n0, n);
+}
 
 // The Fixpipe quantisation mode that writes an fp32 L0C result as O: none for float, F322F16 /
 // F322BF16 (round to nearest even) for half / bfloat16_t.
@@ -279,13 +345,13 @@ __aicore__ inline void TileProducts(const LocalTensor<float>& oc, const Out& out
     for (uint32_t n0 = 0; n0 < N; n0 += tile) {
         const uint32_t n = N - n0 < tile ? N - n0 : tile;
         Sync<HardEvent::M_MTE1>();  // the previous tile's Mmads have read L0B
-        for (uint32_t i = 0; i < kTogether; ++i) LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
+        for (uint32_t i = 0; i < kTogether; ++i) LoadProductB(prods[i], n0, n);
         Sync<HardEvent::MTE1_M>();
         Sync<HardEvent::FIX_M>();  // the previous Fixpipe has read oc
         for (uint32_t i = 0; i < P; ++i) {
             if (i >= kTogether) {  // into a buffer an earlier product of this tile used
                 Sync<HardEvent::M_MTE1>();
-                LoadB(prods[i].b2, prods[i].b1, prods[i].k, n0, n);
+                LoadProductB(prods[i], n0, n);
                 Sync<HardEvent::MTE1_M>();
             }
             if (i > 0) AccumulateBarrier(m, n);
