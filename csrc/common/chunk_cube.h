@@ -165,16 +165,21 @@ __aicore__ inline void LoadForA(const LocalTensor<T>& l1, const GlobalTensor<T>&
 #endif
 }
 
+// A (m x k) into L0A from L1 in the SoC's L0A fractal order (LoadForA): one run of fractals.
+template <class T>
+__aicore__ inline void LoadAOrdered(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
+    LoadFractals(a2, a1, (m / 16) * (k / (32 / sizeof(T))), false);
+}
+
 // A (m x k) from L1 NZ (fractal (i along m, j along k) at j * mFrac + i) into L0A in the SoC's
 // layout: a2/a3 Zz (one LoadData per fractal row), a5 Nz (the L1 order as it is).
 template <class T>
 __aicore__ inline void LoadA(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
+#if __NPU_ARCH__ == 3510
+    LoadAOrdered(a2, a1, m, k);
+#else
     constexpr uint32_t fr = 512 / sizeof(T), c0 = 32 / sizeof(T);
     const uint32_t mFrac = m / 16, kFrac = k / c0;
-#if __NPU_ARCH__ == 3510
-    (void)fr;
-    LoadData(a2, a1, LoadData2dParams(0, static_cast<uint8_t>(mFrac * kFrac), 1, 0, 0, false, 0));
-#else
     for (uint32_t i = 0; i < mFrac; ++i)
         LoadData(a2[i * kFrac * fr], a1[i * fr],
                  LoadData2dParams(0, static_cast<uint8_t>(kFrac), static_cast<uint16_t>(mFrac), 0, 0, false, 0));
@@ -195,12 +200,6 @@ __aicore__ inline void LoadAT(const LocalTensor<T>& a2, const LocalTensor<T>& a1
 #else
     LoadFractals(a2, a1, mFrac * kFrac, true);  // L1's NZ order is Zz's here: one run of fractals
 #endif
-}
-
-// A (m x k) into L0A from L1 in the SoC's L0A fractal order (LoadForA): one run of fractals.
-template <class T>
-__aicore__ inline void LoadAOrdered(const LocalTensor<T>& a2, const LocalTensor<T>& a1, uint32_t m, uint32_t k) {
-    LoadFractals(a2, a1, (m / 16) * (k / (32 / sizeof(T))), false);
 }
 
 // A = rows [16 r0, 16 (r0 + mFrac)) (m = 16 mFrac) of a row-major matrix of k columns held in L1 as
