@@ -109,6 +109,12 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     constexpr uint32_t c0 = kC0<T>;
     if (p.srcDValue < p.dValue)
         Fail("Nd2NzParams", Fmt("srcDValue %u < dValue %u: source rows would overlap", p.srcDValue, p.dValue));
+    // The documented ranges (DataCopy（GMToL1随路转换-ND2NZ搬运）.md, table 4): ndNum <= 4095, nValue,
+    // dstNzC0Stride, dstNzNStride and dstNzMatrixStride <= 16384 (the uint16 fields hold more).
+    if (p.ndNum > 4095 || p.nValue > 16384 || p.dstNzC0Stride > 16384 || p.dstNzNStride > 16384 || p.dstNzMatrixStride > 16384)
+        Fail("Nd2NzParams range",
+             Fmt("ndNum %u (<= 4095), nValue %u, dstNzC0Stride %u, dstNzNStride %u, dstNzMatrixStride %u (each <= 16384)",
+                 p.ndNum, p.nValue, p.dstNzC0Stride, p.dstNzNStride, p.dstNzMatrixStride));
     if (p.dstNzNStride == 0 || p.dstNzC0Stride == 0)
         Fail("Nd2NzParams", Fmt("dstNzC0Stride %u and dstNzNStride %u must be >= 1 (C0 units)", p.dstNzC0Stride, p.dstNzNStride));
     const uint64_t dBlocks = (uint64_t(p.dValue) + c0 - 1) / c0;

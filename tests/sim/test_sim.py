@@ -115,6 +115,8 @@ FAILING = [
      ["L0A overflow", "TQue<A2>#0 buffer 1", "L0A holds 65536 bytes"]),
     ("cube_nd2nz_unaligned", "cube_nd2nz_unaligned", "AIC0",
      ["Nd2NzParams fractal alignment", "dstNzC0Stride 20 rows is not a multiple of 16"]),
+    ("cube_nd2nz_range", "cube_nd2nz_range", "AIC0",
+     ["Nd2NzParams range", "dstNzMatrixStride 16400 (each <= 16384)"]),
     ("cube_loaddata_misaligned", "cube_loaddata_misaligned", "AIC0",
      ["misaligned operand", "dst of LoadData", "L0A byte 256", "512-byte aligned"]),
     ("cube_fixpipe_quant", "cube_matmul", "AIC0",

@@ -1350,6 +1350,22 @@ static int case_cube_nd2nz_unaligned() {
     return 0;
 }
 
+// Two 16 x 16 ND matrices into L1 NZ matrices 16400 elements apart: beyond dstNzMatrixStride's
+// documented range (<= 16384).
+extern "C" __global__ __aicore__ void cube_nd2nz_range(GM_ADDR a) {
+    TPipe pipe;
+    TBuf<TPosition::A1> b;
+    pipe.InitBuffer(b, (16400 + 256) * 2);
+    GlobalTensor<half> ga;
+    ga.SetGlobalBuffer((__gm__ half*)a, 2 * 16 * 16);
+    DataCopy(b.Get<half>(), ga, Nd2NzParams(2, 16, 16, 256, 16, 16, 1, 16400));
+}
+static int case_cube_nd2nz_range() {
+    std::vector<half> a(2 * 16 * 16, half(1.0f));
+    FLA_SIM_LAUNCH(cube_nd2nz_range, KERNEL_TYPE_AIC_ONLY, 1, G(a.data()));
+    return 0;
+}
+
 // LoadData into L0A half a fractal (256 bytes) in: L0A operands are 512-byte aligned.
 extern "C" __global__ __aicore__ void cube_loaddata_misaligned(GM_ADDR a) {
     TPipe pipe;
@@ -1913,6 +1929,7 @@ static const std::map<std::string, std::function<int()>>& Cases() {
         {"cube_fixpipe_quant", case_cube_fixpipe_quant},
         {"cube_f32_transpose", case_cube_f32_transpose},
         {"cube_nd2nz_unaligned", case_cube_nd2nz_unaligned},
+        {"cube_nd2nz_range", case_cube_nd2nz_range},
         {"cube_loaddata_misaligned", case_cube_loaddata_misaligned},
         {"vec_compare_select", case_vec_compare_select},
         {"vec_select_repeat", case_vec_select_repeat},
