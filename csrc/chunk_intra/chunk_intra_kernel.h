@@ -10,11 +10,12 @@
 //   AIV  [i >= 2: wait Free]  KDA: per owned block J, for every block row I >= J (reference row r:
 //        its middle or first row, chunk_intra_tiling.h) the column operand rows k_j e^(G_r - G_j) of
 //        block J (the diagonal block's rows zero when max |G_r - G_j| there exceeds safe_span ln 2), and at
-//        I == J the row operands q_I, k_I times e^(G_I - G_r), fp32 then one rounding to T,
-//        into the operand slot (each G and k block read by its owner only);  set Ready (PIPE_MTE3);
+//        I == J the row operands q_I, k_I times e^(G_I - G_r), in fp32, into the operand slot (each
+//        G and k block read by its owner only);  set Ready (PIPE_MTE3);
 //        then finish unit i - 1 (below)
-//   AIC  wait Ready; KDA: the operand slot into L1 as one NZ matrix [row operands; column operands];
-//        [slot reused later: set Free]; per block row I one Mmad per part (q, k): Fixpipe the
+//   AIC  wait Ready; KDA: per block row I, its operands from the fp32 slot into L1 (the row operands
+//        as 16-row bands, the column operands an NZ matrix of their own: each product's operands then
+//        one LoadData each) [the last: slot reused later: set Free], one fp32 Mmad per part (q, k): Fixpipe the
 //        columns [0, 16 I) straight to Aqk (fp32, or rounded once to T) and L / beta's to the inverse
 //        slot (fp32), the 16 x 16 diagonal blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad
 //        against k^T, Fixpipe (fp32) to the result slot.  Set Done.  Then (BT > 16) wait Inv of the
@@ -81,8 +82,8 @@ struct OutGm {
 // two inverse slots (BT > 16; InvSlot).
 template <class T>
 struct SharedGm {
-    GlobalTensor<T> q, k, op;
-    GlobalTensor<float> res, inv;
+    GlobalTensor<T> q, k;
+    GlobalTensor<float> op, res, inv;  // op: the KDA operand slots (fp32)
     OutGm<T> a, akk;
 
     __aicore__ inline void BindAll(const ChunkIntraGm& g, const ChunkIntraTiling& t, uint32_t block) {
@@ -92,7 +93,7 @@ struct SharedGm {
         a.f32 = t.aqk_f32 != 0;
         akk.f32 = t.akk_f32 != 0;
         if (t.Kg != 1) BindSlots(op, g.ws, block, t.ws_bytes_per_core, t.ws_op_elems);
-        GmAddr res0 = g.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * t.elem_bytes;
+        GmAddr res0 = g.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * sizeof(float);
         Bind(2ull * t.ws_res_elems, res, res0);
         if (t.nb > 1) Bind(2ull * t.ws_inv_elems, inv, res0 + 2ull * t.ws_res_elems * 4);
     }
@@ -115,7 +116,8 @@ class ChunkIntraCube {
     __aicore__ inline ChunkIntraCube(const ChunkIntraGm& a, const ChunkIntraTiling& t) : t_(t) {
         kda_ = t_.Kg != 1;
         g_.BindAll(a, t_, static_cast<uint32_t>(GetBlockIdx()));
-        InitBufs(pipe_, (kda_ ? t_.ws_op_elems : 2 * t_.BT * t_.K) * sizeof(T), l1_);  // the operands; the merges' after
+        // the operands (KDA's fp32 slot, GDN's [q; k]); the merges' after
+        InitBufs(pipe_, kda_ ? t_.ws_op_elems * sizeof(float) : 2 * t_.BT * t_.K * sizeof(T), l1_);
         InitBufs(pipe_, t_.l0a_bytes_used, aa_);
         InitBufs(pipe_, t_.l0b_bytes_used, bb_);
         InitBufs(pipe_, t_.l0c_bytes_used, oc_);
@@ -193,17 +195,20 @@ class ChunkIntraCube {
     // diagonal block (16 x 16 of each) to the result slot at 512 I (q part, then k part), which the
     // AIVs mask (and compute exactly when it is unsafe).
     __aicore__ inline void UnitKda(uint32_t u, uint32_t slot, bool slotReused) {
-        const uint32_t rows = t_.row_rows + t_.col_rows, rowFrac = rows / 16, BT = t_.BT;
+        const uint32_t BT = t_.BT, K = t_.K;
+        LocalTensor<float> l1 = l1_.Get<float>();
+        const GlobalTensor<float> op = g_.op[uint64_t(slot) * t_.ws_op_elems];
         SlotConsumer::Acquire();
         Sync<HardEvent::MTE1_MTE2>();  // the previous unit's LoadData have read L1
-        LoadNz(l1_.Get<T>(), g_.op[uint64_t(slot) * t_.ws_op_elems], rows, t_.K);
-        SlotConsumer::Release(slotReused);
-        Sync<HardEvent::MTE2_MTE1>();
         LocalTensor<float> oc = oc_.Get<float>();
         const uint64_t res = uint64_t(slot) * t_.ws_res_elems;
         for (uint32_t I = 0; I < t_.nb; ++I) {
-            const uint32_t n = 16 * (I + 1);
-            Products(rowFrac, 2 * I, 32, 2, (t_.row_rows + ColOffset(I)) / 16, n, 16 * BT);
+            // block row I's operands (loaded while the Cube multiplies block row I - 1's)
+            LoadBands(l1[32 * I * K], op[32 * I * K], 32, K);
+            LoadNz(l1[ColumnAt(I)], op[ColumnAt(I)], 16 * (I + 1), K);
+            if (I + 1 == t_.nb) SlotConsumer::Release(slotReused);
+            Sync<HardEvent::MTE2_MTE1>();
+            BlockRowProducts(I);
             for (uint32_t p = 0; p < 2; ++p)
                 Fixpipe(g_.res[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
             if (I == 0) continue;
@@ -211,6 +216,28 @@ class ChunkIntraCube {
             Fixpipe(g_.inv[InvL(t_, slot) + 16 * I * BT], oc[16 * BT],
                     FixpipeParamsV220(static_cast<uint16_t>(16 * I), 16, 16, BT, false));  // L's columns, fp32
         }
+    }
+
+    // The first element of block row I's column operand, in the operand slot and in L1.
+    __aicore__ inline uint64_t ColumnAt(uint32_t I) const { return uint64_t(t_.row_rows + ColOffset(I)) * t_.K; }
+
+    // KDA, block row I: its q and k row operands (16-row bands 2 I and 2 I + 1 of L1, each one run of
+    // L0A's fractals) times the transpose of its column operand (an NZ matrix of its own in L1: one run
+    // of L0B's Zn fractals, no transpose), two fp32 Mmads into L0C (the k part at oc[16 BT]). Orders
+    // itself after the previous Mmads (L0A / L0B) and Fixpipes (L0C).
+    __aicore__ inline void BlockRowProducts(uint32_t I) {
+        constexpr uint32_t c0 = 8;  // floats per fractal row
+        const uint32_t K = t_.K, n = 16 * (I + 1);
+        LocalTensor<float> l1 = l1_.Get<float>(), aa = aa_.Get<float>(), bb = bb_.Get<float>(), oc = oc_.Get<float>();
+        Sync<HardEvent::M_MTE1>();
+        for (uint32_t p = 0; p < 2; ++p) LoadFractals(aa[p * 16 * K], l1[(2 * I + p) * 16 * K], K / c0, false);
+        LoadFractals(bb, l1[ColumnAt(I)], (K / c0) * (n / 16), false);
+        Sync<HardEvent::MTE1_M>();
+        Sync<HardEvent::FIX_M>();
+        for (uint32_t p = 0; p < 2; ++p)
+            Mmad(oc[p * 16 * t_.BT], aa[p * 16 * K], bb,
+                 MmadParams(16, static_cast<uint16_t>(n), static_cast<uint16_t>(K), 0, false, true));
+        Sync<HardEvent::M_FIX>();
     }
 
     // [q; k] (2 BT rows) from GM times k^T -> result rows [0, BT) q k^T, [BT, 2 BT) k k^T.
@@ -263,8 +290,14 @@ class ChunkIntraVector {
         InitQues(pipe_, 1, 16 * sizeof(float), inB_);
         // the first, middle and last rows of G of every block row (KDA) or the spread k k^T diagonal (GDN)
         InitQues(pipe_, 1, (3 * t_.nb * t_.K > 8 * BT ? 3 * t_.nb * t_.K : 8 * BT) * sizeof(float), inR_);
-        InitQues(pipe_, 2, P * sizeof(T), outT_);
+        InitQues(pipe_, 2, 16 * BT * sizeof(T), outT_);
         InitQues(pipe_, 2, 16 * BT * sizeof(float), outF_);
+        if (kda_ && OperandBuffers(t_.K) == 4) {  // the fp32 operands: row operands, column operands below the diagonal
+            InitQues(pipe_, 2, P * sizeof(float), outO_);
+            InitQues(pipe_, 2, P * sizeof(float), outC_);
+        } else if (kda_) {
+            InitQues(pipe_, 1, P * sizeof(float), outO_);
+        }
         InitBufs(pipe_, P * sizeof(float), w0_, w1_, w2_, w3_);
         InitBufs(pipe_, 16 * 8 * sizeof(float), bcB_, bcG_);
         InitBufs(pipe_, 16 * sizeof(float), red_);
@@ -390,12 +423,12 @@ class ChunkIntraVector {
                 Exp(f, d, n);
                 OrderV();
                 Mul(gJ, kf, f, n);
-                OrderV();
-                CastOut(outT_, g_.op[ColumnOperand(base, J, J)], gJ, n);
+                Sync<HardEvent::V_MTE3>();  // out from gJ as it is: the base stays there
+                DataCopy(g_.op[ColumnOperand(base, J, J)], gJ, n);
             } else {  // the AIV computes this diagonal block exactly: zero operand rows
-                Duplicate(x, 0.0f, n);
-                OrderV();
-                CastOut(outT_, g_.op[ColumnOperand(base, J, J)], x, n);
+                LocalTensor<float> z = outO_.template AllocTensor<float>();
+                Duplicate(z, 0.0f, n);
+                CopyOut(outO_, g_.op[ColumnOperand(base, J, J)], z, n);
                 if (below) {  // f is scratch here: RowOperands forms from d
                     SubFromRow(f, gr[baseRow * K], gJ, 16, K);
                     OrderV();
@@ -407,11 +440,13 @@ class ChunkIntraVector {
             RowOperands(u, J, base, d, kf, safe);
             if (below) ColumnFactors(d, gr, gr[baseRow * K], J);
             for (uint32_t I = J + 1; I < t_.nb; ++I) {
-                OrderV();  // x's previous readers
-                MulByRow(x, gJ, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
-                OrderV();
-                CastOut(outT_, g_.op[ColumnOperand(base, I, J)], x, n);
+                auto& q = OperandBuffers(t_.K) == 4 ? outC_ : outO_;
+                LocalTensor<float> c = q.template AllocTensor<float>();
+                OrderV();  // the column factors' writers
+                MulByRow(c, gJ, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
+                CopyOut(q, g_.op[ColumnOperand(base, I, J)], c, n);
             }
+            if (safe) Sync<HardEvent::MTE3_MTE2>();  // gJ's copy out before its buffer is refilled
             inF_.FreeTensor(gJ);
         }
         inR_.FreeTensor(gr);
@@ -447,24 +482,24 @@ class ChunkIntraVector {
                                        const LocalTensor<float>& kf, bool colExp) {
         const uint32_t K = t_.K, n = 16 * K;
         LocalTensor<float> f = w1_.Get<float>(), x = w2_.Get<float>();
+        LocalTensor<float> y = outO_.template AllocTensor<float>();
         if (colExp) {
-            Div(x, kf, f, n);
+            Div(y, kf, f, n);
         } else {
             Muls(f, d, -1.0f, n);
             OrderV();
             Exp(f, f, n);
             OrderV();
-            Mul(x, kf, f, n);
+            Mul(y, kf, f, n);
         }
-        OrderV();
-        CastOut(outT_, g_.op[base + uint64_t(32 * I + 16) * K], x, n);
+        CopyOut(outO_, g_.op[base + uint64_t(32 * I + 16) * K], y, n);
         CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], x, 16, K, QkPitchOf(t_));
         OrderV();
         ScaleRows(x, OwnFactors(x, d, gQs_, u, 16 * I, t_.scale, bcG_.Get<float>()), 16, K);  // d is free now
-        if (colExp) Div(x, x, f, n);
-        else Mul(x, x, f, n);
-        OrderV();
-        CastOut(outT_, g_.op[base + uint64_t(32 * I) * K], x, n);
+        y = outO_.template AllocTensor<float>();
+        if (colExp) Div(y, x, f, n);
+        else Mul(y, x, f, n);
+        CopyOut(outO_, g_.op[base + uint64_t(32 * I) * K], y, n);
     }
 
     // max |d| over its first n elements (16 x K unless given; tmp and work: scratch), read back by the
@@ -793,7 +828,7 @@ class ChunkIntraVector {
     TPipe pipe_;
     TQue<QuePosition::VECIN, 2> inF_, inT_;
     TQue<QuePosition::VECIN, 1> res_, inB_, inR_;
-    TQue<QuePosition::VECOUT, 2> outT_, outF_;
+    TQue<QuePosition::VECOUT, 2> outT_, outF_, outO_, outC_;
     TBuf<TPosition::VECCALC> w0_, w1_, w2_, w3_, bcB_, bcG_, red_, masks_, zf_, zt_, x_, dg_;
     BlockInverse16 inv_;
     SharedGm<T> g_;

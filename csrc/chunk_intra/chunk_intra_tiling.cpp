@@ -8,10 +8,9 @@ namespace chunk_intra {
 
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err) {
     static constexpr chunk_tiling::HeadsRefusals kWhy = {
-        "float32 Cube inputs are not supported: the scaled q and k reach "
-        "the Cube as 16-bit operands (one rounding of the factored products, "
-        "loaded without a transposing load for 4-byte types); pass float16 "
-        "or bfloat16",
+        "float32 Cube inputs are not supported: GDN's products read q and k "
+        "from GM as the Cube's 16-bit operands, and the kernel is built for "
+        "float16 and bfloat16 q and k; pass float16 or bfloat16",
         "g must have 1 or K columns"};
     if (chunk_tiling::OpenKeysTiling(p, kWhy, uint64_t(p.BT) * p.K, t, err) != 0) return -1;
     t->groups = p.groups;
@@ -20,13 +19,15 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->qk_l2norm = p.qk_l2norm ? 1u : 0u;
     t->akk_beta = p.akk_beta ? 1u : 0u;
     t->scale = p.scale;
-    t->safe_span = p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16;
+    t->safe_span = kSafeSpan;
     core_split::SplitUnits(chunk_tiling::Units(p), p.core_num, t);
 
     const bool kda = p.Kg == p.K && p.K != 1;
     const uint32_t nb = p.BT / 16, eb = p.elem_bytes;
-    if (nb > 1 && !p.cube_fp32)
-        return Refuse(err, "this SoC's Cube takes no float32 inputs (the merges of the inverse's diagonal blocks need them)");
+    if ((nb > 1 || kda) && !p.cube_fp32)
+        return Refuse(err,
+                      "this SoC's Cube takes no float32 inputs (KDA's factored operands and the merges of the inverse's "
+                      "diagonal blocks need them)");
     const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(p.BT);  // used only with a merge (nb > 1)
     t->nb = nb;
     t->row_rows = kda ? 32 * nb : 0;
@@ -34,30 +35,31 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->ws_op_elems = (t->row_rows + t->col_rows) * p.K;
     t->ws_res_elems = kda ? 512 * nb : 2 * p.BT * p.BT;  // KDA: the diagonal blocks only
     t->ws_inv_elems = nb > 1 ? m.elems + p.BT * p.BT : 0;
-    t->ws_bytes_per_core = 2 * t->ws_op_elems * eb + 2 * t->ws_res_elems * 4 + 2 * t->ws_inv_elems * 4;
+    t->ws_bytes_per_core = 2 * t->ws_op_elems * 4 + 2 * t->ws_res_elems * 4 + 2 * t->ws_inv_elems * 4;
 
     // AIV: pieces of 16 rows. G blocks (fp32, two), q / k blocks (T, two), the result rows of a block
-    // row (32 x BT fp32), operands / cast outputs (T, two), Aqk and L rows (16 x BT fp32, two), four
+    // row (32 x BT fp32), KDA's operands (fp32, OperandBuffers), Aqk and L rows (16 x BT, fp32 and T, two each), four
     // fp32 work pieces, beta, two Brcb tiles, a reduction result, the four select masks, the first,
     // middle and last rows of G of every block row (their reference rows among them; GDN: the diagonal
     // of k k^T, spread one float per 32 bytes), the zero rows (fp32 and T); the block inverse's Brcb
     // of a block, its scratch block and identity, its result X and a diagonal block of L (GDN).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);
-    t->ub_bytes_used = static_cast<uint32_t>(2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + 2 * Pad32(P * eb) +
+    t->ub_bytes_used = static_cast<uint32_t>(2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) +
+                                             (kda ? OperandBuffers(p.K) * Pad32(P * 4) : 0) + 2 * Pad32(16ull * p.BT * eb) +
                                              2 * Pad32(16ull * p.BT * 4) + 4 * Pad32(P * 4) + Pad32(16 * 4) +
                                              2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
                                              Pad32((3ull * nb * p.K > 8ull * p.BT ? 3ull * nb * p.K : 8ull * p.BT) * 4) +
                                              Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) + 256ull * 32 + 4 * 256ull * 4);
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
-    // AIC: the operand slot (KDA) or [q; k] (GDN) whole in L1; per Mmad the A rows in L0A, k^T columns
-    // in L0B, the fp32 product in L0C; the merges' L1 buffers, their L0 ones shared with the products.
-    const uint32_t aRows = kda ? 32 : 2 * p.BT;
+    // AIC: the operand slot (KDA, fp32) or [q; k] (GDN, T) whole in L1; per Mmad the A rows in L0A, k^T
+    // columns in L0B, the fp32 product in L0C; the merges' L1 buffers, their L0 ones shared with the products.
+    const uint32_t aRows = kda ? 32 : 2 * p.BT, ob = kda ? 4 : eb;
     const auto atLeast = [nb](uint32_t own, uint32_t merge) { return nb > 1 && merge > own ? merge : own; };
-    t->l1_bytes_used = (kda ? t->ws_op_elems * eb : 2 * p.BT * p.K * eb) + (nb > 1 ? m.l1 : 0);
-    t->l0a_bytes_used = atLeast(aRows * p.K * eb, m.l0a);
-    t->l0b_bytes_used = atLeast(p.K * p.BT * eb, m.l0b);
+    t->l1_bytes_used = (kda ? t->ws_op_elems * 4 : 2 * p.BT * p.K * eb) + (nb > 1 ? m.l1 : 0);
+    t->l0a_bytes_used = atLeast(aRows * p.K * ob, m.l0a);
+    t->l0b_bytes_used = atLeast(p.K * p.BT * ob, m.l0b);
     t->l0c_bytes_used = atLeast(aRows * p.BT * 4, m.l0c);
     return CheckCubeBuffers(*t, p.l0c_bytes, err);
 }
@@ -88,7 +90,6 @@ const char* ProblemFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale,
     if (!DimsAre(a[6], {q.d[0], q.d[1], BT}) || !DimsAre(a[7], {q.d[0], q.d[1], BT}))
         return "`q_scale` and `k_scale` must be [NC, HQ, BT] (a factor per row of `q` and `k`)";
     // The registration takes float16 / bfloat16 q and k, aqk and akk each float32 or q's dtype.
-    p->fp16 = q.dtype == FLA_NPU_FLOAT16;
     p->aqk_f32 = aqk.dtype == FLA_NPU_FLOAT32;
     p->akk_f32 = akk.dtype == FLA_NPU_FLOAT32;
     p->qk_l2norm = qk_l2norm == 1;

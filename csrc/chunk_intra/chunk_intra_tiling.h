@@ -34,15 +34,19 @@
 // Design: one mixed launch (KERNEL_TYPE_MIX_AIC_1_2). AIV sub-block s owns the blocks I with
 // (I ^ (I >> 1)) & 1 == s (for BT 64: {0, 3} and {1, 2}: equal operand rows): their row operands
 // and outputs, and the column operands of block J for every block row I >= J (each G and k block
-// read by its owner only). KDA, per unit (chunk, head): the AIVs form the scaled operands in fp32 (factors from differences of G,
-// one rounding to T) into a GM workspace slot; the AIC loads the slot as one NZ matrix, runs per
-// block row one Mmad per part (q, k) and writes the columns left of the diagonal block straight to Aqk (Fixpipe: fp32, or
-// rounded once to T) and L's to its inverse slot (fp32), the 16 x 16 diagonal blocks to a result slot; the AIVs mask those (or
-// compute them exactly). GDN needs no formed operand: the AIC reads q and k from GM and writes q k^T and k k^T to the result
-// slot; the AIVs multiply by the decay, mask, scale by beta and write Aqk's whole rows, L's columns left of the diagonal
-// block to the inverse slot.
-// Hand-off: common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC -> AIV) for the results; an AIV forms
-// unit i + 1 before it finishes unit i, so the Cube works while the AIVs form.
+// read by its owner only). KDA, per unit (chunk, head): the AIVs form the scaled operands in fp32
+// (factors from differences of G, no rounding) into a GM workspace slot; the AIC loads it block row
+// by block row (the row operands as 16-row bands, each block row's column operands an NZ matrix of
+// its own: L0A's and L0B's fractal order, one LoadData each), runs per block row one fp32 Mmad per
+// part (q, k) and writes the columns left of the diagonal block straight to Aqk (Fixpipe: fp32, or
+// rounded once to T) and L's to its inverse slot (fp32), the 16 x 16 diagonal blocks to a result
+// slot; the AIVs mask those (or compute them exactly). GDN needs no formed operand: the AIC reads q
+// and k from GM and writes q k^T and k k^T to the result slot; the AIVs multiply by the decay, mask,
+// scale by beta and write Aqk's whole rows, L's columns left of the diagonal block to the inverse
+// slot.
+// Hand-off: common/chunk_cube.h's Ready / Free flags for the operand slots, and Done (AIC -> AIV)
+// for the results; an AIV forms unit i + 1 before it finishes unit i, so the Cube works while the
+// AIVs form.
 //
 // The inverse Akk = (I + L)^-1 in the same launch, by solve_tril's blocked forward substitution
 // (solve_tril_tiling.h, tril_inverse.h): the AIV that finishes a diagonal block of L inverts it from UB
@@ -57,8 +61,8 @@
 // Work split: a unit is one (chunk, head) pair, u = c * HV + h; AI core b takes a contiguous range
 // (CoreUnits); the output is bit-identical for any core count.
 //
-// Limits: BT in {16, 32, 64}; K a multiple of 16 in [16, 256]. Float32 Cube inputs are refused; BT
-// 32 and 64 need a Cube that takes float32 (the merges).
+// Limits: BT in {16, 32, 64}; K a multiple of 16 in [16, 256]. Float32 q and k are refused; KDA and
+// BT 32 and 64 need a Cube that takes float32 (KDA's operands; the merges).
 #ifndef FLA_NPU_CHUNK_INTRA_TILING_H
 #define FLA_NPU_CHUNK_INTRA_TILING_H
 
@@ -71,12 +75,11 @@ namespace chunk_intra {
 using core_split::CoreUnits;  // first unit and unit count of a core (common/core_split.h)
 
 // Largest binary exponent of a factor e^(G_r - G_j) inside a diagonal block that still goes through
-// the Cube (|G_r - G_j| <= safe_span ln 2): bf16 keeps
-// fp32's exponent range (decay.py's safe_span for fp32); fp16 tops out at 2^16, so its factors stay
-// within 2^+-8 (an operand overflows only for an input of magnitude >= 256; below 2^-14 it loses
-// relative precision only where its share of the sum is itself below 2^-8 of an input's).
-constexpr float kSafeSpanBf16 = 60.0f;
-constexpr float kSafeSpanFp16 = 8.0f;
+// the Cube (|G_r - G_j| <= safe_span ln 2), for either input dtype: the operands are fp32 (decay.py's
+// safe_span for fp32). Why fp32 operands: the Cube's products are then exact up to fp32 accumulation
+// (Aqk's relative RMS error 1.9e-7 where 16-bit operands gave 2.3e-3), and the AIVs spend no cast on
+// them; the cost is twice the operand slot's bytes.
+constexpr float kSafeSpan = 60.0f;
 
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkIntraTiling {
@@ -93,14 +96,14 @@ struct ChunkIntraTiling {
     uint32_t nb;                 // BT / 16 block rows
     uint32_t row_rows;           // KDA operand slot: 32 * nb row-operand rows (block row I at 32 I), then
     uint32_t col_rows;           //   16 * nb (nb + 1) / 2 column-operand rows (block row I at 8 I (I + 1))
-    uint32_t ws_op_elems;        // one operand slot, elements of T: (row_rows + col_rows) * K (GDN: 0)
+    uint32_t ws_op_elems;        // one operand slot, floats: (row_rows + col_rows) * K (GDN: 0)
     uint32_t ws_res_elems;       // one result slot, floats: KDA nb diagonal pairs (512 I: q part, beta k part);
                                  //   GDN 2 BT x BT (q k^T rows, then k k^T rows)
     uint32_t ws_inv_elems;       // one inverse slot, floats: the merges' (solve_tril's MergeSizesOf), then L
                                  //   [BT, BT] (no slot when BT = 16: no merge)
     uint32_t ws_bytes_per_core;  // two operand slots, two result slots, two inverse slots
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
-    float safe_span;             // kSafeSpanBf16 or kSafeSpanFp16
+    float safe_span;             // kSafeSpan
     float scale;                 // q's rows' factor (times the reciprocal norm with qk_l2norm)
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
@@ -116,7 +119,6 @@ const char* TilingFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, 
 
 // elem_bytes: of q, k.
 struct ChunkIntraProblem : chunk_tiling::KeysProblem {
-    bool fp16 = false;       // T is float16 (else bfloat16)
     bool aqk_f32 = true;     // Aqk in float32 (else T)
     bool akk_f32 = true;     // Akk in float32 (else T)
     bool qk_l2norm = false;  // the rows of q and k l2-normalised (their factors: reciprocal norms)
@@ -140,6 +142,10 @@ const char* ProblemFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale,
 // block row from I on): equal operand rows for BT 64 ({0, 3} / {1, 2}: 2 x 32 + 5 x 16 each), 64 / 48
 // for BT 32, everything on sub-block 0 for BT 16.
 FLA_NPU_AICORE inline uint32_t BlockRowOwner(uint32_t I) { return (I ^ (I >> 1)) & 1u; }
+
+// The AIV's fp32 operand buffers (KDA), 16 x K floats each: two queues of two (the row operands; the
+// column operands of the blocks below the diagonal) for K up to 128, one queue of one above (UB).
+FLA_NPU_AICORE inline uint32_t OperandBuffers(uint32_t K) { return K > 128 ? 1u : 4u; }
 
 // First row of block row I's column operand in the KDA operand slot (after the row operands).
 FLA_NPU_AICORE inline uint32_t ColOffset(uint32_t I) { return 8u * I * (I + 1u); }

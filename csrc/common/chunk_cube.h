@@ -223,14 +223,13 @@ __aicore__ inline void LoadARows(const LocalTensor<T>& a2, const LocalTensor<T>&
 
 // B = X^T (k x n) for X = rows [16 r0, 16 r0 + n) of a row-major matrix of k columns held in L1 as NZ
 // with `rowFrac` fractal rows, into L0B's Zn (fractal (r, c) at r * n / 16 + c, each stored n-major).
-// No transpose: an NZ fractal of X (row-major 16 x 16) is already the n-major fractal of X^T. One
-// LoadData per 16-column block of X (2-byte types: C0 = 16).
+// No transpose: an NZ fractal of X (row-major 16 x C0) is already the n-major fractal of X^T (C0 k
+// values per n). One LoadData per C0-column block of X (C0 = 16 for 2-byte types, 8 for float).
 template <class T>
 __aicore__ inline void LoadBTransposed(const LocalTensor<T>& b2, const LocalTensor<T>& b1, uint32_t rowFrac, uint32_t r0,
                                        uint32_t n, uint32_t k) {
     constexpr uint32_t fr = 512 / sizeof(T);
-    static_assert(sizeof(T) == 2, "LoadBTransposed: 2-byte types (16 x 16 fractals)");
-    const uint32_t kFrac = k / 16, nFrac = n / 16;
+    const uint32_t kFrac = k / (32 / sizeof(T)), nFrac = n / 16;
     for (uint32_t r = 0; r < kFrac; ++r)
         LoadData(b2[r * nFrac * fr], b1[(r * rowFrac + r0) * fr],
                  LoadData2dParams(0, static_cast<uint8_t>(nFrac), 1, 0, 0, false, 0));

@@ -95,7 +95,7 @@ def _gm_bytes(q, k, beta, G, out_dtype):
     (chunk_intra_tiling.h). KDA: the AIV owning blocks S (sub-block (I ^ (I >> 1)) & 1) reads G and k
     of the blocks in S (each block read by one AIV), q of them, and the first, middle and last rows of
     G of each block row I >= min(S) (they choose its reference row and hold it), and the AIVs write per
-    I the operand rows (32 + 16 (I + 1)) the AIC reads back; the AIC writes the columns left of the diagonal block
+    I the operand rows (32 + 16 (I + 1), fp32) the AIC reads back; the AIC writes the columns left of the diagonal block
     to the outputs and the two 16 x 16 fp32 diagonal blocks to the workspace, which the AIV reads
     back. GDN: the AIC reads q and k and writes 2 BT x BT fp32 results; the AIV reads per block row
     the 32 x 16 (I + 1) it needs and g of the chunk. The inverse (BT > 16): L's blocks left of the
@@ -108,7 +108,7 @@ def _gm_bytes(q, k, beta, G, out_dtype):
     for i in range(nb):
         results = 32 * 16 * (i + 1) * 4
         if Kg == K:
-            operands = (32 + 16 * (i + 1)) * K * eb
+            operands = (32 + 16 * (i + 1)) * K * 4
             per_unit += 16 * K * eb + 16 * K * (4 + eb) + 2 * operands + 2 * 2 * 16 * 16 * 4  # q; G, k; diagonals
         else:
             per_unit += results + BT * 4
@@ -257,11 +257,11 @@ def test_strong_gates_take_the_exact_path():
     assert counts["strong"].vector_elem_ops > 2 * counts["mild"].vector_elem_ops
 
 
-def test_safe_span_per_dtype():
-    """Diagonal blocks spanning 50 to 57 log2 units: bf16 takes them on the Cube (factors up to 2^57,
-    no more vector work than mild gates), fp16 (safe span 8) computes them exactly on the vector
-    unit; both within their tolerance. Blocks spanning 78 to 87: bf16 still takes them on the Cube,
-    factored through their middle row (factors up to 2^47 either way)."""
+def test_safe_span_either_dtype():
+    """Diagonal blocks spanning 50 to 57 log2 units: the Cube takes them for bf16 and fp16 inputs alike
+    (the operands are fp32: factors up to 2^57, no more vector work than mild gates), within each
+    dtype's tolerance. Blocks spanning 78 to 87: still on the Cube, factored through their middle row
+    (factors up to 2^47 either way)."""
     vector_ops = {}
     for dtype in (BF16, FP16):
         for gate in ("mild", "wide", "steep"):
@@ -269,8 +269,7 @@ def test_safe_span_per_dtype():
             Aqk, Akk, *_ = kernels.chunk_intra(q, k, beta, G)
             vector_ops[dtype, gate] = kernels.chunk_intra.last_launch().totals.vector_elem_ops
             _check_outputs(Aqk, Akk, _reference(q, k, beta, G), dtype, f" ({dtype}, {gate})")
-    assert vector_ops[BF16, "steep"] == vector_ops[BF16, "wide"] == vector_ops[BF16, "mild"] == vector_ops[FP16, "mild"]
-    assert vector_ops[FP16, "steep"] == vector_ops[FP16, "wide"] > 2 * vector_ops[FP16, "mild"]
+    assert len(set(vector_ops.values())) == 1, vector_ops
 
 
 @pytest.mark.parametrize("per_key", [True, False], ids=["kda", "gdn"])
@@ -305,7 +304,7 @@ def test_core_count_invariance_and_counters(monkeypatch, per_key):
 
 
 @pytest.mark.parametrize("per_key,gate,expect_ratio,expect_share", [
-    (True, "mild", 3.238, 0.798), (True, "strong", 3.568, 0.612),
+    (True, "mild", 4.726, 0.831), (True, "strong", 5.057, 0.631),
     (False, "mild", 2.773, 0.929), (False, "strong", 2.773, 0.929)])
 def test_gm_bytes_and_cube_share_production_head(per_key, gate, expect_ratio, expect_share):
     """The numbers the report states (bf16, NC 8, HV 4, BT 64, K 128, float32 outputs, the inverse in the

@@ -30,16 +30,15 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
     CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == (kda ? 512 * t.nb : 2 * t.BT * t.BT));
     const fla_npu::solve_tril::MergeSizes m = fla_npu::solve_tril::MergeSizesOf(t.BT);
     CHECK(t.ws_inv_elems == (t.nb > 1 ? m.elems + t.BT * t.BT : 0));
-    CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * t.elem_bytes + 2 * t.ws_res_elems * 4 + 2 * t.ws_inv_elems * 4);
+    CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * 4 + 2 * t.ws_res_elems * 4 + 2 * t.ws_inv_elems * 4);
     CHECK(t.nb == 1 || (t.l0a_bytes_used >= m.l0a && t.l0b_bytes_used >= m.l0b && t.l0c_bytes_used >= m.l0c &&
-                        t.l1_bytes_used >= m.l1 + (kda ? t.ws_op_elems * t.elem_bytes : 2 * t.BT * t.K * t.elem_bytes)));
-    CHECK((2ull * t.ws_op_elems * t.elem_bytes) % 32 == 0);  // the result slots start 32-byte aligned
+                        t.l1_bytes_used >= m.l1 + (kda ? t.ws_op_elems * 4 : 2 * t.BT * t.K * t.elem_bytes)));
+    CHECK((2ull * t.ws_op_elems * 4) % 32 == 0);  // the result slots start 32-byte aligned
     CHECK(t.piece_elems >= 16 * t.K && t.piece_elems >= 16 * t.BT);
     CHECK(t.ub_bytes_used <= p.ub_bytes);
     CHECK(t.l1_bytes_used <= soc::kA2.l1Bytes && t.l0a_bytes_used <= soc::kL0abBytes && t.l0b_bytes_used <= soc::kL0abBytes &&
           t.l0c_bytes_used <= p.l0c_bytes);
-    CHECK(t.safe_span == (p.fp16 ? kSafeSpanFp16 : kSafeSpanBf16) && t.aqk_f32 == (p.aqk_f32 ? 1u : 0u) &&
-          t.akk_f32 == (p.akk_f32 ? 1u : 0u));
+    CHECK(t.safe_span == kSafeSpan && t.aqk_f32 == (p.aqk_f32 ? 1u : 0u) && t.akk_f32 == (p.akk_f32 ? 1u : 0u));
 }
 
 static void TestShapes() {
@@ -48,11 +47,10 @@ static void TestShapes() {
         for (uint32_t K : dims)
             for (uint32_t Kg : {1u, K})
                 for (uint32_t cores : {1u, 3u, 16u})
-                    for (bool fp16 : {false, true}) {
+                    for (bool aqkF32 : {false, true}) {
                         ChunkIntraProblem p = Problem(5, 3, BT, K, Kg, cores);
-                        p.fp16 = fp16;
-                        p.aqk_f32 = !fp16;  // the two outputs' dtypes independent
-                        p.akk_f32 = fp16;
+                        p.aqk_f32 = aqkF32;  // the two outputs' dtypes independent
+                        p.akk_f32 = !aqkF32;
                         tiling_test::CheckTiled<ChunkIntraTiling>(p, cores, CheckBuffers);
                     }
     // The production head (BT 64, K 128, KDA): 288 operand rows per slot.
@@ -86,6 +84,9 @@ static void TestRefusals() {
     CHECK(ComputeTiling(noFp32, &t, &err) != 0 && std::strstr(err, "merges") != nullptr);
     noFp32.BT = 16;
     CHECK(ComputeTiling(noFp32, &t, &err) == 0 && t.ws_inv_elems == 0);
+    auto kdaNoFp32 = Problem(2, 2, 16, 128, 128, 4);  // KDA's factored operands reach the Cube in float32
+    kdaNoFp32.cube_fp32 = false;
+    CHECK(ComputeTiling(kdaNoFp32, &t, &err) != 0 && std::strstr(err, "KDA") != nullptr);
     CHECK(ComputeTiling(Problem(2, 2, 128, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
     CHECK(ComputeTiling(Problem(2, 2, 48, 128, 1, 4), &t, &err) != 0 && std::strstr(err, "BT") != nullptr);
     CHECK(ComputeTiling(Problem(2, 2, 64, 100, 1, 4), &t, &err) != 0 && std::strstr(err, "multiple of 16") != nullptr);
@@ -112,11 +113,10 @@ static void TestArgs() {
     auto S = [](const fla_npu::ShapeArg& q) { return Arg({q.d[0], q.d[2], q.d[1]}, FLA_NPU_FLOAT32); };  // [NC, HQ, BT]
     CHECK(check({q, q, b, g1, a, Arg({3, 2, 64}), S(q), S(q)}) != nullptr);
     CHECK(check({q, q, b, g1, a, a, S(q), S(q)}) == nullptr);
-    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && p.fp16 && !p.aqk_f32 &&
-          !p.akk_f32);
+    CHECK(p.NC == 3 && p.HV == 2 && p.BT == 64 && p.K == 128 && p.Kg == 1 && p.core_num == 8 && !p.aqk_f32 && !p.akk_f32);
     CHECK(check({q, q, b, g1, a, a32, S(q), S(q)}) == nullptr && !p.aqk_f32 && p.akk_f32);  // Aqk in T, Akk in float32
     const auto qb = Arg({3, 64, 2, 128}, FLA_NPU_BFLOAT16);
-    CHECK(check({qb, qb, b, gk, a32, a32, S(qb), S(qb)}) == nullptr && p.Kg == 128 && !p.fp16 && p.aqk_f32 &&
+    CHECK(check({qb, qb, b, gk, a32, a32, S(qb), S(qb)}) == nullptr && p.Kg == 128 && p.aqk_f32 &&
           p.akk_f32);  // KDA's G token-major
     CHECK(Names(check({qb, qb, b, Arg({3, 2, 64, 128}, FLA_NPU_FLOAT32), a32, a32, S(qb), S(qb)}), "`g`"));  // not head-major
     const auto badK = Arg({3, 64, 2, 64}), badB = Arg({3, 2, 32}), badG = Arg({3, 2, 64, 7}), badA = Arg({3, 2, 64, 32}),
