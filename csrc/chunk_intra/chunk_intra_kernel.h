@@ -404,13 +404,14 @@ class ChunkIntraVector {
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t base = uint64_t(slot) * t_.ws_op_elems;
+        FetchBlock(u, owned_[0]);                     // its copies run while the references are chosen
         LocalTensor<float> gr = ChooseReferences(u);  // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
         for (uint32_t o = 0; o < nOwned_; ++o) {
             const uint32_t J = owned_[o];
             const bool below = J + 1 < t_.nb;
-            LocalTensor<float> gJ = CopyInGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
-            CastInRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], kf, 16, K, QkPitchOf(t_));
+            LocalTensor<float> gJ = inF_.template DeQue<float>();
+            WidenFetched<T>(inT_, kf, n);
             OrderV();
             ScaleRows(kf, OwnFactors(kf, x, gKs_, u, 16 * J, 1.0f, bcG_.Get<float>()), 16, K);  // once for every I
             SubFromRow(d, gr[RefRow(J) * K], gJ, 16, K);                                        // G_r - G_j
@@ -438,6 +439,7 @@ class ChunkIntraVector {
                 }
             }
             RowOperands(u, J, base, d, kf, safe);
+            if (o + 1 < nOwned_) FetchBlock(u, owned_[o + 1]);  // copied while this block's column operands form
             if (below) ColumnFactors(d, gr, gr[baseRow * K], J);
             for (uint32_t I = J + 1; I < t_.nb; ++I) {
                 auto& q = OperandBuffers(t_.K) == 4 ? outC_ : outO_;
@@ -450,6 +452,15 @@ class ChunkIntraVector {
             inF_.FreeTensor(gJ);
         }
         inR_.FreeTensor(gr);
+    }
+
+    // Block J's rows of G, k and q of unit u into inF_ and inT_ (k, then q), issued ahead of Form's
+    // and RowOperands' DeQue.
+    __aicore__ inline void FetchBlock(uint32_t u, uint32_t J) {
+        const uint32_t K = t_.K;
+        FetchRows(inF_, gG_[GateOf(u, 16 * J)], 16, K, GatePitch(t_.HV, K));
+        FetchRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], 16, K, QkPitchOf(t_));
+        FetchRows(inT_, g_.q[QkRowOf(t_, u, 16 * J)], 16, K, QkPitchOf(t_));
     }
 
     // c = e^(G_r - G_b) for the rows r of ChooseReferences' tensor gr (first, middle and last of every
@@ -472,7 +483,7 @@ class ChunkIntraVector {
         return base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * t_.K;
     }
 
-    // Row operands of block row I: q_I and k_I (kf, fp32, its rows' factors applied) times
+    // Row operands of block row I: q_I (fetched by FetchBlock) and k_I (kf, fp32, its rows' factors applied) times
     // e^(G_i - G_r) = e^-d (d in natural-log units; <= 1 for a first-row reference, within 2^safe_span
     // for a middle one). The Cube's k part is L without beta: beta scales its diagonal block's rows
     // (FinishDiagonal) and the merges' left factor (Invert), 16 x 16 each instead of 16 x K here. With
@@ -493,7 +504,7 @@ class ChunkIntraVector {
             Mul(y, kf, f, n);
         }
         CopyOut(outO_, g_.op[base + uint64_t(32 * I + 16) * K], y, n);
-        CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], x, 16, K, QkPitchOf(t_));
+        WidenFetched<T>(inT_, x, n);  // q's rows (FetchBlock)
         OrderV();
         ScaleRows(x, OwnFactors(x, d, gQs_, u, 16 * I, t_.scale, bcG_.Get<float>()), 16, K);  // d is free now
         y = outO_.template AllocTensor<float>();

@@ -22,25 +22,39 @@ __aicore__ inline LocalTensor<X> CopyIn(Q& q, const GlobalTensor<X>& g, uint32_t
 }
 
 // rows x cols elements of g whose rows are `pitch` elements apart (cols, pitch: whole 32-byte blocks)
-// into a buffer of queue q, rows contiguous, dequeued (the caller frees it).
+// into a buffer of queue q, rows contiguous, enqueued: the copy is issued ahead of its DeQue (FIFO per
+// queue), to run while the vector unit works on something else.
 template <class X, class Q>
-__aicore__ inline LocalTensor<X> CopyInRows(Q& q, const GlobalTensor<X>& g, uint32_t rows, uint32_t cols, uint32_t pitch) {
+__aicore__ inline void FetchRows(Q& q, const GlobalTensor<X>& g, uint32_t rows, uint32_t cols, uint32_t pitch) {
     constexpr uint32_t perBlock = 32 / sizeof(X);
     LocalTensor<X> x = q.template AllocTensor<X>();
     DataCopy(x, g,
              DataCopyParams(static_cast<uint16_t>(rows), static_cast<uint16_t>(cols / perBlock),
                             static_cast<uint16_t>((pitch - cols) / perBlock), 0));
     q.EnQue(x);
+}
+
+// The same, dequeued (the caller frees it).
+template <class X, class Q>
+__aicore__ inline LocalTensor<X> CopyInRows(Q& q, const GlobalTensor<X>& g, uint32_t rows, uint32_t cols, uint32_t pitch) {
+    FetchRows(q, g, rows, cols, pitch);
     return q.template DeQue<X>();
+}
+
+// dst (fp32) = the n elements of T a FetchRows put first in queue q, widened exactly; the buffer freed.
+template <class T, class Q>
+__aicore__ inline void WidenFetched(Q& q, const LocalTensor<float>& dst, uint32_t n) {
+    LocalTensor<T> x = q.template DeQue<T>();
+    Cast(dst, x, RoundMode::CAST_NONE, n);
+    q.FreeTensor(x);
 }
 
 // dst (fp32) = rows x cols elements of g, rows `pitch` apart (CopyInRows), widened exactly.
 template <class T, class Q>
 __aicore__ inline void CastInRows(Q& q, const GlobalTensor<T>& g, const LocalTensor<float>& dst, uint32_t rows, uint32_t cols,
                                   uint32_t pitch) {
-    LocalTensor<T> x = CopyInRows(q, g, rows, cols, pitch);
-    Cast(dst, x, RoundMode::CAST_NONE, rows * cols);
-    q.FreeTensor(x);
+    FetchRows(q, g, rows, cols, pitch);
+    WidenFetched<T>(q, dst, rows * cols);
 }
 
 // dst (fp32) = n elements of g (a narrower type, widened exactly), through a buffer of queue q.
