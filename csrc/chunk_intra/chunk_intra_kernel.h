@@ -18,7 +18,8 @@
 //        one LoadData each) [the last: slot reused later: set Free], one fp32 Mmad per part (q, k): Fixpipe the
 //        columns [0, 16 I) straight to Aqk (fp32, or rounded once to T) and L / beta's to the inverse
 //        slot (fp32), the 16 x 16 diagonal blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad
-//        against k^T, Fixpipe (fp32) to the result slot.  Set Done.  Then (BT > 16) wait Inv of the
+//        against k^T, Fixpipe (fp32) to the result slot (with qk_l2norm q q^T too: its diagonal blocks
+//        for q's norms).  Set Done.  Then (BT > 16) wait Inv of the
 //        unit before and merge its inverse (BlockRowMerge: the blocks of Akk left of the diagonal)
 //   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
 //        per pair when unsafe), L's times beta, Aqk's written with the zero columns right of it. GDN, per
@@ -255,6 +256,13 @@ class ChunkIntraCube {
         Fixpipe(g_.res[uint64_t(slot) * t_.ws_res_elems], oc_.Get<float>(),
                 FixpipeParamsV220(static_cast<uint16_t>(BT), static_cast<uint16_t>(2 * BT), static_cast<uint16_t>(2 * BT), BT,
                                   false));
+        if (!t_.qk_l2norm) return;
+        // q q^T's 16 x 16 diagonal blocks after them (in place in a BT x BT matrix): its diagonal gives
+        // the AIVs q's rows' norms, no q read on the vector side
+        Products(2 * BT / 16, 0, BT, 1, 0, BT, 0);
+        for (uint32_t I = 0; I < BT / 16; ++I)
+            Fixpipe(g_.res[uint64_t(slot) * t_.ws_res_elems + 2ull * BT * BT + 16ull * I * (BT + 1)],
+                    oc_.Get<float>()[16 * I * (BT + 16)], FixpipeParamsV220(16, 16, static_cast<uint16_t>(BT), BT, false));
     }
 
     const ChunkIntraTiling t_;
@@ -621,24 +629,34 @@ class ChunkIntraVector {
         if (load) inB_.FreeTensor(b);
     }
 
-    // GDN: the factors of the unit's BT rows of k into w1_ (NormFactors), with qk_l2norm from the
-    // diagonal of the Cube's k k^T (rows [BT, 2 BT) of the result slot): one float per row, BT + 1
-    // apart, each into its own 32-byte block, then compacted by a one-lane WholeReduceSum per row.
+    // GDN: the factors of the unit's BT rows of k into w1_ (NormFactors) and of q after them (times
+    // scale), with qk_l2norm from the diagonals of the Cube's k k^T and q q^T (rows [BT, 2 BT) and
+    // [2 BT, 3 BT) of the result slot).
     __aicore__ inline void KeyFactors(uint32_t slot) {
         const uint32_t BT = t_.BT;
+        const uint64_t res = uint64_t(slot) * t_.ws_res_elems;
         LocalTensor<float> fk = w1_.Get<float>();
         if (t_.qk_l2norm) {
-            LocalTensor<float> a = inR_.template AllocTensor<float>();
-            DataCopyPad(a, g_.res[uint64_t(slot) * t_.ws_res_elems + uint64_t(BT) * BT],
-                        DataCopyExtParams(static_cast<uint16_t>(BT), 4, BT * 4, 0, 0),
-                        DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
-            inR_.EnQue(a);
-            a = inR_.template DeQue<float>();
-            WholeReduceSum(fk, a, 1, static_cast<int32_t>(BT), 1, 1, 1);
-            inR_.FreeTensor(a);
-            OrderV();
+            Diagonal(fk, res + uint64_t(BT) * BT);
+            Diagonal(fk[BT], res + 2ull * BT * BT);
         }
         NormFactors(fk, fk, w2_.Get<float>(), t_.qk_l2norm != 0, 1.0f, BT);
+        OrderV();
+        NormFactors(fk[BT], fk[BT], w2_.Get<float>(), t_.qk_l2norm != 0, t_.scale, BT);
+        OrderV();
+    }
+
+    // d = the diagonal of the BT x BT product at element `at` of the result slots: one float per row,
+    // BT + 1 apart, each into its own 32-byte block, then compacted by a one-lane WholeReduceSum per row.
+    __aicore__ inline void Diagonal(const LocalTensor<float>& d, uint64_t at) {
+        const uint32_t BT = t_.BT;
+        LocalTensor<float> a = inR_.template AllocTensor<float>();
+        DataCopyPad(a, g_.res[at], DataCopyExtParams(static_cast<uint16_t>(BT), 4, BT * 4, 0, 0),
+                    DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+        inR_.EnQue(a);
+        a = inR_.template DeQue<float>();
+        WholeReduceSum(d, a, 1, static_cast<int32_t>(BT), 1, 1, 1);
+        inR_.FreeTensor(a);
         OrderV();
     }
 
@@ -710,18 +728,18 @@ class ChunkIntraVector {
         res_.EnQue(r);
         r = res_.template DeQue<float>();
         ScaleByDecay(r, u, I, fk);
-        // Aqk's rows times q_i's factors (from its rows with qk_l2norm), L's times k_i's with beta; the
-        // block row's factors out
-        LocalTensor<float> qf = w2_.Get<float>();
-        if (t_.qk_l2norm) {
-            CastInRows(inT_, g_.q[QkRowOf(t_, u, 16 * I)], qf, 16, t_.K, QkPitchOf(t_));
-            OrderV();
+        // Aqk's rows times q_i's factors (KeyFactors), L's times k_i's with beta; the block row's
+        // factors out
+        const LocalTensor<float> fkI = fk[16 * I], fqI = fk[BT + 16 * I];
+        OrderV();  // the decay's reads of bcG_
+        BroadcastRows(bcG_.Get<float>(), fqI, 16);
+        OrderV();
+        ScaleRows(r, RowScale{t_.qk_l2norm != 0 || t_.scale != 1.0f, bcG_.Get<float>()}, 16, BT);
+        for (uint32_t p = 0; p < 2; ++p) {  // q's factors, then k's
+            LocalTensor<float> f = outF_.template AllocTensor<float>();
+            Muls(f, p == 0 ? fqI : fkI, 1.0f, 16);
+            WriteFactors(f, p == 0 ? gQs_ : gKs_, u, 16 * I, 16);
         }
-        ScaleRows(r, OwnFactors(qf, w3_.Get<float>(), gQs_, u, 16 * I, t_.scale, bcG_.Get<float>()), 16, BT);
-        LocalTensor<float> fkOut = outF_.template AllocTensor<float>();
-        const LocalTensor<float> fkI = fk[16 * I];
-        Muls(fkOut, fkI, 1.0f, 16);
-        WriteFactors(fkOut, gKs_, u, 16 * I, 16);
         LocalTensor<float> bc = bcB_.Get<float>();
         LocalTensor<float> b = LoadBeta(row0, bc, t_.qk_l2norm ? &fkI : nullptr);
         LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();

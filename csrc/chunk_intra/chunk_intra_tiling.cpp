@@ -33,7 +33,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     t->row_rows = kda ? 32 * nb : 0;
     t->col_rows = kda ? 8 * nb * (nb + 1) : 0;
     t->ws_op_elems = (t->row_rows + t->col_rows) * p.K;
-    t->ws_res_elems = kda ? 512 * nb : 2 * p.BT * p.BT;  // KDA: the diagonal blocks only
+    // KDA: the diagonal blocks only; GDN: q k^T, k k^T (and q q^T for q's norms)
+    t->ws_res_elems = kda ? 512 * nb : (p.qk_l2norm ? 3 : 2) * p.BT * p.BT;
     t->ws_inv_elems = nb > 1 ? m.elems + p.BT * p.BT : 0;
     t->ws_bytes_per_core = 2 * t->ws_op_elems * 4 + 2 * t->ws_res_elems * 4 + 2 * t->ws_inv_elems * 4;
 

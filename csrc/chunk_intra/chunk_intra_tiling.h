@@ -98,7 +98,7 @@ struct ChunkIntraTiling {
     uint32_t col_rows;           //   16 * nb (nb + 1) / 2 column-operand rows (block row I at 8 I (I + 1))
     uint32_t ws_op_elems;        // one operand slot, floats: (row_rows + col_rows) * K (GDN: 0)
     uint32_t ws_res_elems;       // one result slot, floats: KDA nb diagonal pairs (512 I: q part, beta k part);
-                                 //   GDN 2 BT x BT (q k^T rows, then k k^T rows)
+                                 //   GDN 2 BT x BT (q k^T rows, then k k^T rows), q q^T after them with qk_l2norm
     uint32_t ws_inv_elems;       // one inverse slot, floats: the merges' (solve_tril's MergeSizesOf), then L
                                  //   [BT, BT] (no slot when BT = 16: no merge)
     uint32_t ws_bytes_per_core;  // two operand slots, two result slots, two inverse slots
