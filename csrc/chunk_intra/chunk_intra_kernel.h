@@ -23,7 +23,8 @@
 //        unit before and merge its inverse (BlockRowMerge: the blocks of Akk left of the diagonal)
 //   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
 //        per pair when unsafe), L's times beta, Aqk's written with the zero columns right of it. GDN, per
-//        owned block row: the result rows times e^(G_i - G_j), masked, L times beta, Aqk's whole rows
+//        owned block row: the result rows times e^(G_i - G_j), masked (q's and k's norms from the
+//        diagonals of q q^T and k k^T with qk_l2norm), L times beta, Aqk's whole rows
 //        written, L's to the inverse slot. Then L's diagonal block inverted (BlockInverse16): X_bb and
 //        the zeros right of it to Akk, -X_bb (KDA: -X_bb diag(beta_b)) and X_bb^T to the inverse slot.
 //        (BT > 16) set Inv
@@ -296,11 +297,11 @@ class ChunkIntraVector {
         InitQues(pipe_, 2, P * sizeof(T), inT_);
         InitQues(pipe_, 1, 32 * BT * sizeof(float), res_);
         InitQues(pipe_, 1, 16 * sizeof(float), inB_);
-        // the first, middle and last rows of G of every block row (KDA) or the spread k k^T diagonal (GDN)
+        // the first, middle and last rows of G of every block row (KDA) or a spread diagonal (GDN's k k^T, q q^T)
         InitQues(pipe_, 1, (3 * t_.nb * t_.K > 8 * BT ? 3 * t_.nb * t_.K : 8 * BT) * sizeof(float), inR_);
         InitQues(pipe_, 2, 16 * BT * sizeof(T), outT_);
         InitQues(pipe_, 2, 16 * BT * sizeof(float), outF_);
-        if (kda_ && OperandBuffers(t_.K) == 4) {  // the fp32 operands: row operands, column operands below the diagonal
+        if (kda_ && TwoOperandQueues()) {  // the fp32 operands: row operands, column operands below the diagonal
             InitQues(pipe_, 2, P * sizeof(float), outO_);
             InitQues(pipe_, 2, P * sizeof(float), outC_);
         } else if (kda_) {
@@ -450,7 +451,7 @@ class ChunkIntraVector {
             if (o + 1 < nOwned_) FetchBlock(u, owned_[o + 1]);  // copied while this block's column operands form
             if (below) ColumnFactors(d, gr, gr[baseRow * K], J);
             for (uint32_t I = J + 1; I < t_.nb; ++I) {
-                auto& q = OperandBuffers(t_.K) == 4 ? outC_ : outO_;
+                auto& q = TwoOperandQueues() ? outC_ : outO_;
                 LocalTensor<float> c = q.template AllocTensor<float>();
                 OrderV();  // the column factors' writers
                 MulByRow(c, gJ, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
@@ -462,11 +463,14 @@ class ChunkIntraVector {
         inR_.FreeTensor(gr);
     }
 
+    // outC_ takes the column operands below the diagonal (else outO_ takes every operand).
+    __aicore__ inline bool TwoOperandQueues() const { return OperandBuffers(t_.K) == 4; }
+
     // Block J's rows of G, k and q of unit u into inF_ and inT_ (k, then q), issued ahead of Form's
     // and RowOperands' DeQue.
     __aicore__ inline void FetchBlock(uint32_t u, uint32_t J) {
         const uint32_t K = t_.K;
-        FetchRows(inF_, gG_[GateOf(u, 16 * J)], 16, K, GatePitch(t_.HV, K));
+        FetchGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
         FetchRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], 16, K, QkPitchOf(t_));
         FetchRows(inT_, g_.q[QkRowOf(t_, u, 16 * J)], 16, K, QkPitchOf(t_));
     }

@@ -41,8 +41,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     // AIV: pieces of 16 rows. G blocks (fp32, two), q / k blocks (T, two), the result rows of a block
     // row (32 x BT fp32), KDA's operands (fp32, OperandBuffers), Aqk and L rows (16 x BT, fp32 and T,
     // two each), four fp32 work pieces, beta, two Brcb tiles, a reduction result, the four select masks, the first,
-    // middle and last rows of G of every block row (their reference rows among them; GDN: the diagonal
-    // of k k^T, spread one float per 32 bytes), the zero rows (fp32 and T); the block inverse's Brcb
+    // middle and last rows of G of every block row (their reference rows among them; GDN: a diagonal
+    // of k k^T or q q^T, spread one float per 32 bytes), the zero rows (fp32 and T); the block inverse's Brcb
     // of a block, its scratch block and identity, its result X and a diagonal block of L (GDN).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);

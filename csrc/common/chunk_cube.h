@@ -81,10 +81,19 @@ __aicore__ inline uint64_t GateRow(uint32_t u, uint32_t r, uint32_t HV, uint32_t
 }
 __aicore__ inline uint32_t GatePitch(uint32_t HV, uint32_t Kg) { return Kg == 1 ? 1 : HV * Kg; }
 
-// R rows of G (GateRow, GatePitch) into a buffer of queue q, rows contiguous, dequeued.
+// R rows of G (GateRow, GatePitch) into a buffer of queue q, rows contiguous, enqueued (issued ahead
+// of its DeQue, as vector_io::FetchRows).
+template <class Q>
+__aicore__ inline void FetchGate(Q& q, const GlobalTensor<float>& g, uint32_t R, uint32_t HV, uint32_t Kg) {
+    if (Kg == 1) vector_io::Fetch(q, g, R);
+    else vector_io::FetchRows(q, g, R, Kg, GatePitch(HV, Kg));
+}
+
+// The same, dequeued.
 template <class Q>
 __aicore__ inline LocalTensor<float> CopyInGate(Q& q, const GlobalTensor<float>& g, uint32_t R, uint32_t HV, uint32_t Kg) {
-    return Kg == 1 ? vector_io::CopyIn(q, g, R) : vector_io::CopyInRows(q, g, R, Kg, GatePitch(HV, Kg));
+    FetchGate(q, g, R, HV, Kg);
+    return q.template DeQue<float>();
 }
 
 // Mmad.md: an Mmad accumulating into the L0C tile the previous Mmad wrote must be separated from it

@@ -12,18 +12,24 @@ namespace vector_io {
 
 using namespace AscendC;
 
-// n elements of g into a buffer of queue q, dequeued (ready for the vector unit; the caller frees it).
+// n elements of g into a buffer of queue q, enqueued: the copy is issued ahead of its DeQue (FIFO per
+// queue), to run while the vector unit works on something else.
 template <class X, class Q>
-__aicore__ inline LocalTensor<X> CopyIn(Q& q, const GlobalTensor<X>& g, uint32_t n) {
+__aicore__ inline void Fetch(Q& q, const GlobalTensor<X>& g, uint32_t n) {
     LocalTensor<X> x = q.template AllocTensor<X>();
     DataCopy(x, g, n);
     q.EnQue(x);
+}
+
+// The same, dequeued (ready for the vector unit; the caller frees it).
+template <class X, class Q>
+__aicore__ inline LocalTensor<X> CopyIn(Q& q, const GlobalTensor<X>& g, uint32_t n) {
+    Fetch(q, g, n);
     return q.template DeQue<X>();
 }
 
 // rows x cols elements of g whose rows are `pitch` elements apart (cols, pitch: whole 32-byte blocks)
-// into a buffer of queue q, rows contiguous, enqueued: the copy is issued ahead of its DeQue (FIFO per
-// queue), to run while the vector unit works on something else.
+// into a buffer of queue q, rows contiguous, enqueued (as Fetch).
 template <class X, class Q>
 __aicore__ inline void FetchRows(Q& q, const GlobalTensor<X>& g, uint32_t rows, uint32_t cols, uint32_t pitch) {
     constexpr uint32_t perBlock = 32 / sizeof(X);

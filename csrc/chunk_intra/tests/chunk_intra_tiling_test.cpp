@@ -27,7 +27,8 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
         cols += 16 * (I + 1);
     }
     CHECK(t.row_rows == (kda ? 32 * t.nb : 0) && t.col_rows == (kda ? cols : 0));
-    CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K && t.ws_res_elems == (kda ? 512 * t.nb : 2 * t.BT * t.BT));
+    CHECK(t.ws_op_elems == (t.row_rows + t.col_rows) * t.K &&
+          t.ws_res_elems == (kda ? 512 * t.nb : (p.qk_l2norm ? 3 : 2) * t.BT * t.BT));  // GDN's q q^T with the norms
     const fla_npu::solve_tril::MergeSizes m = fla_npu::solve_tril::MergeSizesOf(t.BT);
     CHECK(t.ws_inv_elems == (t.nb > 1 ? m.elems + t.BT * t.BT : 0));
     CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * 4 + 2 * t.ws_res_elems * 4 + 2 * t.ws_inv_elems * 4);
@@ -51,6 +52,7 @@ static void TestShapes() {
                         ChunkIntraProblem p = Problem(5, 3, BT, K, Kg, cores);
                         p.aqk_f32 = aqkF32;  // the two outputs' dtypes independent
                         p.akk_f32 = !aqkF32;
+                        p.qk_l2norm = aqkF32;  // with and without the norms
                         tiling_test::CheckTiled<ChunkIntraTiling>(p, cores, CheckBuffers);
                     }
     // The production head (BT 64, K 128, KDA): 288 operand rows per slot.
