@@ -35,10 +35,10 @@ pair on the vector unit. The inverse is solve_tril's blocked forward substitutio
 64 need a Cube that takes float32); L itself never reaches GM outside the workspace. A T output is
 rounded once (the chain asks for both in T, what the fused state kernel's Cube reads).
 
-Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K elements
-of T each; GDN: none), two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT
-floats) and, for BT 32 and 64, two inverse slots (L, the transposed inverse, -X_bb and R^T: 2 BT x BT
-+ 16 BT + 16 (BT - 16) floats). NPU flavours forward to aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k,
+Workspace: per launched AI core, two operand slots (KDA: BT (2 + (BT / 16 + 1) / 2) x K floats
+each; GDN: none), two result slots (KDA: 32 BT floats, the diagonal blocks; GDN: 2 BT x BT floats,
+3 BT x BT with qk_l2norm) and, for BT 32 and 64, three inverse slots (L, the transposed inverse,
+-X_bb and R^T: 2 BT x BT + 16 BT + 16 (BT - 16) floats). NPU flavours forward to aclnnFlaNpuChunkIntra[GetWorkspaceSize](q, k,
 beta, g, qkL2norm, scale, akkBeta, aqk, akk, qScale, kScale); nothing is called when there is no chunk.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("beta", "in", "float32"), ("g", "in", "float32"),

@@ -6,7 +6,8 @@
 //   Akk       = (I + L)^-1
 //
 // The factoring that keeps every Cube operand finite, the shapes and the work split:
-// chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, slots i % 2:
+// chunk_intra_tiling.h. Per unit (chunk, head) u, the i-th of its AI core, operand and result slots
+// i % 2, inverse slot i % kInvSlots:
 //   AIV  [i >= 2: wait Free]  KDA: per owned block J, for every block row I >= J (reference row r:
 //        its middle or first row, chunk_intra_tiling.h) the column operand rows k_j e^(G_r - G_j) of
 //        block J (the diagonal block's rows zero when max |G_r - G_j| there exceeds safe_span ln 2), and at
@@ -19,8 +20,9 @@
 //        columns [0, 16 I) straight to Aqk (fp32, or rounded once to T) and L / beta's to the inverse
 //        slot (fp32), the 16 x 16 diagonal blocks (fp32) to the result slot. GDN: [q; k] from GM, one Mmad
 //        against k^T, Fixpipe (fp32) to the result slot (with qk_l2norm q q^T too: its diagonal blocks
-//        for q's norms).  Set Done.  Then (BT > 16) wait Inv of the
-//        unit before and merge its inverse (BlockRowMerge: the blocks of Akk left of the diagonal)
+//        for q's norms).  Set Done.  Then (BT > 16) wait Inv of unit i - MergeLag (GDN 2, KDA 1:
+//        chunk_intra_tiling.h) and merge its inverse (BlockRowMerge: the blocks of Akk left of the
+//        diagonal); after the last unit, those of the units not merged yet
 //   AIV  finish: wait Done; KDA, per owned block row: the diagonal blocks masked (or computed exactly
 //        per pair when unsafe), L's times beta, Aqk's written with the zero columns right of it. GDN, per
 //        owned block row: the result rows times e^(G_i - G_j), masked (q's and k's norms from the
@@ -31,8 +33,8 @@
 // Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
 // unit i (on MTE3) only after it finished unit i - 2, whose result reads (MTE2) precede the output
 // copies (MTE3) that depend on them. The AIC and the AIVs write disjoint parts of Aqk and Akk. The
-// inverse slot of unit i is written by the AIC's products (KDA) after the merges of unit i - 2 (one
-// AIC, in order) and by the AIVs after Done(i), which the AIC sets after those merges.
+// inverse slot of unit i is written by the AIC's products (KDA) after the merges of unit i - 3 or
+// earlier (one AIC, in order) and by the AIVs after Done(i), which the AIC sets after those merges.
 //
 // Intra-core order: on the AIC explicit SetFlag/WaitFlag pairs (MTE2 -> MTE1 -> M -> FIX and the
 // reverse pairs before each buffer is reused); on the AIVs the queues order MTE2 -> V -> MTE3, the
@@ -97,12 +99,12 @@ struct SharedGm {
         if (t.Kg != 1) BindSlots(op, g.ws, block, t.ws_bytes_per_core, t.ws_op_elems);
         GmAddr res0 = g.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * sizeof(float);
         Bind(2ull * t.ws_res_elems, res, res0);
-        if (t.nb > 1) Bind(2ull * t.ws_inv_elems, inv, res0 + 2ull * t.ws_res_elems * 4);
+        if (t.nb > 1) Bind(uint64_t(kInvSlots) * t.ws_inv_elems, inv, res0 + 2ull * t.ws_res_elems * 4);
     }
 };
 
-// Where a unit's inverse slot (parity `slot`) starts among the inverse floats, and its L within it
-// (after the merges' own slot, solve_tril::MergeSizesOf).
+// Where inverse slot `slot` (a core's i-th unit: i % kInvSlots) starts among the inverse floats, and
+// its L within it (after the merges' own slot, solve_tril::MergeSizesOf).
 __aicore__ inline uint64_t InvSlot(const ChunkIntraTiling& t, uint32_t slot) { return uint64_t(slot) * t.ws_inv_elems; }
 __aicore__ inline uint64_t InvL(const ChunkIntraTiling& t, uint32_t slot) {
     return InvSlot(t, slot) + solve_tril::MergeSizesOf(t.BT).elems;
@@ -129,33 +131,35 @@ class ChunkIntraCube {
         }
     }
 
-    // The units under the slot protocol (Unit), then the last unit's merges.
+    // The units under the slot protocol (Unit), then the merges of the last MergeLag() units.
     __aicore__ inline void Process() {
         const Units r = CoreUnitsOf(t_, static_cast<uint32_t>(GetBlockIdx()));
         ForEachSlotUnit(*this, t_, static_cast<uint32_t>(GetBlockIdx()));
-        if (r.count > 0) Merge(r.first + r.count - 1, (r.count - 1) % 2);
+        const uint32_t lag = MergeLag(t_);
+        for (uint32_t i = r.count > lag ? r.count - lag : 0; i < r.count; ++i) Merge(r.first + i, i % kInvSlots);
     }
 
-    // Unit u's products, then the merges of the unit before (u - 1, the other slot): they wait for its
-    // AIVs' Inv, which the AIVs set after forming unit u.
+    // Unit u's products (the core's n_-th), then the merges of unit u - MergeLag(): they wait for
+    // its AIVs' Inv, which the AIVs set after forming the unit after it.
     __aicore__ inline void Unit(uint32_t u, uint32_t slot, bool slotReused) {
-        if (kda_) UnitKda(u, slot, slotReused);
+        const uint32_t lag = MergeLag(t_);
+        if (kda_) UnitKda(u, slot, n_ % kInvSlots, slotReused);
         else UnitGdn(u, slot, slotReused);
         CrossCoreSetFlag<2, PIPE_FIX>(kFlagDone);  // after the Fixpipes of the unit
-        if (started_) Merge(u - 1, slot ^ 1);
-        started_ = true;
+        if (n_ >= lag) Merge(u - lag, (n_ - lag) % kInvSlots);
+        ++n_;
     }
 
   private:
-    // Akk's blocks left of the diagonal of unit u (inverse slot `slot`), BT > 16: once both AIVs set Inv
+    // Akk's blocks left of the diagonal of unit u (inverse slot `inv`), BT > 16: once both AIVs set Inv
     // (their diagonal blocks, and GDN's L columns, in the slot), after this core's Fixpipes of L (KDA).
-    __aicore__ inline void Merge(uint32_t u, uint32_t slot) {
+    __aicore__ inline void Merge(uint32_t u, uint32_t inv) {
         if (t_.nb == 1) return;
-        const uint64_t s = InvSlot(t_, slot);
+        const uint64_t s = InvSlot(t_, inv);
         const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(t_.BT);
         CrossCoreWaitFlag(kFlagInv);
         Sync<HardEvent::FIX_MTE2>();
-        merge_.Run(g_.inv[InvL(t_, slot)], akk_[uint64_t(u) * t_.BT * t_.BT], g_.inv[s], g_.inv[s + m.nx_off],
+        merge_.Run(g_.inv[InvL(t_, inv)], akk_[uint64_t(u) * t_.BT * t_.BT], g_.inv[s], g_.inv[s + m.nx_off],
                    g_.inv[s + m.rt_off], t_.BT);
     }
 
@@ -196,7 +200,7 @@ class ChunkIntraCube {
     // to Aqk and (L / beta: the merges take beta from their left factor) to the inverse slot; the
     // diagonal block (16 x 16 of each) to the result slot at 512 I (q part, then k part), which the
     // AIVs mask (and compute exactly when it is unsafe).
-    __aicore__ inline void UnitKda(uint32_t u, uint32_t slot, bool slotReused) {
+    __aicore__ inline void UnitKda(uint32_t u, uint32_t slot, uint32_t inv, bool slotReused) {
         const uint32_t BT = t_.BT, K = t_.K;
         LocalTensor<float> l1 = l1_.Get<float>();
         const GlobalTensor<float> op = g_.op[uint64_t(slot) * t_.ws_op_elems];
@@ -215,7 +219,7 @@ class ChunkIntraCube {
                 Fixpipe(g_.res[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
             if (I == 0) continue;
             ToOutput(g_.a, (uint64_t(u) * BT + 16 * I) * BT, oc, 16 * I);
-            Fixpipe(g_.inv[InvL(t_, slot) + 16 * I * BT], oc[16 * BT],
+            Fixpipe(g_.inv[InvL(t_, inv) + 16 * I * BT], oc[16 * BT],
                     FixpipeParamsV220(static_cast<uint16_t>(16 * I), 16, 16, BT, false));  // L's columns, fp32
         }
     }
@@ -268,7 +272,7 @@ class ChunkIntraCube {
 
     const ChunkIntraTiling t_;
     bool kda_ = true;
-    bool started_ = false;  // a unit before this one has had its products
+    uint32_t n_ = 0;  // the core's units so far
     TPipe pipe_;
     TBuf<TPosition::A1> l1_;
     TBuf<TPosition::A2> aa_;
@@ -333,9 +337,9 @@ class ChunkIntraVector {
             SlotProducer::Acquire(i);
             if (kda_ && nOwned_ > 0) Form(r.first + i, i % 2);
             SlotProducer::Ready();
-            if (i >= 1) Finish(r.first + i - 1, (i - 1) % 2);
+            if (i >= 1) Finish(r.first + i - 1, i - 1);
         }
-        if (r.count >= 1) Finish(r.first + r.count - 1, (r.count - 1) % 2);
+        if (r.count >= 1) Finish(r.first + r.count - 1, r.count - 1);
     }
 
   private:
@@ -571,12 +575,14 @@ class ChunkIntraVector {
     }
 
     // ---- outputs ---------------------------------------------------------------------------------
-    __aicore__ inline void Finish(uint32_t u, uint32_t slot) {
+    // Unit u, the core's i-th: its result slot i % 2, its inverse slot i % kInvSlots.
+    __aicore__ inline void Finish(uint32_t u, uint32_t i) {
+        const uint32_t slot = i % 2, inv = i % kInvSlots;
         CrossCoreWaitFlag(kFlagDone);
         if (!kda_ && nOwned_ > 0) KeyFactors(slot);
         for (uint32_t o = 0; o < nOwned_; ++o) {
-            if (kda_) FinishDiagonal(u, slot, o);
-            else FinishBlockRow(u, slot, o);
+            if (kda_) FinishDiagonal(u, slot, inv, o);
+            else FinishBlockRow(u, slot, inv, o);
         }
         if (t_.nb > 1) CrossCoreSetFlag<2, PIPE_MTE3>(kFlagInv);  // after the copies to the inverse slot
     }
@@ -585,11 +591,11 @@ class ChunkIntraVector {
     // beta of its rows given in `beta` (KDA; bcB_ its Brcb, the caller frees it: negated here) or read
     // here when needed (GDN), X = (I + L_II)^-1 (BlockInverse16), through o (a buffer of outF_, may
     // hold l; freed) to Akk's diagonal block, and for the merges (BT > 16) -X (I > 0) and X^T on XT's
-    // diagonal (I < nb - 1) to the inverse slot `slot`. With akk_beta X D and D X^T (D = diag(beta) of the block's rows) in
+    // diagonal (I < nb - 1) to inverse slot `inv`. With akk_beta X D and D X^T (D = diag(beta) of the block's rows) in
     // place of X and X^T: the merges, linear in XT's blocks, then give every block of Akk D. KDA: the
     // merges' left factor is -X D (L's blocks left of the diagonal come from the Cube without beta:
     // X_IJ = -X_II D_I sum_K (L_IK / D_I) X_KJ); GDN's L rows hold beta, the factor is -X.
-    __aicore__ inline void Invert(const LocalTensor<float>& l, LocalTensor<float>& o, uint32_t u, uint32_t slot, uint32_t I,
+    __aicore__ inline void Invert(const LocalTensor<float>& l, LocalTensor<float>& o, uint32_t u, uint32_t inv, uint32_t I,
                                   LocalTensor<float>* beta = nullptr) {
         const uint32_t BT = t_.BT;
         const uint64_t row0 = uint64_t(u) * BT + 16 * I;
@@ -604,7 +610,7 @@ class ChunkIntraVector {
         if (t_.akk_beta) MulByRow(o, x, b, 16, 16);  // X D
         else Adds(o, x, 0.0f, static_cast<int32_t>(kBlockElems));
         WriteRows(o, g_.akk, row0 * BT + 16 * I, 16);
-        const uint64_t s = InvSlot(t_, slot);
+        const uint64_t s = InvSlot(t_, inv);
         if (I > 0) {  // (BT > 16)
             LocalTensor<float> nx = outF_.template AllocTensor<float>();
             if (leftBeta) {  // -X D
@@ -681,7 +687,7 @@ class ChunkIntraVector {
     // KDA, owned block row I: the Cube wrote columns [0, 16 I) of Aqk and L; here the diagonal blocks
     // (the Cube's 16 x 16 of each part, masked, or computed exactly when unsafe): Aqk's written with the
     // zero columns right of it, L's inverted (Invert; Akk's zero columns too).
-    __aicore__ inline void FinishDiagonal(uint32_t u, uint32_t slot, uint32_t o) {
+    __aicore__ inline void FinishDiagonal(uint32_t u, uint32_t slot, uint32_t inv, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o];
         LocalTensor<float> r = CopyIn(res_, g_.res[uint64_t(slot) * t_.ws_res_elems + 512 * I], 512);
         LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
@@ -699,7 +705,7 @@ class ChunkIntraVector {
         MulRows(ol, ol, bcB_.Get<float>(), 16, 16);
         const uint64_t at = (uint64_t(u) * BT + 16 * I) * BT + 16 * I;
         WriteRows(oa, g_.a, at, 16);
-        Invert(ol, ol, u, slot, I, &b);
+        Invert(ol, ol, u, inv, I, &b);
         inB_.FreeTensor(b);
         const uint32_t w = BT - 16 * (I + 1);  // zero columns right of the diagonal block
         if (w == 0) return;
@@ -718,7 +724,7 @@ class ChunkIntraVector {
     // GDN, owned block row I: columns [0, 16 (I + 1)) of its q k^T and k k^T rows times
     // e^(g_i - g_j), masked, L times beta; Aqk's whole rows written, L's to the inverse slot (BT > 16)
     // and its diagonal block inverted (Invert), with Akk's zero columns right of it.
-    __aicore__ inline void FinishBlockRow(uint32_t u, uint32_t slot, uint32_t o) {
+    __aicore__ inline void FinishBlockRow(uint32_t u, uint32_t slot, uint32_t inv, uint32_t o) {
         const uint32_t BT = t_.BT, I = owned_[o], w = 16 * (I + 1), n = 16 * BT;
         const uint64_t row0 = uint64_t(u) * BT + 16 * I;  // first output row
         const LocalTensor<float> fk = w1_.Get<float>();   // the k rows' factors (KeyFactors)
@@ -762,12 +768,12 @@ class ChunkIntraVector {
             outF_.EnQue(ol);
             ol = outF_.template DeQue<float>();
             const uint16_t gap = static_cast<uint16_t>((BT - 16 * I) / 8);
-            DataCopy(g_.inv[InvL(t_, slot) + uint64_t(16 * I) * BT], ol,
+            DataCopy(g_.inv[InvL(t_, inv) + uint64_t(16 * I) * BT], ol,
                      DataCopyParams(16, static_cast<uint16_t>(2 * I), gap, gap));
         }
         outF_.FreeTensor(ol);
         LocalTensor<float> x = outF_.template AllocTensor<float>();
-        Invert(d, x, u, slot, I);
+        Invert(d, x, u, inv, I);
         const uint32_t right = BT - w;
         if (right > 0) ZeroColumns(g_.akk, row0 * BT + w, right);
     }

@@ -52,9 +52,10 @@
 // (solve_tril_tiling.h, tril_inverse.h): the AIV that finishes a diagonal block of L inverts it from UB
 // (BlockInverse16) and writes X_bb with the zeros right of it to Akk, -X_bb (KDA: -X_bb diag(beta_b),
 // as its L blocks left of the diagonal lack beta) and X_bb^T to the unit's inverse slot, then sets
-// Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk (BlockRowMerge) after the
-// next unit's products. L reaches GM only in the slot. The slot of unit i (parity i % 2) is rewritten
-// for unit i + 2 only after Done(i + 2), which the AIC sets after the merges of unit i. With akk_beta
+// Inv (AIV -> AIC); the AIC merges the blocks left of the diagonal into Akk (BlockRowMerge) after
+// the products of unit i + MergeLag (below). L reaches GM only in the slot. The inverse slot of
+// unit i (i % kInvSlots) is rewritten for unit i + 3 only after Done(i + 3), which the AIC sets
+// after the merges of unit i. With akk_beta
 // (the fused state kernel's operand, Akk diag(beta)) the AIV writes X_bb diag(beta_b) to Akk and
 // diag(beta_b) X_bb^T to the slot: the merges, linear in those, give every block of Akk diag(beta).
 //
@@ -81,6 +82,10 @@ using core_split::CoreUnits;  // first unit and unit count of a core (common/cor
 // them; the cost is twice the operand slot's bytes.
 constexpr float kSafeSpan = 60.0f;
 
+// Inverse slots per AI core: the merges of unit i run after the products of unit i + MergeLag
+// (at most 2), while the AIVs may already write that unit's diagonal blocks.
+constexpr uint32_t kInvSlots = 3;
+
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct ChunkIntraTiling {
     uint32_t NC, HV, BT, K, Kg;
@@ -101,14 +106,19 @@ struct ChunkIntraTiling {
                                  //   GDN 2 BT x BT (q k^T rows, then k k^T rows), q q^T after them with qk_l2norm
     uint32_t ws_inv_elems;       // one inverse slot, floats: the merges' (solve_tril's MergeSizesOf), then L
                                  //   [BT, BT] (no slot when BT = 16: no merge)
-    uint32_t ws_bytes_per_core;  // two operand slots, two result slots, two inverse slots
+    uint32_t ws_bytes_per_core;  // two operand slots, two result slots, kInvSlots inverse slots
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
     float safe_span;             // kSafeSpan
     float scale;                 // q's rows' factor (times the reciprocal norm with qk_l2norm)
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
-// GM workspace the kernel uses: one slice of two operand, two result and two inverse slots per launched AI core.
+// Units between a unit's products and its merges on the AIC (each unit's merges wait for its AIVs'
+// Inv): GDN 2, so that the chain products -> finish -> merges spans three units' products (its AIVs
+// finish faster than that chain); KDA 1 (bound by its AIVs' work: a lag of 2 only delays the merges).
+FLA_NPU_AICORE inline uint32_t MergeLag(const ChunkIntraTiling& t) { return t.Kg != 1 ? 1 : 2; }
+
+// GM workspace the kernel uses: one slice of two operand, two result and kInvSlots inverse slots per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
 
 // The operator package's tiling of one call (called by the op_host file generated from the op's

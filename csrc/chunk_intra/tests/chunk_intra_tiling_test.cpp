@@ -17,7 +17,7 @@ static ChunkIntraProblem Problem(uint32_t NC, uint32_t HV, uint32_t BT, uint32_t
 }
 
 // Buffers fit; the operand slot holds 32 row-operand rows and 16 (I + 1) column rows per block row;
-// BT > 16 adds two inverse slots (the merges' slot, then L) and the merges' L1 buffers.
+// BT > 16 adds kInvSlots inverse slots (the merges' slot, then L) and the merges' L1 buffers.
 static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) {
     const bool kda = p.Kg == p.K;
     CHECK(t.nb * 16 == t.BT);
@@ -31,7 +31,7 @@ static void CheckBuffers(const ChunkIntraTiling& t, const ChunkIntraProblem& p) 
           t.ws_res_elems == (kda ? 512 * t.nb : (p.qk_l2norm ? 3 : 2) * t.BT * t.BT));  // GDN's q q^T with the norms
     const fla_npu::solve_tril::MergeSizes m = fla_npu::solve_tril::MergeSizesOf(t.BT);
     CHECK(t.ws_inv_elems == (t.nb > 1 ? m.elems + t.BT * t.BT : 0));
-    CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * 4 + 2 * t.ws_res_elems * 4 + 2 * t.ws_inv_elems * 4);
+    CHECK(t.ws_bytes_per_core == 2 * t.ws_op_elems * 4 + 2 * t.ws_res_elems * 4 + kInvSlots * t.ws_inv_elems * 4);
     CHECK(t.nb == 1 || (t.l0a_bytes_used >= m.l0a && t.l0b_bytes_used >= m.l0b && t.l0c_bytes_used >= m.l0c &&
                         t.l1_bytes_used >= m.l1 + (kda ? t.ws_op_elems * 4 : 2 * t.BT * t.K * t.elem_bytes)));
     CHECK((2ull * t.ws_op_elems * 4) % 32 == 0);  // the result slots start 32-byte aligned
