@@ -348,19 +348,9 @@ class ChunkIntraVector {
     // L's j < i. GDN: W = BT, row i = 16 I + a of owned block row I = owned_[o]; KDA: the diagonal
     // block only (W = 16, i = a), the same for every block row.
     __aicore__ inline void BuildMasks() {
-        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
-        const uint32_t W = maskW_;
-        for (uint32_t o = 0; o < (kda_ ? 1u : nOwned_); ++o)
-            for (uint32_t kind = 0; kind < 2; ++kind)
-                for (uint32_t byte = 0; byte < 16 * W / 8; ++byte) {
-                    uint32_t v = 0;
-                    for (uint32_t b = 0; b < 8; ++b) {
-                        const uint32_t e = byte * 8 + b, a = e / W, j = e % W, i = (kda_ ? 0 : 16 * owned_[o]) + a;
-                        if (kind == 0 ? j <= i : j < i) v |= 1u << b;
-                    }
-                    m.SetValue((2 * o + kind) * maskBytes_ + byte, static_cast<uint8_t>(v));
-                }
-        Sync<HardEvent::S_V>();
+        uint32_t rows[2] = {0, 0};
+        for (uint32_t o = 0; o < nOwned_; ++o) rows[o] = kda_ ? 0 : 16 * owned_[o];
+        BuildCausalMasks(masks_.Get<uint8_t>(), maskBytes_, maskW_, rows, kda_ ? 1u : nOwned_);
     }
 
     // ---- KDA operands ----------------------------------------------------------------------------
@@ -782,15 +772,9 @@ class ChunkIntraVector {
     // drop j > i, where D may be infinite), with the call's row factors times fk[j] too.
     __aicore__ inline void ScaleByDecay(const LocalTensor<float>& r, uint32_t u, uint32_t I, const LocalTensor<float>& fk) {
         const uint32_t BT = t_.BT, n = 16 * BT;
-        LocalTensor<float> g = CopyIn(inF_, gG_[uint64_t(u) * BT], BT), bc = bcG_.Get<float>(), dd = w0_.Get<float>();
-        BroadcastRows(bc, g[16 * I], 16);
-        OrderV();
-        // dd[a, j] = g[16 I + a] - g[j]: g_i alone in block a (block stride 0), g repeated per row.
-        Sub(dd, bc, g, BT, 16, BinaryRepeatParams(1, 0, 1, static_cast<uint8_t>(BT / 8), 1, 0));
-        OrderV();
+        LocalTensor<float> g = CopyIn(inF_, gG_[uint64_t(u) * BT], BT), dd = w0_.Get<float>();
+        BlockRowDecay(dd, g, bcG_.Get<float>(), I, BT);
         inF_.FreeTensor(g);
-        Exp(dd, dd, n);
-        OrderV();
         if (t_.qk_l2norm) {
             MulByRow(dd, dd, fk, 16, BT);
             OrderV();

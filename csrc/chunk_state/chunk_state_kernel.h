@@ -14,9 +14,11 @@
 #ifndef FLA_NPU_CHUNK_STATE_KERNEL_H
 #define FLA_NPU_CHUNK_STATE_KERNEL_H
 
+#include "../chunk_intra/chunk_intra_tiling.h"  // BlockRowOwner: chunk_forward finishes stage 2 as chunk_intra does
 #include "../common/chunk_cube.h"
 #include "../common/vector_io.h"
 #include "../common/wy_rows.h"
+#include "../solve_tril/tril_inverse.h"
 #include "chunk_state_tiling.h"
 #include "kernel_operator.h"
 
@@ -28,17 +30,21 @@ using namespace chunk_cube;
 using namespace vector_io;
 
 // The kernel's GM arguments (both sides read their own). w, u, kg, h and vNew: the state kernel's;
-// k, v, akk, q, g, aqk and o: the fused kernel's (chunk_state_output.op.py); the others null.
+// k, v, akk, q, g, aqk and o: the fused kernel's (chunk_state_output.op.py); beta: chunk_forward's
+// (no akk, aqk); the others null.
 struct ChunkStateGm {
     GmAddr w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws;
-    GmAddr k, v, akk, q, g, aqk, o, qScale, kScale;
+    GmAddr k, v, akk, q, g, aqk, o, qScale, kScale, beta;
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
 // (v_hi / v_lo written); AIC -> AIV kFlagWs (w @ S written), kFlagDs (kg^T @ v_new written). Fused,
 // kFlagS and kFlagDs only (the Cube forms v_new's halves itself), and AIV -> AIC kFlagX once per chunk
 // (the rows of X1, kg and qe written) and kFlagI once per core (the rows of -I written).
+// chunk_forward (intra) two more per chunk: AIC -> AIV kFlagStage2 (stage 2's products in the result
+// slot), AIV -> AIC kFlagInverse (Aqk, Akk's diagonal blocks and the inverse slot written).
 constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8, kFlagI = 9;
+constexpr uint16_t kFlagStage2 = 10, kFlagInverse = 15;  // 11-14: SyncAll's (CrossCoreSetFlag.md)
 
 // A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
 // interleave: while the Cube works on one lane the vector cores work on the other, so neither
@@ -78,14 +84,27 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 
 // The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block], -I
 // [BT, BT] (written once), then two slots (a core's j-th chunk uses slot j % 2: the AIVs form a
-// chunk's operands while the Cube works on the one before) of qe, X1 and kg [BT, K].
+// chunk's operands while the Cube works on the one before) of qe, X1 and kg [BT, K] (chunk_forward:
+// and the scaled q and k rows, [q; k] [2 BT, K], stage 2's operands).
 struct WsAt {
-    uint64_t negI, qe, x1, kg;
+    uint64_t negI, qe, x1, kg, qk;
 };
 __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0) {
     const uint64_t negI = 2ull * t.K * t.v_block, m = uint64_t(t.BT) * t.K;
-    const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * 3 * m;
-    return WsAt{negI, qe, qe + m, qe + 2 * m};
+    const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * (t.intra ? 5 : 3) * m;
+    return WsAt{negI, qe, qe + m, qe + 2 * m, qe + 3 * m};
+}
+
+// chunk_forward's stage-2 regions: pair `par` (a core's j-th chunk: j % 2) of Aqk and Akk [BT, BT] (T,
+// after the two slots); among the floats, after dS, the result slot [2 BT, BT] (q k^T rows, then k k^T
+// rows) and the inverse slot (solve_tril::MergeSizesOf's XT, -X_bb, R^T, then L [BT, BT]; BT > 16).
+struct Stage2At {
+    uint64_t aqk, akk, res, inv, l;
+};
+__aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t par) {
+    const uint64_t bb = uint64_t(t.BT) * t.BT, aqk = FusedRegions(t, 2).qe + 2ull * par * bb;
+    const uint64_t res = uint64_t(t.K) * t.v_block, inv = res + 2 * bb;
+    return Stage2At{aqk, aqk + bb, res, inv, inv + (t.nb > 1 ? solve_tril::MergeSizesOf(t.BT).elems : 0)};
 }
 
 // Where dS starts among the workspace's floats: after wS, or (fused: no wS) at the start.
@@ -115,7 +134,7 @@ class ChunkStateCube {
         InitBufs(pipe_, K * Vb * sizeof(T), sHi1_, sLo1_);
         InitBufs(pipe_, BT * Vb * sizeof(T), vHi1_, vLo1_);
         if (kOut) {
-            Bind(rows * t_.BT, gAqk_, a.aqk, gAkk_, a.akk);
+            if (!t_.intra) Bind(rows * t_.BT, gAqk_, a.aqk, gAkk_, a.akk);
             Bind(rows * t_.V, gO_, a.o, gV_, a.v);
             InitBufs(pipe_, BT * K * sizeof(T), qe1_, x11_);
             InitBufs(pipe_, BT * BT * sizeof(T), aqk1_, akk1_, negI1_);
@@ -124,11 +143,18 @@ class ChunkStateCube {
             Bind(rows * t_.K, gW_, a.w, gKg_, a.kg);
         }
         // L0A: w, kg^T; fused, Akk and -I first in kg^T's place, qe and Aqk in theirs after the chunk's dS
-        // products
-        InitBufs(pipe_, BT * K * sizeof(T), wa_);
+        // products (chunk_forward: stage 2's products and the merges in w's, the first B tile's and
+        // the C tile's places too: CubeBuffersOf)
+        const CubeBuffers cb = CubeBuffersOf(K, BT, sizeof(T), t_.n_tile, t_.intra != 0);
+        InitBufs(pipe_, cb.wa, wa_);
         InitBufs(pipe_, (kOut && 2 * BT > K ? 2 * BT : K) * BT * sizeof(T), kga_);  // fused: Akk, -I
-        InitBufs(pipe_, rows0 * t_.n_tile * sizeof(T), b2a_, b2b_);
-        InitBufs(pipe_, rows0 * t_.n_tile * sizeof(float), oc_);
+        InitBufs(pipe_, cb.b2a, b2a_);
+        InitBufs(pipe_, rows0 * t_.n_tile * sizeof(T), b2b_);
+        InitBufs(pipe_, cb.oc, oc_);
+        if (kOut && t_.intra) {
+            InitBufs(pipe_, 2 * BT * K * sizeof(T), qk1_);
+            if (t_.nb > 1) merge_.Init(pipe_, BT, wa_.Get<float>(), b2a_.Get<float>(), oc_.Get<float>());
+        }
     }
 
     __aicore__ inline void Process() {
@@ -141,12 +167,14 @@ class ChunkStateCube {
         for (uint32_t i = 0; i < r.count; ++i) {
             const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
-            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++ % 2);
+            if (kOut && t_.intra && c0 < c1) Stage2Products(j % 2);  // the unit's first chunk's
+            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++ % 2, c + 1 < c1);
         }
     }
 
   private:
-    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t slot) {
+    // Chunk c of unit u (fused: its operands in `slot`; a `next` chunk of the unit follows).
+    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t slot, bool next) {
         const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block;
         const Lanes L = SplitLanes(u.vw);
         const uint64_t tile = (uint64_t(c) * t_.HV + u.h) * BT * K, vs = 2ull * K * Vb;
@@ -157,6 +185,7 @@ class ChunkStateCube {
 
         Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
         if (kOut) {
+            if (t_.intra) Merge(slot);
             WyFactors(c, u, slot);
         } else {
             LoadNz(w1, gW_[tile], BT, K);
@@ -201,6 +230,44 @@ class ChunkStateCube {
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
         }
         if (kOut) Output(c, u, L);
+        if (kOut && t_.intra && next) Stage2Products(slot ^ 1);
+    }
+
+    // chunk_forward: stage 2's products of the chunk whose operands are in `slot`, once the AIVs wrote
+    // them (flag X): [q; k] (their scaled rows, T) into L1 as one NZ matrix, q k^T and k k^T (fp32) into
+    // the result slot, one Mmad each against k^T; flag Stage2.
+    __aicore__ inline void Stage2Products(uint32_t slot) {
+        const uint32_t BT = t_.BT, K = t_.K, bf = BT / 16;
+        LocalTensor<T> qk = qk1_.Get<T>(), wa = wa_.Get<T>(), b2 = b2a_.Get<T>();
+        LocalTensor<float> oc = oc_.Get<float>();
+        const uint64_t res = Stage2Regions(t_, 0).res;
+        CrossCoreWaitFlag(kFlagX);
+        Sync<HardEvent::MTE1_MTE2>();  // the previous products' LoadData have read [q; k]
+        LoadNz(qk, gWsT_[FusedRegions(t_, slot).qk], 2 * BT, K);
+        Sync<HardEvent::MTE2_MTE1>();
+        for (uint32_t p = 0; p < 2; ++p) {  // q's rows, then k's
+            Sync<HardEvent::M_MTE1>();      // the previous Mmads have read L0A / L0B
+            LoadARows(wa, qk, 2 * bf, p * bf, bf, K);
+            if (p == 0) LoadBTransposed(b2, qk, 2 * bf, bf, BT, K);
+            Sync<HardEvent::MTE1_M>();
+            Sync<HardEvent::FIX_M>();  // the previous Fixpipe has read L0C
+            Mmad(oc, wa, b2,
+                 MmadParams(static_cast<uint16_t>(BT), static_cast<uint16_t>(BT), static_cast<uint16_t>(K), 0, false, true));
+            Sync<HardEvent::M_FIX>();
+            const uint16_t bt = static_cast<uint16_t>(BT);
+            Fixpipe(gWsF_[res + uint64_t(p) * BT * BT], oc, FixpipeParamsV220(bt, bt, bt, bt, false));
+        }
+        CrossCoreSetFlag<2, PIPE_FIX>(kFlagStage2);
+    }
+
+    // chunk_forward: once the AIVs finished stage 2 of the chunk in `par`'s pair (flag Inverse), Akk's
+    // blocks left of the diagonal (BT > 16; solve_tril's BlockRowMerge, in T into the pair's Akk).
+    __aicore__ inline void Merge(uint32_t par) {
+        CrossCoreWaitFlag(kFlagInverse);
+        if (t_.nb == 1) return;
+        const Stage2At at = Stage2Regions(t_, par);
+        const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(t_.BT);
+        merge_.Run(gWsF_[at.l], gWsT_[at.akk], gWsF_[at.inv], gWsF_[at.inv + m.nx_off], gWsF_[at.inv + m.rt_off], t_.BT);
     }
 
     // Fused, lane l: per V tile v_new = Akk @ v + (-w) @ S_hi + (-w) @ S_lo in L0C (one fp32
@@ -231,20 +298,28 @@ class ChunkStateCube {
         }
     }
 
-    // Fused: the chunk's Aqk, Akk (times beta's columns) and v's V block from GM, qe, X1 (the AIVs'
-    // -T(k e_row)) and kg from the workspace (once the AIVs wrote them; the dS flags later tell the AIVs
-    // the regions were read) into L1; Akk into L0A in kg^T's place; -w = Akk @ X1 into w1 (NZ, rounded
-    // once to T: minus the WY kernel's w in T, exactly). u = Akk @ v is formed with each lane's v_new.
+    // Fused: the chunk's Aqk, Akk (times beta's columns; chunk_forward: the pair's in the workspace) and
+    // v's V block from GM, qe, X1 (the AIVs' -T(k e_row)) and kg from the workspace (once the AIVs wrote
+    // them: chunk_forward's stage-2 products waited; the dS flags later tell the AIVs the regions were
+    // read) into L1; Akk into L0A in kg^T's place; -w = Akk @ X1 into w1 (NZ, rounded once to T: minus
+    // the WY kernel's w in T, exactly). u = Akk @ v is formed with each lane's v_new.
     __aicore__ inline void WyFactors(uint32_t c, const Unit& u, uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K;
         const uint64_t unit = uint64_t(c) * t_.HV + u.h;
         const WsAt at = FusedRegions(t_, slot);
         LocalTensor<T> akk1 = akk1_.Get<T>(), aa = kga_.Get<T>(), b2 = b2a_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
-        LoadForA(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);  // A operands in L0A's order
-        LoadForA(akk1, gAkk_[unit * BT * BT], BT, BT);
+        if (t_.intra) {
+            const Stage2At s2 = Stage2Regions(t_, slot);
+            Sync<HardEvent::FIX_MTE2>();  // the merges' blocks of Akk are written
+            LoadForA(aqk1_.Get<T>(), gWsT_[s2.aqk], BT, BT);
+            LoadForA(akk1, gWsT_[s2.akk], BT, BT);
+        } else {
+            LoadForA(aqk1_.Get<T>(), gAqk_[unit * BT * BT], BT, BT);  // A operands in L0A's order
+            LoadForA(akk1, gAkk_[unit * BT * BT], BT, BT);
+        }
         LoadNz(v1_.Get<T>(), gV_[OutRow(t_, c, u.h, u.v0)], BT, u.vw, 0, TokenPitch(t_.HV, 1, t_.V));
-        CrossCoreWaitFlag(kFlagX);
+        if (!t_.intra) CrossCoreWaitFlag(kFlagX);
         LoadForA(qe1_.Get<T>(), gWsT_[at.qe], BT, K);
         LoadBands(x11_.Get<T>(), gWsT_[at.x1], BT, K);
         LoadNz(kg1_.Get<T>(), gWsT_[at.kg], BT, K);
@@ -277,7 +352,7 @@ class ChunkStateCube {
 
     const ChunkStateTiling t_;
     TPipe pipe_;
-    TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_, akk1_, negI1_;
+    TBuf<TPosition::A1> w1_, kg1_, qe1_, aqk1_, akk1_, negI1_, qk1_;
     TBuf<TPosition::B1> sHi1_, sLo1_, vHi1_, vLo1_, x11_, v1_;
     TBuf<TPosition::A2> wa_, kga_;
     TBuf<TPosition::B2> b2a_, b2b_;
@@ -285,6 +360,7 @@ class ChunkStateCube {
     GlobalTensor<T> gW_, gKg_, gWsT_, gAqk_, gAkk_, gO_, gV_;
     GlobalTensor<float> gWsF_;
     GlobalTensor<int32_t> gCo_;
+    solve_tril::BlockRowMerge<T> merge_;  // chunk_forward
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -305,6 +381,7 @@ class ChunkStateVector {
             Bind(chunks / t_.groups * t_.BT * t_.K, gQ_, a.q, gK_, a.k);  // q, k: HV / groups heads (GVA)
             Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
             if (t_.qk_scaled) Bind(chunks / t_.groups * t_.BT, gQs_, a.qScale, gKs_, a.kScale);
+            if (t_.intra) Bind(chunks * t_.BT, gB_, a.beta);
         } else {  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
             Bind(chunks * t_.BT * t_.V, gU_, a.u);
             Bind(t_.h_f32 ? chunks * t_.K * t_.V : 0, gHf_, a.h);
@@ -316,18 +393,22 @@ class ChunkStateVector {
         BindWorkspace(gWsT_, gWsF_, a.ws, at_.block, t_);
         // The fused kernel's rows of the operands (chunk_state_tiling.cpp's UbBytes: the same sizes) pass
         // through inB_ (k, q), inA_ (G), inL_ (G's last row), inE_ (the row factors), res_ (two fp32 R x K
-        // pieces), outT_ and bc_ (wy_rows::Scratch's broadcasts and factors).
+        // pieces), outT_ and bc_ (wy_rows::Scratch's broadcasts and factors). chunk_forward's stage 2
+        // (Stage2UbOf) through inA_ (the result rows), inE_ (G's rows, beta), res_ (the work tiles),
+        // outT_ and outF_ (the rows written) and buffers of its own (StartStage2).
         const uint32_t Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, m = t_.vec_rows, qe = kOut ? rv * t_.K : 0;
+        const Stage2Ub x = Stage2UbOf(t_.BT, kOut && t_.intra);
         InitBufs(pipe_, rk * Vb * sizeof(float), s_);
-        InitQues(pipe_, 1, Max(m * Vb, kOut ? rv * t_.Kg : 0) * sizeof(float), inA_);
+        InitQues(pipe_, 1, Max(Max(m * Vb, kOut ? rv * t_.Kg : 0), x.res) * sizeof(float), inA_);
         InitQues(pipe_, 1, Max(kOut ? 0 : rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
-        InitQues(pipe_, 1, Max(rk, kOut ? rv : 0) * sizeof(float), inE_);
+        InitQues(pipe_, 1, Max(Max(rk, kOut ? rv : 0), x.gate) * sizeof(float), inE_);
         if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
-        InitBufs(pipe_, Max(rk * 8, kOut ? rv * (t_.qk_scaled ? 25 : 9) : 0) * sizeof(float), bc_);
+        InitBufs(pipe_, Max(rk * 8, kOut ? rv * (t_.qk_scaled || t_.intra ? 25 : 9) : 0) * sizeof(float), bc_);
         const uint32_t negI = kOut ? rv * t_.BT : 0;  // the rows of -I
-        InitBufs(pipe_, Max(Max(m * Vb, 2 * qe), negI) * sizeof(float), res_);
-        InitQues(pipe_, 2, Max(Max(m * Vb, qe), negI) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
-        InitQues(pipe_, 1, m * Vb * sizeof(float), outF_);
+        InitBufs(pipe_, Max(Max(Max(m * Vb, 2 * qe), negI), x.work) * sizeof(float), res_);
+        InitQues(pipe_, 2, Max(Max(Max(m * Vb, qe), negI), x.rows) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
+        InitQues(pipe_, 1, Max(m * Vb, x.rows) * sizeof(float), outF_);
+        if (kOut && t_.intra) StartStage2();
     }
 
     __aicore__ inline void Process() {
@@ -499,10 +580,11 @@ class ChunkStateVector {
         LocalTensor<T> hi;
 
         // 0. Fused, the unit's first chunk: this AIV's rows of X1, kg and qe to the Cube (the later
-        // chunks' come during the chunk before, step 3).
+        // chunks' come during the chunk before, step 3); chunk_forward: then its stage 2 finished.
         if (kOut && first) {
             FormOperands(ch, r0, slot);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
+            if (t_.intra) FinishStage2(ch, slot);
         }
 
         // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi; fused: no h).
@@ -569,6 +651,118 @@ class ChunkStateVector {
             inA_.FreeTensor(d);
         }
         OrderV();
+
+        // 5. chunk_forward: the next chunk's stage 2 finished (its products came after this chunk's).
+        if (kOut && t_.intra && next) FinishStage2(ch + t_.HV, slot ^ 1);
+    }
+
+    // chunk_forward: the buffers of stage 2's own (the block inverse's, the select masks of the owned
+    // block rows, a zero tile of T) and the block rows this AIV finishes (chunk_intra's BlockRowOwner).
+    __aicore__ inline void StartStage2() {
+        const uint32_t BT = t_.BT;
+        inv_.Init(pipe_);
+        maskBytes_ = (16 * BT / 8 + 31) / 32 * 32;
+        InitBufs(pipe_, 4 * maskBytes_, masks_);
+        InitBufs(pipe_, 16 * BT * sizeof(T), zt_);
+        uint32_t rows[2] = {0, 0};
+        for (uint32_t I = 0; I < t_.nb; ++I)
+            if (chunk_intra::BlockRowOwner(I) == at_.sub) {
+                owned_[nOwned_] = I;
+                rows[nOwned_++] = 16 * I;
+            }
+        BuildCausalMasks(masks_.Get<uint8_t>(), maskBytes_, BT, rows, nOwned_);
+        LocalTensor<float> z = res_.Get<float>();
+        Duplicate(z, 0.0f, static_cast<int32_t>(16 * BT));
+        OrderV();
+        Cast(zt_.Get<T>(), z, RoundMode::CAST_RINT, 16 * BT);
+        Sync<HardEvent::V_MTE3>();
+    }
+
+    // chunk_forward: stage 2 of unit (c, h) = ch, once the Cube's products are in the result slot (flag
+    // Stage2), for the owned block rows (FinishBlockRow) into pair `par`; flag Inverse.
+    __aicore__ inline void FinishStage2(uint64_t ch, uint32_t par) {
+        CrossCoreWaitFlag(kFlagStage2);
+        for (uint32_t o = 0; o < nOwned_; ++o) FinishBlockRow(ch, par, owned_[o], o);
+        CrossCoreSetFlag<2, PIPE_MTE3>(kFlagInverse);
+    }
+
+    // chunk_forward, block row I (owned_[o]) of unit ch, as chunk_intra's GDN rows: columns [0, 16 (I + 1))
+    // of its q k^T and k k^T rows times e^(g_i - g_j), masked, L's times beta; Aqk's whole rows (T) to the
+    // pair, L's columns left of the diagonal block to the inverse slot (the merges'), the diagonal block
+    // inverted (X = (I + L_II)^-1, solve_tril's BlockInverse16): X diag(beta) and the zeros right of it
+    // to the pair's Akk, -X (I > 0) and diag(beta) X^T (I < nb - 1) to the inverse slot.
+    __aicore__ inline void FinishBlockRow(uint64_t ch, uint32_t par, uint32_t I, uint32_t o) {
+        const uint32_t BT = t_.BT, w = 16 * (I + 1), n = 16 * BT, eb = sizeof(T);
+        const Stage2At at = Stage2Regions(t_, par);
+        const uint64_t row0 = uint64_t(16 * I) * BT;  // the block row's first element in Aqk, Akk and L
+        LocalTensor<float> r = inA_.template AllocTensor<float>();
+        const DataCopyParams cols(16, static_cast<uint16_t>(w / 8), static_cast<uint16_t>((BT - w) / 8),
+                                  static_cast<uint16_t>((BT - w) / 8));
+        DataCopy(r, gWsF_[at.res + row0], cols);
+        DataCopy(r[n], gWsF_[at.res + uint64_t(BT) * BT + row0], cols);
+        inA_.EnQue(r);
+        r = inA_.template DeQue<float>();
+        LocalTensor<float> work = res_.Get<float>(), dd = work, oa = work[n], ol = work[2 * n], d = work[3 * n];
+        LocalTensor<float> x = d[solve_tril::kBlockElems], bcG = bc_.Get<float>(), bcB = bcG[16 * 8];
+        LocalTensor<float> g = CopyIn(inE_, gG_[ch * BT], BT);
+        BlockRowDecay(dd, g, bcG, I, BT);
+        inE_.FreeTensor(g);
+        Mul(r, r, dd, static_cast<int32_t>(n));
+        Mul(r[n], r[n], dd, static_cast<int32_t>(n));
+        LocalTensor<float> b = CopyIn(inE_, gB_[ch * BT + 16 * I], 16);
+        BroadcastRows(bcB, b, 16);
+        OrderV();
+        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
+        Select(oa, m[2 * o * maskBytes_], r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+        Select(ol, m[(2 * o + 1) * maskBytes_], r[n], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+        OrderV();
+        inA_.FreeTensor(r);
+        MulRows(ol, ol, bcB, 16, BT);
+        CastOut(outT_, gWsT_[at.aqk + row0], oa, n);
+        OrderV();
+        DataCopy(d, ol[16 * I], DataCopyParams(16, 2, static_cast<uint16_t>((BT - 16) / 8), 0));
+        if (I > 0) {  // L's columns left of the diagonal block: what the merges read
+            LocalTensor<float> f = outF_.template AllocTensor<float>();
+            DataCopy(f, ol, n);
+            outF_.EnQue(f);
+            f = outF_.template DeQue<float>();
+            const uint16_t gap = static_cast<uint16_t>((BT - 16 * I) / 8);
+            DataCopy(gWsF_[at.l + row0], f, DataCopyParams(16, static_cast<uint16_t>(2 * I), gap, gap));
+            outF_.FreeTensor(f);
+        }
+        OrderV();
+        inv_.Load(d);
+        inv_.Lower(x);
+        OrderV();
+        MulByRow(oa, x, b, 16, 16);  // X diag(beta)
+        OrderV();
+        LocalTensor<T> y = outT_.template AllocTensor<T>();
+        Cast(y, oa, RoundMode::CAST_RINT, solve_tril::kBlockElems);
+        outT_.EnQue(y);
+        y = outT_.template DeQue<T>();
+        DataCopy(gWsT_[at.akk + row0 + 16 * I], y, DataCopyParams(16, static_cast<uint16_t>(16 * eb / 32), 0,
+                                                                  static_cast<uint16_t>((BT - 16) * eb / 32)));
+        outT_.FreeTensor(y);
+        if (w < BT)
+            DataCopy(gWsT_[at.akk + row0 + w], zt_.Get<T>(),
+                     DataCopyParams(16, static_cast<uint16_t>((BT - w) * eb / 32), 0, static_cast<uint16_t>(w * eb / 32)));
+        if (I > 0) {
+            LocalTensor<float> nx = outF_.template AllocTensor<float>();
+            Muls(nx, x, -1.0f, static_cast<int32_t>(solve_tril::kBlockElems));
+            CopyOut(outF_, gWsF_[at.inv + solve_tril::MergeSizesOf(BT).nx_off + I * solve_tril::kBlockElems], nx,
+                    solve_tril::kBlockElems);
+        }
+        if (I + 1 < t_.nb) {
+            LocalTensor<float> xt = outF_.template AllocTensor<float>();
+            inv_.Upper(xt);
+            OrderV();
+            MulRows(xt, xt, bcB, 16, 16);  // diag(beta) X^T
+            outF_.EnQue(xt);
+            xt = outF_.template DeQue<float>();
+            DataCopy(gWsF_[at.inv + row0 + 16 * I], xt, DataCopyParams(16, 2, 0, static_cast<uint16_t>((BT - 16) / 8)));
+            outF_.FreeTensor(xt);
+        }
+        inE_.FreeTensor(b);
     }
 
     // Fused: this AIV's rows [r0, r0 + rows_v) of -I [BT, BT] in T to the workspace, once: zeros, the
@@ -596,15 +790,23 @@ class ChunkStateVector {
         LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>();
         const wy_rows::Scratch x{work, work[rv * K], bc, bc, bc[rv * 8], LoadScale(gKs_, unit, r0, 9)};
         const RowScale qScale = LoadScale(gQs_, unit, r0, 17);
+        // chunk_forward: the rows' factors formed here (f in the fac floats, the squares in s, the
+        // broadcasts where the given ones go), the scaled rows to [q; k] for stage 2
+        OwnFactors<T> kOwn{}, qOwn{};
+        if (t_.intra) {
+            const bool l2 = t_.qk_l2norm != 0;
+            kOwn = OwnFactors<T>{true, l2, 1.0f, x.fac, x.s, bc[rv * 9], gWsT_[at.qk + uint64_t(BT + r0) * K]};
+            qOwn = OwnFactors<T>{true, l2, t_.scale, x.fac, x.s, bc[rv * 17], gWsT_[at.qk + uint64_t(r0) * K]};
+        }
         const wy_rows::Rows rows{rv, K, t_.Kg, HV};
         const uint64_t kAt = TokenRow(unit, r0, HV, t_.groups, BT, K);
         LocalTensor<float> e =
             wy_rows::FormK<T, T>(inB_, inA_, inL_, outT_, outT_, x, gK_[kAt], TokenPitch(HV, t_.groups, K),
                                  gG_[GateRow(unit, r0, HV, BT, t_.Kg)], gG_[GateRow(unit, BT - 1, HV, BT, t_.Kg)],
-                                 gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], nullptr, rows);
+                                 gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], nullptr, rows, kOwn);
         OrderV();  // X1's reads of work before q overwrites it
         QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, gWsT_[at.qe + uint64_t(r0) * K], rv, K, t_.Kg,
-               qScale);
+               qScale, qOwn);
         inA_.FreeTensor(e);
     }
 
@@ -623,7 +825,11 @@ class ChunkStateVector {
     TQue<QuePosition::VECOUT, 2> outT_;
     TQue<QuePosition::VECOUT, 1> outF_;
     TBuf<TPosition::VECCALC> s_, bc_, res_;
-    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gQs_, gKs_;
+    // chunk_forward's stage 2: its own buffers, the owned block rows (at most two: BT <= 64)
+    TBuf<TPosition::VECCALC> masks_, zt_;
+    solve_tril::BlockInverse16 inv_;
+    uint32_t maskBytes_ = 0, owned_[2] = {0, 0}, nOwned_ = 0;
+    GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gQs_, gKs_, gB_;
     GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_, gK_;
     GlobalTensor<int32_t> gCo_;
 };

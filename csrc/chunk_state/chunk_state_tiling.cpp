@@ -20,13 +20,22 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 // pass through them too (G, k / q in T, two fp32 R x K pieces, X1 / kg / qe in T, wy_rows::Scratch's
 // broadcasts and factors, with q_scale / k_scale their factors and the Brcb of each), KDA's last row
 // of G and the rows of -I (fp32, then T): each buffer the larger of its uses, as the kernel sizes them.
+//
+// With stage 2 in the launch (intra) some grow to what finishing it takes (Stage2UbOf), the row
+// factors' broadcasts are formed as the given ones would be, and three buffers join: the block
+// inverse's, the select masks of two owned block rows and a zero tile of T.
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
-    return Pad32(rk * vb * 4) + Pad32(Max(m * vb, f * rv * p.Kg) * 4) + Pad32(Max((1 - f) * rv * vb * 4, qe * 2)) +
-           Pad32(Max(rk, f * rv) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
-           Pad32(Max(rk * 8, f * rv * (p.qk_scaled ? 25 : 9)) * 4) + Pad32(Max(Max(m * vb, 2 * qe), negI) * 4) +
-           2 * Pad32(Max(Max(m * vb, qe), negI) * 2) + Pad32(m * vb * 4);
+    const Stage2Ub s2 = Stage2UbOf(p.BT, p.intra);
+    const struct {
+        uint64_t res, gate, work, rows;
+    } x{s2.res, s2.gate, s2.work, s2.rows};
+    const uint64_t fixed = p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * p.BT / 8) + Pad32(16 * p.BT * p.elem_bytes) : 0;
+    return Pad32(rk * vb * 4) + Pad32(Max(Max(m * vb, f * rv * p.Kg), x.res) * 4) + Pad32(Max((1 - f) * rv * vb * 4, qe * 2)) +
+           Pad32(Max(Max(rk, f * rv), x.gate) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
+           Pad32(Max(rk * 8, f * rv * (p.qk_scaled || p.intra ? 25 : 9)) * 4) + Pad32(Max(Max(Max(m * vb, 2 * qe), negI), x.work) * 4) +
+           2 * Pad32(Max(Max(Max(m * vb, qe), negI), x.rows) * 2) + Pad32(Max(m * vb, x.rows) * 4) + fixed;
 }
 }  // namespace
 
@@ -47,6 +56,14 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->fused_output = p.fused_output;
     t->groups = p.groups;
     t->qk_scaled = p.qk_scaled;
+    t->intra = p.intra;
+    t->qk_l2norm = p.qk_l2norm;
+    t->scale = p.scale;
+    t->nb = p.BT / 16;
+    if (p.intra && (p.Kg != 1 || !p.fused_output))
+        return Refuse(err, "stage 2 in the launch takes a scalar decay per row (Gated DeltaNet) only");
+    if (p.intra && p.BT > 16 && !p.cube_fp32)
+        return Refuse(err, "this SoC's Cube takes no float32 inputs (the merges of the inverse's diagonal blocks need them)");
     t->rows_k = p.K / 2;
     t->rows_v = p.BT / 2;
     t->vec_rows = Max(t->rows_k, t->rows_v);
@@ -100,19 +117,26 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     uint32_t nt = soc::kL0abBytes / (2 * rows * p.elem_bytes) / 16 * 16;
     nt = Min(nt, p.l0c_bytes / (rows * 4) / 16 * 16);
     t->n_tile = Min(nt, vb);
-    // fused: Akk and -I, then Aqk take kg^T's place (wider when 2 BT > K), qe w's
-    t->l0a_bytes_used = (p.K + (p.fused_output ? Max(p.K, 2 * p.BT) : p.K)) * p.BT * p.elem_bytes;
-    t->l0b_bytes_used = 2 * rows * t->n_tile * p.elem_bytes;
-    t->l0c_bytes_used = rows * t->n_tile * 4;
-    // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk, -I [BT, BT] and v's block [BT, vb]
+    // fused: Akk and -I, then Aqk take kg^T's place (wider when 2 BT > K), qe w's. intra: stage 2's
+    // products (A: q or k rows in w's place; B: k^T in the first B tile's; C: BT x BT) and the merges
+    // (fp32, solve_tril::MergeSizesOf) in those buffers too (CubeBuffers: each the largest of its uses)
+    const CubeBuffers cb = CubeBuffersOf(p.K, p.BT, p.elem_bytes, t->n_tile, p.intra);
+    t->l0a_bytes_used = cb.wa + (p.fused_output ? Max(p.K, 2 * p.BT) : p.K) * p.BT * p.elem_bytes;
+    t->l0b_bytes_used = cb.b2a + rows * t->n_tile * p.elem_bytes;
+    t->l0c_bytes_used = cb.oc;
+    // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk, -I [BT, BT] and v's block [BT, vb];
+    // intra [q; k] [2 BT, K] and the merges' L1
     t->l1_bytes_used =
-        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0)) *
-        p.elem_bytes;
+        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0) +
+         (p.intra ? 2 * p.BT * p.K : 0)) *
+            p.elem_bytes +
+        (p.intra && p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).l1 : 0);
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg; dS (the Cube forms v_new's halves)
-        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 2 * 3 * p.BT * p.K;
-        t->ws_f_elems = p.K * vb;
+    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg (intra: and q, k), two of Aqk, Akk; dS, intra's
+                           // result and inverse slots (the Cube forms v_new's halves)
+        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 2 * (p.intra ? 5 : 3) * p.BT * p.K + (p.intra ? 4 * p.BT * p.BT : 0);
+        t->ws_f_elems = p.K * vb + (p.intra ? 2 * p.BT * p.BT + (p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).elems + p.BT * p.BT : 0) : 0);
     } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
         t->ws_t_elems = 2 * (p.K + p.BT) * vb;
         t->ws_f_elems = (p.BT + p.K) * vb;

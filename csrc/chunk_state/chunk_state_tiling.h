@@ -74,6 +74,7 @@
 #define FLA_NPU_CHUNK_STATE_TILING_H
 
 #include "../common/chunk_tiling.h"
+#include "../solve_tril/solve_tril_tiling.h"  // MergeSizesOf: the inverse's merges (chunk_forward)
 
 namespace fla_npu {
 namespace chunk_state {
@@ -107,7 +108,43 @@ struct ChunkStateTiling {
     uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block] (fused: dS only)
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
+    // chunk_forward (fused and intra: stage 2 in the launch too, GDN): q's and k's rows normalised and
+    // scaled in the kernel, BT / 16 block rows (the workspace regions: chunk_state_kernel.h ForwardRegions)
+    uint32_t intra;
+    uint32_t qk_l2norm;
+    float scale;
+    uint32_t nb;
 };
+
+// The AIC's buffers whose sizes stage 2 in the launch (intra) changes, in bytes: w's place in L0A (also
+// stage 2's A, q's or k's rows, and the merges' fp32 A), the first B tile (also k^T and the merges' B),
+// the C tile (also a BT x BT product and the merges' C). eb: sizeof(T).
+struct CubeBuffers {
+    uint32_t wa, b2a, oc;
+};
+FLA_NPU_AICORE inline uint32_t MaxOf(uint32_t a, uint32_t b) { return a > b ? a : b; }
+FLA_NPU_AICORE inline CubeBuffers CubeBuffersOf(uint32_t K, uint32_t BT, uint32_t eb, uint32_t n_tile, bool intra) {
+    const uint32_t rows = MaxOf(K, BT);
+    CubeBuffers c{BT * K * eb, rows * n_tile * eb, rows * n_tile * 4};
+    if (!intra) return c;
+    const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(BT);
+    const bool merges = BT > 16;
+    c.wa = MaxOf(c.wa, merges ? m.l0a : 0);
+    c.b2a = MaxOf(MaxOf(c.b2a, K * BT * eb), merges ? m.l0b : 0);
+    c.oc = MaxOf(MaxOf(c.oc, BT * BT * 4), merges ? m.l0c : 0);
+    return c;
+}
+
+// The AIV buffers whose sizes stage 2 in the launch (intra) raises, in elements: the result rows of a
+// block row (32 x BT floats), G's rows (BT floats), the work tiles (the decay, Aqk's and L's rows, the
+// diagonal block and its inverse: 48 BT + 512 floats) and the rows written (16 x BT, floats or T).
+struct Stage2Ub {
+    uint32_t res, gate, work, rows;
+};
+FLA_NPU_AICORE inline Stage2Ub Stage2UbOf(uint32_t BT, bool intra) {
+    if (!intra) return Stage2Ub{0, 0, 0, 0};
+    return Stage2Ub{32 * BT, BT, 48 * BT + 2 * solve_tril::kBlockElems, 16 * BT};
+}
 
 // GM workspace the kernel uses: one slice per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
@@ -124,6 +161,9 @@ struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     bool h_f32 = true, v_new_f32 = true;
     bool fused_output = false;
     bool qk_scaled = false;  // fused: per-row factors of q and k given
+    bool intra = false;      // fused, chunk_forward: stage 2 in the launch (GDN), beta given, no Akk / Aqk
+    bool qk_l2norm = false;  // intra: l2-normalise q's and k's rows in the kernel
+    float scale = 1.0f;      // intra: q's rows times scale
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

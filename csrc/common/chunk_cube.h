@@ -531,6 +531,71 @@ __aicore__ inline void ScaleRows(const LocalTensor<float>& x, const RowScale& s,
     OrderV();
 }
 
+// The factors of rows that a kernel forms from the rows themselves (RowNormFactors: l2norm, scale)
+// instead of taking them given (RowScale), and where the scaled rows go rounded once to the Cube type
+// (`copy`, the Cube's operand; unset: nowhere): on when the kernel forms them. f: R floats, sq: R x
+// min(C, 64) floats of scratch, bc: R x 8 floats (their Brcb).
+template <class T>
+struct OwnFactors {
+    bool on = false, l2norm = false;
+    float scale = 1.0f;
+    LocalTensor<float> f, sq, bc;
+    GlobalTensor<T> copy;
+};
+
+// x (R rows of C fp32 columns, written, x ordered after its writers) times the factors of its rows: the
+// given ones (s), or own's formed from x; then, with own, the scaled rows rounded once to T to own.copy
+// through a buffer of queue outT. Orders x's readers after this.
+template <class T, class QO>
+__aicore__ inline void ScaleRowsBy(QO& outT, const LocalTensor<float>& x, const RowScale& s, const OwnFactors<T>& own, uint32_t R,
+                                   uint32_t C) {
+    if (!own.on) {
+        ScaleRows(x, s, R, C);
+        return;
+    }
+    if (own.l2norm || own.scale != 1.0f) {
+        RowNormFactors(own.f, x, own.sq, own.l2norm, own.scale, R, C);
+        OrderV();
+        BroadcastRows(own.bc, own.f, R);
+        OrderV();
+        MulRows(x, x, own.bc, R, C);
+        OrderV();
+    }
+    vector_io::CastOut(outT, own.copy, x, R * C);
+}
+
+// Select masks of 16 x W bits (element (a, j) at bit a W + j), `bytes` apart, set by the scalar unit
+// and ordered before the vector unit's reads: for each of `count` 16-row blocks o, whose rows are
+// i = rows[o] + a, mask 2 o keeps j <= i (Aqk), mask 2 o + 1 keeps j < i (L).
+__aicore__ inline void BuildCausalMasks(const LocalTensor<uint8_t>& m, uint32_t bytes, uint32_t W, const uint32_t* rows,
+                                        uint32_t count) {
+    for (uint32_t o = 0; o < count; ++o)
+        for (uint32_t kind = 0; kind < 2; ++kind)
+            for (uint32_t byte = 0; byte < 16 * W / 8; ++byte) {
+                uint32_t v = 0;
+                for (uint32_t b = 0; b < 8; ++b) {
+                    const uint32_t e = byte * 8 + b, j = e % W, i = rows[o] + e / W;
+                    if (kind == 0 ? j <= i : j < i) v |= 1u << b;
+                }
+                m.SetValue((2 * o + kind) * bytes + byte, static_cast<uint8_t>(v));
+            }
+    Sync<HardEvent::S_V>();
+}
+
+// dd[a, j] = e^(g[16 I + a] - g[j]) for the 16 rows a of block row I and every column j < BT (g: a
+// chunk's BT gate cumsums, natural-log units, ordered before; bc: 16 x 8 floats of scratch): GDN's
+// decay of the block row's products, infinite where j > i (masked after). dd ordered after.
+__aicore__ inline void BlockRowDecay(const LocalTensor<float>& dd, const LocalTensor<float>& g, const LocalTensor<float>& bc,
+                                     uint32_t I, uint32_t BT) {
+    BroadcastRows(bc, g[16 * I], 16);
+    OrderV();
+    // g_i alone in block a (block stride 0), g repeated per row
+    Sub(dd, bc, g, BT, 16, BinaryRepeatParams(1, 0, 1, static_cast<uint8_t>(BT / 8), 1, 0));
+    OrderV();
+    Exp(dd, dd, static_cast<int32_t>(16 * BT));
+    OrderV();
+}
+
 // dst = src * e for R rows of K fp32 columns, e the rows' gate factors: element-wise (KDA, Kg = K) or
 // one factor per row (GDN, Kg = 1: broadcast with Brcb into bc, R x 8 floats, read with stride 0).
 __aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<float>& e,
@@ -549,13 +614,16 @@ __aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<
 // formed), q's rows times their factors first when qScale is on: fp32 multiplies, one rounding to T (KDA: element-wise, Kg = K;
 // GDN: one factor per row, Kg = 1, broadcast with Brcb into bc and read with stride 0). q: its first row, rows `qPitch` elements
 // apart. Queues: inT and outT R K elements of T; work R K floats; bc 8 R floats (GDN).
+// With own.on the factors are formed from q's rows instead (ScaleRowsBy) and the scaled rows also go
+// to own.copy.
 template <class T, class QT, class QO>
 __aicore__ inline void QeRows(QT& inT, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
                               const GlobalTensor<T>& q, uint32_t qPitch, const LocalTensor<float>& e, const GlobalTensor<T>& dst,
-                              uint32_t R, uint32_t K, uint32_t Kg, const RowScale& qScale = RowScale{}) {
+                              uint32_t R, uint32_t K, uint32_t Kg, const RowScale& qScale = RowScale{},
+                              const OwnFactors<T>& own = OwnFactors<T>{}) {
     vector_io::CastInRows(inT, q, work, R, K, qPitch);
     OrderV();
-    ScaleRows(work, qScale, R, K);
+    ScaleRowsBy(outT, work, qScale, own, R, K);
     MulGate(work, work, e, bc, R, K, Kg);
     vector_io::CastOut(outT, dst, work, R * K);
 }

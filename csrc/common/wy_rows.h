@@ -25,7 +25,8 @@ struct Rows {
 
 // The work buffers: kf and s R x K floats each (k widened, the scaled rows), bcB = Brcb(beta) and bcE
 // (GDN's Brcb of a row factor) R x 8 floats each, fac R floats (GDN's beta e_row); kScale: the call's
-// factors of the k rows (off unless given), applied to kf first.
+// factors of the k rows (off unless given), applied to kf first (FormK's kOwn: formed from the rows
+// instead, the scaled rows also written to kOwn.copy).
 struct Scratch {
     LocalTensor<float> kf, s, bcB, bcE, fac;
     RowScale kScale{};
@@ -59,12 +60,13 @@ template <class T, class O, class QT, class QF, class QL, class QO, class QOF>
 __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, QOF& outF, const Scratch& x,
                                            const GlobalTensor<T>& k, uint32_t kPitch, const GlobalTensor<float>& g,
                                            const GlobalTensor<float>& gLast, const GlobalTensor<O>& kgDst,
-                                           const GlobalTensor<T>& x1Dst, const LocalTensor<float>* b, const Rows& r) {
+                                           const GlobalTensor<T>& x1Dst, const LocalTensor<float>* b, const Rows& r,
+                                           const OwnFactors<T>& kOwn = OwnFactors<T>{}) {
     const uint32_t n = r.R * r.K;
     vector_io::CastInRows(inT, k, x.kf, r.R, r.K, kPitch);
-    if (x.kScale.on) {
+    if (x.kScale.on || kOwn.on) {
         OrderV();
-        ScaleRows(x.kf, x.kScale, r.R, r.K);
+        ScaleRowsBy(outT, x.kf, x.kScale, kOwn, r.R, r.K);
     }
     LocalTensor<float> e = CopyInGate(inF, g, r.R, r.HV, r.Kg);
     TailFactors(inL, x.s, e, gLast, r);  // s = e_tail

@@ -178,9 +178,38 @@ def _chunk_state_output_host(values: dict) -> None:
     _check_chunk_offsets("chunk_state_output", values["chunk_offsets"], values["akk"].shape[0])
 
 
+# ---- chunk_forward: stages 2 to 5 in one launch (Gated DeltaNet), the Cube dtype that of k --------
+def chunk_forward(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, e_last: Tensor, chunk_offsets: Tensor,
+                  h0: Tensor | None = None, qk_l2norm: bool = False, scale: float = 1.0,
+                  state_v_first: bool = False) -> tuple[Tensor, Tensor]:
+    """The kernel's call: :func:`chunk_intra`'s ``Aqk`` and ``(I + L)^-1 diag(beta)`` fed into
+    :func:`chunk_state_output` in one launch, neither in GM: returns ``o`` ``[NC, BT, HV, V]``
+    (token-major, in ``k``'s dtype) and ``final`` (float32). ``q``, ``k`` ``[NC, BT, HQ, K]`` and ``v``
+    ``[NC, BT, HV, V]`` token-major (GVA: HQ divides HV) in ``k``'s dtype (float16 or bfloat16),
+    ``g`` (G, natural log, one per row: ``[NC, HV, BT, 1]``; Gated DeltaNet only), ``beta``
+    ``[NC, HV, BT]``, ``e_last`` ``[NC, HV, 1]`` and ``h0`` cast to float32; with ``qk_l2norm`` each row
+    of q and k divided by its l2 norm, q's times ``scale``, in float32 before anything is rounded.
+    Padding rows of tail chunks must hold zeros in ``k``, ``v`` and ``beta``. Rows of chunks outside
+    every sequence's range are not written."""
+    T = k.dtype
+    if T not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"chunk_forward: `k` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {T}")
+    if chunk_offsets.dim() != 1:
+        raise ValueError("chunk_forward: `chunk_offsets` must be [N + 1]")
+    f32 = torch.float32
+    return {"q": q.to(T), "k": k, "v": v.to(T), "g": g.to(f32), "beta": beta.to(f32), "e_last": e_last.to(f32),
+            "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32), "qk_l2norm": int(bool(qk_l2norm)),
+            "scale": float(scale), "state_v_first": int(bool(state_v_first))}, {"T": T}
+
+
+def _chunk_forward_host(values: dict) -> None:
+    _check_chunk_offsets("chunk_forward", values["chunk_offsets"], values["beta"].shape[0])
+
+
 OP_CALLS = {
     "gate_chunk_cumsum": OpCall(gate_chunk_cumsum, _gate_host),
     "chunk_intra": OpCall(chunk_intra),
     "chunk_state": OpCall(chunk_state, _chunk_state_host),
     "chunk_state_output": OpCall(chunk_state_output, _chunk_state_output_host),
+    "chunk_forward": OpCall(chunk_forward, _chunk_forward_host),
 }
