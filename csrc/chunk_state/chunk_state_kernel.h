@@ -394,7 +394,7 @@ class ChunkStateVector {
         // The fused kernel's rows of the operands (chunk_state_tiling.cpp's UbBytes: the same sizes) pass
         // through inB_ (k, q), inA_ (G), inL_ (G's last row), inE_ (the row factors), res_ (two fp32 R x K
         // pieces), outT_ and bc_ (wy_rows::Scratch's broadcasts and factors). chunk_forward's stage 2
-        // (Stage2UbOf) through inA_ (the result rows), inE_ (G's rows, beta), res_ (the work tiles),
+        // (Stage2UbOf) through inA_ (the result rows), inE_ (G's rows), inB_ (beta), res_ (the work tiles),
         // outT_ and outF_ (the rows written) and buffers of its own (StartStage2).
         const uint32_t Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, m = t_.vec_rows, qe = kOut ? rv * t_.K : 0;
         const Stage2Ub x = Stage2UbOf(t_.BT, kOut && t_.intra);
@@ -657,13 +657,13 @@ class ChunkStateVector {
     }
 
     // chunk_forward: the buffers of stage 2's own (the block inverse's, the select masks of the owned
-    // block rows, a zero tile of T) and the block rows this AIV finishes (chunk_intra's BlockRowOwner).
+    // block rows), the block rows this AIV finishes (chunk_intra's BlockRowOwner), and their rows of
+    // both pairs' Akk zeroed once: nothing writes right of a diagonal block later.
     __aicore__ inline void StartStage2() {
         const uint32_t BT = t_.BT;
         inv_.Init(pipe_);
         maskBytes_ = (16 * BT / 8 + 31) / 32 * 32;
         InitBufs(pipe_, 4 * maskBytes_, masks_);
-        InitBufs(pipe_, 16 * BT * sizeof(T), zt_);
         uint32_t rows[2] = {0, 0};
         for (uint32_t I = 0; I < t_.nb; ++I)
             if (chunk_intra::BlockRowOwner(I) == at_.sub) {
@@ -674,24 +674,29 @@ class ChunkStateVector {
         LocalTensor<float> z = res_.Get<float>();
         Duplicate(z, 0.0f, static_cast<int32_t>(16 * BT));
         OrderV();
-        Cast(zt_.Get<T>(), z, RoundMode::CAST_RINT, 16 * BT);
-        Sync<HardEvent::V_MTE3>();
+        for (uint32_t par = 0; par < 2; ++par)
+            for (uint32_t o = 0; o < nOwned_; ++o)
+                CastOut(outT_, gWsT_[Stage2Regions(t_, par).akk + uint64_t(rows[o]) * BT], z, 16 * BT);
     }
 
     // chunk_forward: stage 2 of unit (c, h) = ch, once the Cube's products are in the result slot (flag
     // Stage2), for the owned block rows (FinishBlockRow) into pair `par`; flag Inverse.
     __aicore__ inline void FinishStage2(uint64_t ch, uint32_t par) {
         CrossCoreWaitFlag(kFlagStage2);
-        for (uint32_t o = 0; o < nOwned_; ++o) FinishBlockRow(ch, par, owned_[o], o);
+        if (nOwned_ > 0) {
+            LocalTensor<float> g = CopyIn(inE_, gG_[ch * t_.BT], t_.BT);  // the chunk's G, once
+            for (uint32_t o = 0; o < nOwned_; ++o) FinishBlockRow(ch, par, owned_[o], o, g);
+            inE_.FreeTensor(g);
+        }
         CrossCoreSetFlag<2, PIPE_MTE3>(kFlagInverse);
     }
 
-    // chunk_forward, block row I (owned_[o]) of unit ch, as chunk_intra's GDN rows: columns [0, 16 (I + 1))
-    // of its q k^T and k k^T rows times e^(g_i - g_j), masked, L's times beta; Aqk's whole rows (T) to the
+    // chunk_forward, block row I (owned_[o]) of unit ch (g: its G), as chunk_intra's GDN rows: columns
+    // [0, 16 (I + 1)) of its q k^T and k k^T rows times e^(g_i - g_j), masked, L's times beta; Aqk's whole rows (T) to the
     // pair, L's columns left of the diagonal block to the inverse slot (the merges'), the diagonal block
-    // inverted (X = (I + L_II)^-1, solve_tril's BlockInverse16): X diag(beta) and the zeros right of it
-    // to the pair's Akk, -X (I > 0) and diag(beta) X^T (I < nb - 1) to the inverse slot.
-    __aicore__ inline void FinishBlockRow(uint64_t ch, uint32_t par, uint32_t I, uint32_t o) {
+    // inverted (X = (I + L_II)^-1, solve_tril's BlockInverse16): X diag(beta) to the pair's Akk (zero
+    // right of it since StartStage2), -X (I > 0) and diag(beta) X^T (I < nb - 1) to the inverse slot.
+    __aicore__ inline void FinishBlockRow(uint64_t ch, uint32_t par, uint32_t I, uint32_t o, const LocalTensor<float>& g) {
         const uint32_t BT = t_.BT, w = 16 * (I + 1), n = 16 * BT, eb = sizeof(T);
         const Stage2At at = Stage2Regions(t_, par);
         const uint64_t row0 = uint64_t(16 * I) * BT;  // the block row's first element in Aqk, Akk and L
@@ -704,12 +709,10 @@ class ChunkStateVector {
         r = inA_.template DeQue<float>();
         LocalTensor<float> work = res_.Get<float>(), dd = work, oa = work[n], ol = work[2 * n], d = work[3 * n];
         LocalTensor<float> x = d[solve_tril::kBlockElems], bcG = bc_.Get<float>(), bcB = bcG[16 * 8];
-        LocalTensor<float> g = CopyIn(inE_, gG_[ch * BT], BT);
         BlockRowDecay(dd, g, bcG, I, BT);
-        inE_.FreeTensor(g);
         Mul(r, r, dd, static_cast<int32_t>(n));
         Mul(r[n], r[n], dd, static_cast<int32_t>(n));
-        LocalTensor<float> b = CopyIn(inE_, gB_[ch * BT + 16 * I], 16);
+        LocalTensor<float> b = CopyIn(inB_, gB_[ch * BT + 16 * I], 16);
         BroadcastRows(bcB, b, 16);
         OrderV();
         LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
@@ -743,9 +746,6 @@ class ChunkStateVector {
         DataCopy(gWsT_[at.akk + row0 + 16 * I], y, DataCopyParams(16, static_cast<uint16_t>(16 * eb / 32), 0,
                                                                   static_cast<uint16_t>((BT - 16) * eb / 32)));
         outT_.FreeTensor(y);
-        if (w < BT)
-            DataCopy(gWsT_[at.akk + row0 + w], zt_.Get<T>(),
-                     DataCopyParams(16, static_cast<uint16_t>((BT - w) * eb / 32), 0, static_cast<uint16_t>(w * eb / 32)));
         if (I > 0) {
             LocalTensor<float> nx = outF_.template AllocTensor<float>();
             Muls(nx, x, -1.0f, static_cast<int32_t>(solve_tril::kBlockElems));
@@ -762,7 +762,7 @@ class ChunkStateVector {
             DataCopy(gWsF_[at.inv + row0 + 16 * I], xt, DataCopyParams(16, 2, 0, static_cast<uint16_t>((BT - 16) / 8)));
             outF_.FreeTensor(xt);
         }
-        inE_.FreeTensor(b);
+        inB_.FreeTensor(b);
     }
 
     // Fused: this AIV's rows [r0, r0 + rows_v) of -I [BT, BT] in T to the workspace, once: zeros, the
@@ -826,7 +826,7 @@ class ChunkStateVector {
     TQue<QuePosition::VECOUT, 1> outF_;
     TBuf<TPosition::VECCALC> s_, bc_, res_;
     // chunk_forward's stage 2: its own buffers, the owned block rows (at most two: BT <= 64)
-    TBuf<TPosition::VECCALC> masks_, zt_;
+    TBuf<TPosition::VECCALC> masks_;
     solve_tril::BlockInverse16 inv_;
     uint32_t maskBytes_ = 0, owned_[2] = {0, 0}, nOwned_ = 0;
     GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gQs_, gKs_, gB_;
@@ -846,7 +846,7 @@ __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR e
     t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
     RunMixed<ChunkStateCube<T, false>, ChunkStateVector<T, false>>(
         ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr, nullptr},
+                     nullptr, nullptr, nullptr, nullptr},
         t);
 }
 

@@ -22,8 +22,8 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 // of G and the rows of -I (fp32, then T): each buffer the larger of its uses, as the kernel sizes them.
 //
 // With stage 2 in the launch (intra) some grow to what finishing it takes (Stage2UbOf), the row
-// factors' broadcasts are formed as the given ones would be, and three buffers join: the block
-// inverse's, the select masks of two owned block rows and a zero tile of T.
+// factors' broadcasts are formed as the given ones would be, and two buffers join: the block
+// inverse's and the select masks of two owned block rows.
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
@@ -31,7 +31,7 @@ uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const struct {
         uint64_t res, gate, work, rows;
     } x{s2.res, s2.gate, s2.work, s2.rows};
-    const uint64_t fixed = p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * p.BT / 8) + Pad32(16 * p.BT * p.elem_bytes) : 0;
+    const uint64_t fixed = p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * p.BT / 8) : 0;
     return Pad32(rk * vb * 4) + Pad32(Max(Max(m * vb, f * rv * p.Kg), x.res) * 4) + Pad32(Max((1 - f) * rv * vb * 4, qe * 2)) +
            Pad32(Max(Max(rk, f * rv), x.gate) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
            Pad32(Max(rk * 8, f * rv * (p.qk_scaled || p.intra ? 25 : 9)) * 4) + Pad32(Max(Max(Max(m * vb, 2 * qe), negI), x.work) * 4) +

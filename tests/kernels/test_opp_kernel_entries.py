@@ -75,6 +75,11 @@ CASES = {
         "wide_bf16", "many_units_f16", "empty_bf16",
         "refuse_chunk_size", "refuse_k_heads", "refuse_o_shape",
     ],
+    "chunk_forward_opp_test": [
+        "registration",
+        "gva_h0_bf16", "v_first_f16", "bt32_no_h0_bf16", "bt16_f16", "many_units_f16", "empty_bf16",
+        "refuse_chunk_size", "refuse_k_heads", "refuse_o_shape",
+    ],
 }
 SOCS = ["a2", "a5"]
 

@@ -15,7 +15,8 @@ struct Shape {
     std::vector<int32_t> offsets;  // chunk_offsets, N + 1 values; NC = the last
 };
 
-// q, k [NC, BT, HQ, K] and v [NC, BT, HV, V] of `dtype`, g [NC, HV, BT, 1] (log gates in (-2, 0)),
+// q, k [NC, BT, HQ, K] and v [NC, BT, HV, V] of `dtype` (k in (-1/16, 1/16) without the norms: L's
+// entries then stay small enough for its inverse to fit float16), g [NC, HV, BT, 1] (log gates in (-2, 0)),
 // beta [NC, HV, BT] in (0, 1), e_last [NC, HV, 1] (decays in (0.1, 1)), chunk_offsets, h0 [N, HV, K, V]
 // ([N, HV, V, K] with v_first) or absent, qk_l2norm, scale 0.125; o v's shape, final h0's.
 CallSpec Call(int32_t dtype, const Shape& s, bool with_h0, bool v_first, bool l2norm = true) {
@@ -27,7 +28,8 @@ CallSpec Call(int32_t dtype, const Shape& s, bool with_h0, bool v_first, bool l2
     l2.i = l2norm ? 1 : 0;
     scale.f = 0.125f;
     v_first_attr.i = v_first ? 1 : 0;
-    return {{Floats(dtype, {NC, s.BT, s.HQ, s.K}), Floats(dtype, {NC, s.BT, s.HQ, s.K}), Floats(dtype, {NC, s.BT, s.HV, s.V}),
+    const float kr = l2norm ? 1.0f : 0.0625f;
+    return {{Floats(dtype, {NC, s.BT, s.HQ, s.K}), Floats(dtype, {NC, s.BT, s.HQ, s.K}, -kr, kr), Floats(dtype, {NC, s.BT, s.HV, s.V}),
              Floats(f32, {NC, s.HV, s.BT, 1}, -2.0f, 0.0f), Floats(f32, {NC, s.HV, s.BT}, 0.0f, 1.0f),
              Floats(f32, {NC, s.HV, 1}, 0.1f, 1.0f), opp_test::Ints({N + 1}, s.offsets),
              with_h0 ? Floats(f32, state) : opp_test::Absent(), Floats(dtype, {NC, s.BT, s.HV, s.V}), Floats(f32, state)},

@@ -1,0 +1,153 @@
+"""Stages 2 to 5 of chunked Gated DeltaNet in one launch (csrc/chunk_state/chunk_forward*): the fused
+state kernel with each chunk's intra-chunk matrices formed in its own loop, run on the host simulation
+of Ascend C through the installed library and fla_npu.runtime.
+
+Inputs as the pipeline makes them (sim_helpers.state_stage: tails, varlen with empty and one-token
+sequences, beta zero on padding), q and k token-major with their own heads (GVA), G the chunk-local
+gate cumsum. Checked: o and final against the reference stages 2-5 in float64 on the kernel's inputs
+(q's and k's rows l2-normalised and q's scaled in float64), within the Cube dtype's tolerance (the
+kernel rounds the Cube's operands once: the scaled q and k rows, Aqk and Akk, X1, w, kg and qe);
+against the two launches it replaces (chunk_intra + chunk_state_output); bit-identical for 1, 3 and
+16 AI cores; the GM bytes: the inputs read once per unit, o and final written once, Aqk and Akk
+never outside the workspace. Outputs NaN-poisoned before the launch (tests/conftest.py); hazard
+checker clean (a hazard fails the launch).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from fla_npu.ops.common import chunk_fwd as fwd
+from fla_npu.ops.common.chunk_tensors import expand_heads
+from fla_npu.ops.common.decay import ChunkDecay
+from fla_npu.runtime import kernels
+from fla_npu.runtime._native import KernelError
+from fla_npu.testing import check_close
+
+import sim_helpers
+
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+SCALE = 0.25
+
+
+def _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, seed=0):
+    """The kernel's inputs: q, k token-major [NC, BT, HV / groups, K] and v [NC, BT, HV, V] in ``dtype``;
+    G (GDN head-major [NC, HV, BT, 1], natural log), beta, e_last and h0 float32; the plan."""
+    st = sim_helpers.state_stage(B, T, HV, K, V, BT, False, cu, h0, v_first, seed, groups)
+    q = st.plan.to_chunks(torch.randn(B, T, HV // groups, K, generator=st.gen, dtype=torch.float64) * 0.5)
+    tm = lambda t: t.transpose(1, 2).contiguous().to(dtype)  # noqa: E731  (token-major)
+    return SimpleNamespace(q=tm(q), k=tm(st.k_heads), v=tm(st.v), beta=st.beta.to(FP32).contiguous(),
+                           G=sim_helpers.kernel_gate(st.decay.G.to(FP32).contiguous()), e_last=st.e_last.to(FP32),
+                           offsets=st.offsets, h0=st.h0, plan=st.plan, v_first=v_first, groups=groups)
+
+
+def _launch(x, l2norm=True, scale=SCALE):
+    o, final = kernels.chunk_forward(x.q, x.k, x.v, x.G, x.beta, x.e_last, x.offsets, x.h0, l2norm, scale, x.v_first)
+    launch = kernels.chunk_forward.last_launch()
+    assert launch is not None and launch.ok, launch and launch.error
+    return o, final
+
+
+def _reference(x, l2norm=True, scale=SCALE):
+    """Stages 2-5 in float64 on the kernel's inputs: o [NC, HV, BT, V] and final (the kernel's layout)."""
+    d = lambda t: t.double()  # noqa: E731
+    q, k = (expand_heads(d(t).transpose(1, 2), x.groups) for t in (x.q, x.k))
+    if l2norm:
+        q, k = (t / (t.pow(2).sum(-1, keepdim=True) + 1e-6).sqrt() for t in (q, k))
+    q = q * scale
+    decay = ChunkDecay(d(sim_helpers.reference_gate(x.G)), torch.float64)
+    v, beta = d(x.v).transpose(1, 2), d(x.beta)
+    Aqk, Akk = fwd.chunk_intra_fwd(q, k, beta, decay)
+    w, u, kg = fwd.wy_fwd(k, v, beta, decay, Akk)
+    s0 = None if x.h0 is None else d(x.h0.transpose(-1, -2) if x.v_first else x.h0)
+    h, v_new, final = fwd.state_fwd(kg, w, u, decay, s0, x.plan)
+    return fwd.output_fwd(q, decay, h, Aqk, v_new), final.transpose(-1, -2) if x.v_first else final
+
+
+CASES = [  # (B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm)
+    pytest.param(2, 100, 2, 64, 64, 64, None, False, False, 1, BF16, True, id="bt64-tail"),
+    pytest.param(1, 150, 2, 128, 128, 64, None, True, False, 2, FP16, True, id="bt64-k128-h0-gva-fp16"),
+    pytest.param(1, 200, 4, 128, 128, 64, (0, 1, 1, 70, 129, 200), True, False, 2, BF16, True,
+                 id="bt64-varlen-empty-one-h0-gva"),
+    pytest.param(1, 90, 2, 80, 64, 32, (0, 37, 37, 90), True, True, 1, BF16, False, id="bt32-k80-varlen-vfirst-no-norm"),
+    pytest.param(2, 45, 1, 64, 80, 16, None, True, True, 1, FP16, True, id="bt16-v80-vfirst"),
+    pytest.param(1, 70, 1, 256, 128, 64, None, True, False, 1, BF16, True, id="bt64-k256"),
+    pytest.param(1, 50, 2, 32, 16, 32, None, True, True, 2, BF16, True, id="bt32-v16-one-lane-gva"),
+]
+ARGS = "B,T,HV,K,V,BT,cu,h0,v_first,groups,dtype,l2norm"
+
+
+@pytest.mark.parametrize(ARGS, CASES)
+def test_matches_reference_stages(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm):
+    x = _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype)
+    o, final = _launch(x, l2norm)
+    t = kernels.chunk_forward.last_tiling()
+    assert (t["intra"], t["groups"], t["N"], t["NC"], t["qk_l2norm"]) == (1, groups, x.plan.num_seqs, x.plan.num_chunks, l2norm)
+    assert o.shape == (x.plan.num_chunks, BT, HV, V) and o.dtype == dtype and final.dtype == FP32
+    ref_o, ref_final = _reference(x, l2norm)
+    check_close("o", o.transpose(1, 2), ref_o, dtype)
+    check_close("final", final, ref_final, dtype)
+
+
+@pytest.mark.parametrize(ARGS, CASES[1:3])
+def test_matches_the_two_launches(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm):
+    """Against chunk_intra (Aqk and Akk diag(beta) in the Cube dtype, q's and k's row factors) followed
+    by chunk_state_output: the same products but for where the row factors apply (here on q's and k's
+    rows before they are rounded for stage 2's products, there on the products): o within the Cube
+    dtype's tolerance, final within it too."""
+    x = _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype)
+    o, final = _launch(x, l2norm)
+    Aqk, Akk, qs, ks = kernels.chunk_intra(x.q, x.k, x.beta, x.G, l2norm, SCALE, dtype, dtype, True)
+    o2, final2 = kernels.chunk_state_output(x.q, x.k, x.v, x.G, Akk, Aqk, x.e_last, x.offsets, x.h0, x.v_first, qs, ks)
+    check_close("o", o, o2, dtype)
+    check_close("final", final, final2, dtype)
+
+
+def test_core_count_invariance(monkeypatch):
+    """1, 3 and 16 AI cores: bit-identical o and final (the V split changes; each V block forms the
+    chunk's stage 2 alike)."""
+    x = _inputs(1, 300, 1, 64, 128, 32, (0, 40, 41, 300), True, False, 1, BF16, seed=3)
+    outs, blocks = [], []
+    for cores in (1, 3, 16):
+        monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))
+        outs.append(_launch(x))
+        blocks.append(kernels.chunk_forward.last_tiling()["num_vb"])
+    assert blocks[0] == 1 and blocks[-1] > 1
+    for o, final in outs[1:]:
+        assert torch.equal(o, outs[0][0]) and torch.equal(final, outs[0][1])
+
+
+def test_gm_bytes(monkeypatch):
+    """NC = 16, HV = 4, BT = 64, K = V = 128, one V block per head on 4 cores, GVA (q and k with 2
+    heads): outside the workspace the launch reads q, k, v, G, beta and e_last once per unit (and G's
+    BT floats once more per vector core that finishes stage 2 block rows, and a few scalars) and
+    writes o and final once: Aqk and Akk never leave the workspace."""
+    NC, HV, BT, K, V = 16, 4, 64, 128, 128
+    x = _inputs(1, NC * BT, HV, K, V, BT, None, False, False, 2, BF16, seed=5)
+    monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
+    _launch(x)
+    assert kernels.chunk_forward.last_tiling()["num_vb"] == 1
+    tot = kernels.chunk_forward.last_launch().totals
+    chunks = NC * HV
+    reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * 4 + BT * 4) + NC * HV * 4  # q, k, v, G, beta; e_last
+    writes = chunks * BT * V * 2 + HV * K * V * 4
+    outside = tot.gm_to_local_bytes + tot.local_to_gm_bytes - tot.ws_to_local_bytes - tot.local_to_ws_bytes
+    assert reads + writes <= outside <= reads + writes + chunks * (2 * BT * 4 + 16), (outside, reads + writes)
+    assert outside / (reads + writes) < 1.01
+
+
+def test_refusals():
+    x = _inputs(1, 64, 2, 64, 64, 64, None, False, False, 1, BF16)
+    before = [t.clone() for t in (x.q, x.k, x.v, x.G, x.beta)]
+    Gk = torch.zeros(x.q.shape[0], 64, 2, 64)  # KDA's per-key gate: not in one launch
+    with pytest.raises(KernelError, match="Gated DeltaNet"):
+        kernels.chunk_forward(x.q, x.k, x.v, Gk, x.beta, torch.zeros(1, 2, 64), x.offsets, None, True, SCALE, False)
+    with pytest.raises(KernelError, match="`qk_l2norm`|`beta`"):
+        kernels.chunk_forward(x.q, x.k, x.v, x.G, x.beta[:, :, :32], x.e_last, x.offsets, None, True, SCALE, False)
+    with pytest.raises(ValueError, match="float16 or torch.bfloat16"):
+        kernels.chunk_forward(x.q.float(), x.k.float(), x.v, x.G, x.beta, x.e_last, x.offsets, None, True, SCALE, False)
+    for t, t0 in zip((x.q, x.k, x.v, x.G, x.beta), before):
+        assert torch.equal(t, t0)
