@@ -19,19 +19,19 @@ V block), o and final written once
   qk_l2norm               int32 0 / 1: each row of q and k divided by its l2 norm (eps 1e-6) in
                            float32 before any rounding
   scale                   float: q's rows times scale (after the norm)
-  o      [NC, BT, HV, V]   T, token-major: FlaNpuChunkStateOutput's o on FlaNpuChunkIntra's aqk and
-                           akk (akk_beta = 1) of the same call, but that the Cube's stage-2 products
-                           take q's and k's rows scaled and rounded once to T (FlaNpuChunkIntra
-                           multiplies by the factors after them), and aqk and akk are rounded to T once
+  o      [NC, BT, HV, V]   T, token-major: FlaNpuChunkStateOutput's o on FlaNpuChunkIntra's aqk, akk
+                           (akk_beta = 1, both in T), q_scale and k_scale of the same call: the same
+                           products and roundings, but the l2 norms' sums of squares added by the
+                           vector unit (FlaNpuChunkIntra takes Gated DeltaNet's from the Cube)
 Every row of every chunk of a sequence is computed (padding rows of tail chunks from whatever the
 inputs hold there: zeros in k, v and beta keep them out of the state); rows of chunks outside every
 sequence's range are not written. Limits as FlaNpuChunkStateOutput's; BT 32 and 64 need a Cube that
 takes float32 (the inverse's merges); float32 Cube inputs are refused.
 
 Workspace: per launched AI core, FlaNpuChunkStateOutput's with two slots of 5 BT x K elements of T
-(its operands and the scaled q and k rows) instead of 3, two pairs of Aqk and Akk [BT, BT] of T, a
-result slot [2 BT, BT] and, for BT 32 and 64, an inverse slot (2 BT x BT + 16 BT + 16 (BT - 16))
-of floats. NPU flavours forward to aclnnFlaNpuChunkForward[GetWorkspaceSize](q, k, v, g, beta,
+(its operands and q's and k's rows) instead of 3, two pairs of Aqk and Akk [BT, BT] of T, a result
+slot [2 BT, BT], for BT 32 and 64 an inverse slot (2 BT x BT + 16 BT + 16 (BT - 16)) and two pairs
+of q's and k's row factors [2, BT] of floats. NPU flavours forward to aclnnFlaNpuChunkForward[GetWorkspaceSize](q, k, v, g, beta,
 eLast, chunkOffsets, h0, qkL2norm, scale, o, final, stateVFirst); nothing is called without a
 unit.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)

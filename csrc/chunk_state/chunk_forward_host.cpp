@@ -19,8 +19,9 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
     // The descriptor's dtypes here; strides, shapes and the tiling: TilingFromShapes, the operator
     // package's hook.
     if (k->dtype == FLA_NPU_FLOAT32)
-        return Invalid("float32 Cube inputs are not supported: q, k and v must be float16 or bfloat16 (the Cube's "
-                       "transposing loads exist for 2-byte types only)");
+        return Invalid(
+            "float32 Cube inputs are not supported: q, k and v must be float16 or bfloat16 (the Cube's "
+            "transposing loads exist for 2-byte types only)");
     if (!CheckDtype(kEntry, "k", k, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
     for (const FlaNpuTensor* x : {q, v, o})
         if (x->dtype != k->dtype) return Invalid("`q`, `k`, `v` and `o` must have one dtype");

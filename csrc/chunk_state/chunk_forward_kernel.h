@@ -17,8 +17,8 @@ __aicore__ inline void RunChunkForward(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR 
                                        const ChunkStateTiling& t) {
     using namespace chunk_state;
     kernel_frame::RunMixed<ChunkStateCube<T, true>, ChunkStateVector<T, true>>(
-        ChunkStateGm{nullptr, nullptr, nullptr, eLast, chunkOffsets, h0, nullptr, nullptr, fin, ws, k, v, nullptr, q, g, nullptr,
-                     o, nullptr, nullptr, beta},
+        ChunkStateGm{nullptr, nullptr, nullptr, eLast, chunkOffsets, h0, nullptr, nullptr, fin, ws, k,
+                     v,       nullptr, q,       g,     nullptr,      o,  nullptr, nullptr, beta},
         t);
 }
 

@@ -27,8 +27,9 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, 
         const int64_t NC = v.d[0], HV = v.d[1], BT = k.d[2], K = k.d[3], V = v.d[3];
         if (v.d[2] != BT) bad = "`v` must be [NC, BT, HV, V] (token-major) with the BT of `k`";
         else if (!DimsAre(g, {NC, HV, BT, 1}) || a[5].d[2] != 1)
-            bad = "`g` must be [NC, HV, BT, 1] and `e_last` [NC, HV, 1]: one decay per row (Gated DeltaNet; the per-key "
-                  "decay of KDA is not supported in one launch)";
+            bad =
+                "`g` must be [NC, HV, BT, 1] and `e_last` [NC, HV, 1]: one decay per row (Gated DeltaNet; the per-key "
+                "decay of KDA is not supported in one launch)";
         else if (const char* gate = chunk_tiling::CheckGate(g, BT, K)) bad = gate;
         else if (!DimsAre(beta, {NC, HV, BT})) bad = "`beta` must be [NC, HV, BT]";
         else if (!SameShape(o, vt)) bad = "`o` must have the shape of `v` [NC, BT, HV, V] (token-major)";

@@ -5,10 +5,12 @@
 //
 // Design: the fused kernel's chunk loop (chunk_state_tiling.h) with stage 2 of the next chunk in it.
 // The vector cores read q, k, g and beta once per chunk, as the fused kernel's do, form X1, kg and
-// qe, and also write q's and k's rows scaled (l2 norm, scale) and rounded once to T to the operand
+// qe, and also write q's and k's rows as read (T) and their factors (l2 norm, scale) to the operand
 // slot; the Cube multiplies [q; k] k^T from there into a result slot; the vector cores finish stage 2
-// as chunk_intra's GDN rows do (decay, masks, beta, the 16 x 16 diagonal blocks inverted) into the
-// chunk's pair of Aqk and Akk regions (T) and the inverse slot; the Cube merges the inverse's blocks
+// as chunk_intra's GDN rows do (decay, the factors, masks, beta, the 16 x 16 diagonal blocks
+// inverted) into the chunk's pair of Aqk and Akk regions (T) and the inverse slot: the products and
+// roundings of chunk_intra followed by chunk_state_output (but the norms' sums of squares, added here
+// by the vector cores, there from the Cube's diagonals); the Cube merges the inverse's blocks
 // left of the diagonal (solve_tril's BlockRowMerge) into the pair's Akk and runs the chunk's WY,
 // state and output products on them. Order per chunk c of a unit (the first chunk's stage 2 before):
 //   AIC  wait Inverse, merges(c); WY(c); per lane v_new and dS (flags S, dS); o(c);

@@ -85,7 +85,7 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 // The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block], -I
 // [BT, BT] (written once), then two slots (a core's j-th chunk uses slot j % 2: the AIVs form a
 // chunk's operands while the Cube works on the one before) of qe, X1 and kg [BT, K] (chunk_forward:
-// and the scaled q and k rows, [q; k] [2 BT, K], stage 2's operands).
+// and q's and k's rows as read, [q; k] [2 BT, K], stage 2's operands).
 struct WsAt {
     uint64_t negI, qe, x1, kg, qk;
 };
@@ -97,14 +97,16 @@ __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0
 
 // chunk_forward's stage-2 regions: pair `par` (a core's j-th chunk: j % 2) of Aqk and Akk [BT, BT] (T,
 // after the two slots); among the floats, after dS, the result slot [2 BT, BT] (q k^T rows, then k k^T
-// rows) and the inverse slot (solve_tril::MergeSizesOf's XT, -X_bb, R^T, then L [BT, BT]; BT > 16).
+// rows), the inverse slot (solve_tril::MergeSizesOf's XT, -X_bb, R^T, then L [BT, BT]; BT > 16), then
+// pair `par`'s row factors of q and of k [2, BT] (what the vector cores formed with the operands).
 struct Stage2At {
-    uint64_t aqk, akk, res, inv, l;
+    uint64_t aqk, akk, res, inv, l, f;
 };
 __aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t par) {
     const uint64_t bb = uint64_t(t.BT) * t.BT, aqk = FusedRegions(t, 2).qe + 2ull * par * bb;
     const uint64_t res = uint64_t(t.K) * t.v_block, inv = res + 2 * bb;
-    return Stage2At{aqk, aqk + bb, res, inv, inv + (t.nb > 1 ? solve_tril::MergeSizesOf(t.BT).elems : 0)};
+    const uint64_t l = inv + (t.nb > 1 ? solve_tril::MergeSizesOf(t.BT).elems : 0), f = l + (t.nb > 1 ? bb : 0);
+    return Stage2At{aqk, aqk + bb, res, inv, l, f + 2ull * par * t.BT};
 }
 
 // Where dS starts among the workspace's floats: after wS, or (fused: no wS) at the start.
@@ -212,6 +214,9 @@ class ChunkStateCube {
                 CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
             }
         }
+        // chunk_forward: the next chunk's stage-2 products here, so that the AIVs finish its stage 2
+        // while the Cube forms this chunk's dS and o
+        if (kOut && t_.intra && next) Stage2Products(slot ^ 1);
         if (kOut) {  // kg^T over Akk and -I, once every lane's v_new products have read them
             Sync<HardEvent::M_MTE1>();
             LoadAT(kga, kg1, K, BT);
@@ -230,11 +235,10 @@ class ChunkStateCube {
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
         }
         if (kOut) Output(c, u, L);
-        if (kOut && t_.intra && next) Stage2Products(slot ^ 1);
     }
 
     // chunk_forward: stage 2's products of the chunk whose operands are in `slot`, once the AIVs wrote
-    // them (flag X): [q; k] (their scaled rows, T) into L1 as one NZ matrix, q k^T and k k^T (fp32) into
+    // them (flag X): [q; k] (their rows as read, T) into L1 as one NZ matrix, q k^T and k k^T (fp32) into
     // the result slot, one Mmad each against k^T; flag Stage2.
     __aicore__ inline void Stage2Products(uint32_t slot) {
         const uint32_t BT = t_.BT, K = t_.K, bf = BT / 16;
@@ -403,10 +407,11 @@ class ChunkStateVector {
         InitQues(pipe_, 1, Max(kOut ? 0 : rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
         InitQues(pipe_, 1, Max(Max(rk, kOut ? rv : 0), x.gate) * sizeof(float), inE_);
         if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
-        InitBufs(pipe_, Max(rk * 8, kOut ? rv * (t_.qk_scaled || t_.intra ? 25 : 9) : 0) * sizeof(float), bc_);
+        InitBufs(pipe_, Max(Max(rk * 8, kOut ? rv * (t_.qk_scaled || t_.intra ? 25 : 9) : 0), x.bc) * sizeof(float), bc_);
         const uint32_t negI = kOut ? rv * t_.BT : 0;  // the rows of -I
         InitBufs(pipe_, Max(Max(Max(m * Vb, 2 * qe), negI), x.work) * sizeof(float), res_);
-        InitQues(pipe_, 2, Max(Max(Max(m * Vb, qe), negI), x.rows) * sizeof(T), outT_);  // x_hi held for the output while x_lo goes out
+        InitQues(pipe_, 2, Max(Max(Max(m * Vb, qe), negI), x.rows) * sizeof(T),
+                 outT_);  // x_hi held for the output while x_lo goes out
         InitQues(pipe_, 1, Max(m * Vb, x.rows) * sizeof(float), outF_);
         if (kOut && t_.intra) StartStage2();
     }
@@ -415,6 +420,7 @@ class ChunkStateVector {
         const Units r = CoreUnitsOf(t_, at_.block);
         if (kOut && r.count > 0) {
             NegIdentityRows();
+            if (t_.intra) ZeroAkkRows();
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagI);
         }
         uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % 2
@@ -613,6 +619,7 @@ class ChunkStateVector {
         if (kOut && next) {
             FormOperands(ch + t_.HV, r0, slot ^ 1);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
+            if (t_.intra) FinishStage2(ch + t_.HV, slot ^ 1);  // chunk_forward: its stage 2 finished
         }
         if (!kOut) {
             a = inA_.template DeQue<float>();
@@ -651,14 +658,10 @@ class ChunkStateVector {
             inA_.FreeTensor(d);
         }
         OrderV();
-
-        // 5. chunk_forward: the next chunk's stage 2 finished (its products came after this chunk's).
-        if (kOut && t_.intra && next) FinishStage2(ch + t_.HV, slot ^ 1);
     }
 
     // chunk_forward: the buffers of stage 2's own (the block inverse's, the select masks of the owned
-    // block rows), the block rows this AIV finishes (chunk_intra's BlockRowOwner), and their rows of
-    // both pairs' Akk zeroed once: nothing writes right of a diagonal block later.
+    // block rows) and the block rows this AIV finishes (chunk_intra's BlockRowOwner).
     __aicore__ inline void StartStage2() {
         const uint32_t BT = t_.BT;
         inv_.Init(pipe_);
@@ -671,28 +674,42 @@ class ChunkStateVector {
                 rows[nOwned_++] = 16 * I;
             }
         BuildCausalMasks(masks_.Get<uint8_t>(), maskBytes_, BT, rows, nOwned_);
+    }
+
+    // chunk_forward, once per core with work: its block rows of both pairs' Akk zeroed (nothing writes
+    // right of a diagonal block later).
+    __aicore__ inline void ZeroAkkRows() {
+        const uint32_t BT = t_.BT;
         LocalTensor<float> z = res_.Get<float>();
+        OrderV();  // -I's reads of res_
         Duplicate(z, 0.0f, static_cast<int32_t>(16 * BT));
         OrderV();
         for (uint32_t par = 0; par < 2; ++par)
             for (uint32_t o = 0; o < nOwned_; ++o)
-                CastOut(outT_, gWsT_[Stage2Regions(t_, par).akk + uint64_t(rows[o]) * BT], z, 16 * BT);
+                CastOut(outT_, gWsT_[Stage2Regions(t_, par).akk + uint64_t(16 * owned_[o]) * BT], z, 16 * BT);
+        OrderV();  // z's reads before res_ is rewritten
     }
 
     // chunk_forward: stage 2 of unit (c, h) = ch, once the Cube's products are in the result slot (flag
     // Stage2), for the owned block rows (FinishBlockRow) into pair `par`; flag Inverse.
     __aicore__ inline void FinishStage2(uint64_t ch, uint32_t par) {
         CrossCoreWaitFlag(kFlagStage2);
-        if (nOwned_ > 0) {
-            LocalTensor<float> g = CopyIn(inE_, gG_[ch * t_.BT], t_.BT);  // the chunk's G, once
+        if (nOwned_ > 0) {  // the chunk's G, then q's and k's row factors, once
+            const uint32_t BT = t_.BT;
+            LocalTensor<float> g = inE_.template AllocTensor<float>();
+            DataCopy(g, gG_[ch * BT], BT);
+            DataCopy(g[BT], gWsF_[Stage2Regions(t_, par).f], 2 * BT);
+            inE_.EnQue(g);
+            g = inE_.template DeQue<float>();
             for (uint32_t o = 0; o < nOwned_; ++o) FinishBlockRow(ch, par, owned_[o], o, g);
             inE_.FreeTensor(g);
         }
         CrossCoreSetFlag<2, PIPE_MTE3>(kFlagInverse);
     }
 
-    // chunk_forward, block row I (owned_[o]) of unit ch (g: its G), as chunk_intra's GDN rows: columns
-    // [0, 16 (I + 1)) of its q k^T and k k^T rows times e^(g_i - g_j), masked, L's times beta; Aqk's whole rows (T) to the
+    // chunk_forward, block row I (owned_[o]) of unit ch (g: its G, then q's and k's row factors fq, fk),
+    // as chunk_intra's GDN rows: columns [0, 16 (I + 1)) of its q k^T and k k^T rows times
+    // e^(g_i - g_j) fk_j, masked, Aqk's times fq_i, L's times beta_i fk_i; Aqk's whole rows (T) to the
     // pair, L's columns left of the diagonal block to the inverse slot (the merges'), the diagonal block
     // inverted (X = (I + L_II)^-1, solve_tril's BlockInverse16): X diag(beta) to the pair's Akk (zero
     // right of it since StartStage2), -X (I > 0) and diag(beta) X^T (I < nb - 1) to the inverse slot.
@@ -709,10 +726,19 @@ class ChunkStateVector {
         r = inA_.template DeQue<float>();
         LocalTensor<float> work = res_.Get<float>(), dd = work, oa = work[n], ol = work[2 * n], d = work[3 * n];
         LocalTensor<float> x = d[solve_tril::kBlockElems], bcG = bc_.Get<float>(), bcB = bcG[16 * 8];
+        const LocalTensor<float> fq = g[BT], fk = g[2 * BT];
         BlockRowDecay(dd, g, bcG, I, BT);
+        MulByRow(dd, dd, fk, 16, BT);
+        OrderV();
         Mul(r, r, dd, static_cast<int32_t>(n));
         Mul(r[n], r[n], dd, static_cast<int32_t>(n));
+        BroadcastRows(bcG, fq[16 * I], 16);  // the decay's reads of bcG came before (BlockRowDecay)
         LocalTensor<float> b = CopyIn(inB_, gB_[ch * BT + 16 * I], 16);
+        Mul(x, b, fk[16 * I], 16);  // beta_i fk_i (x is free until the inverse)
+        OrderV();
+        MulRows(r, r, bcG, 16, BT);
+        OrderV();
+        BroadcastRows(bcG, x, 16);
         BroadcastRows(bcB, b, 16);
         OrderV();
         LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
@@ -720,7 +746,7 @@ class ChunkStateVector {
         Select(ol, m[(2 * o + 1) * maskBytes_], r[n], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
         OrderV();
         inA_.FreeTensor(r);
-        MulRows(ol, ol, bcB, 16, BT);
+        MulRows(ol, ol, bcG, 16, BT);
         CastOut(outT_, gWsT_[at.aqk + row0], oa, n);
         OrderV();
         DataCopy(d, ol[16 * I], DataCopyParams(16, 2, static_cast<uint16_t>((BT - 16) / 8), 0));
@@ -743,8 +769,8 @@ class ChunkStateVector {
         Cast(y, oa, RoundMode::CAST_RINT, solve_tril::kBlockElems);
         outT_.EnQue(y);
         y = outT_.template DeQue<T>();
-        DataCopy(gWsT_[at.akk + row0 + 16 * I], y, DataCopyParams(16, static_cast<uint16_t>(16 * eb / 32), 0,
-                                                                  static_cast<uint16_t>((BT - 16) * eb / 32)));
+        DataCopy(gWsT_[at.akk + row0 + 16 * I], y,
+                 DataCopyParams(16, static_cast<uint16_t>(16 * eb / 32), 0, static_cast<uint16_t>((BT - 16) * eb / 32)));
         outT_.FreeTensor(y);
         if (I > 0) {
             LocalTensor<float> nx = outF_.template AllocTensor<float>();
@@ -790,23 +816,32 @@ class ChunkStateVector {
         LocalTensor<float> work = res_.Get<float>(), bc = bc_.Get<float>();
         const wy_rows::Scratch x{work, work[rv * K], bc, bc, bc[rv * 8], LoadScale(gKs_, unit, r0, 9)};
         const RowScale qScale = LoadScale(gQs_, unit, r0, 17);
-        // chunk_forward: the rows' factors formed here (f in the fac floats, the squares in s, the
-        // broadcasts where the given ones go), the scaled rows to [q; k] for stage 2
+        // chunk_forward: the rows' factors formed here (the squares in s, the broadcasts where the given
+        // ones go), the rows as read and their factors to the slot for stage 2 (ForwardRows)
         OwnFactors<T> kOwn{}, qOwn{};
         if (t_.intra) {
             const bool l2 = t_.qk_l2norm != 0;
-            kOwn = OwnFactors<T>{true, l2, 1.0f, x.fac, x.s, bc[rv * 9], gWsT_[at.qk + uint64_t(BT + r0) * K]};
-            qOwn = OwnFactors<T>{true, l2, t_.scale, x.fac, x.s, bc[rv * 17], gWsT_[at.qk + uint64_t(r0) * K]};
+            const uint64_t f = Stage2Regions(t_, slot).f + r0;
+            kOwn = OwnFactors<T>{true, l2, 1.0f, x.fac, x.s, bc[rv * 9], gWsT_[at.qk + uint64_t(BT + r0) * K], gWsF_[f + BT]};
+            qOwn = OwnFactors<T>{true, l2, t_.scale, x.fac, x.s, bc[rv * 17], gWsT_[at.qk + uint64_t(r0) * K], gWsF_[f]};
         }
         const wy_rows::Rows rows{rv, K, t_.Kg, HV};
         const uint64_t kAt = TokenRow(unit, r0, HV, t_.groups, BT, K);
         LocalTensor<float> e =
-            wy_rows::FormK<T, T>(inB_, inA_, inL_, outT_, outT_, x, gK_[kAt], TokenPitch(HV, t_.groups, K),
+            wy_rows::FormK<T, T>(inB_, inA_, inL_, outT_, outF_, x, gK_[kAt], TokenPitch(HV, t_.groups, K),
                                  gG_[GateRow(unit, r0, HV, BT, t_.Kg)], gG_[GateRow(unit, BT - 1, HV, BT, t_.Kg)],
                                  gWsT_[at.kg + uint64_t(r0) * K], gWsT_[at.x1 + uint64_t(r0) * K], nullptr, rows, kOwn);
         OrderV();  // X1's reads of work before q overwrites it
-        QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, gWsT_[at.qe + uint64_t(r0) * K], rv, K, t_.Kg,
-               qScale, qOwn);
+        const GlobalTensor<T> qe = gWsT_[at.qe + uint64_t(r0) * K];
+        if (t_.intra) {  // QeRows with q's own factors
+            CastInRows(inB_, gQ_[kAt], work, rv, K, TokenPitch(HV, t_.groups, K));
+            OrderV();
+            ScaleRowsBy(outT_, outF_, work, qScale, qOwn, rv, K);
+            MulGate(work, work, e, x.bcE, rv, K, t_.Kg);
+            CastOut(outT_, qe, work, rv * K);
+        } else {
+            QeRows(inB_, outT_, work, x.bcE, gQ_[kAt], TokenPitch(HV, t_.groups, K), e, qe, rv, K, t_.Kg, qScale);
+        }
         inA_.FreeTensor(e);
     }
 
@@ -845,8 +880,8 @@ __aicore__ inline void RunChunkState(GM_ADDR w, GM_ADDR u, GM_ADDR kg, GM_ADDR e
     t.h_f32 = IsSame<H, float>::value ? 1u : 0u;
     t.v_new_f32 = IsSame<V, float>::value ? 1u : 0u;
     RunMixed<ChunkStateCube<T, false>, ChunkStateVector<T, false>>(
-        ChunkStateGm{w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr, nullptr, nullptr},
+        ChunkStateGm{w,       u,       kg,      eLast,   chunkOffsets, h0,      h,       vNew,    fin,     ws,
+                     nullptr, nullptr, nullptr, nullptr, nullptr,      nullptr, nullptr, nullptr, nullptr, nullptr},
         t);
 }
 

@@ -17,8 +17,8 @@ __aicore__ inline void RunChunkStateOutput(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_A
                                            GM_ADDR fin, GM_ADDR ws, const ChunkStateTiling& t) {
     using namespace chunk_state;
     kernel_frame::RunMixed<ChunkStateCube<T, true>, ChunkStateVector<T, true>>(
-        ChunkStateGm{nullptr, nullptr, nullptr, eLast, chunkOffsets, h0, nullptr, nullptr, fin, ws, k, v, akk, q, g, aqk, o,
-                     qScale, kScale, nullptr},
+        ChunkStateGm{nullptr, nullptr, nullptr, eLast, chunkOffsets, h0, nullptr, nullptr, fin,    ws, k,
+                     v,       akk,     q,       g,     aqk,          o,  qScale,  kScale,  nullptr},
         t);
 }
 

@@ -29,13 +29,14 @@ uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
     const Stage2Ub s2 = Stage2UbOf(p.BT, p.intra);
     const struct {
-        uint64_t res, gate, work, rows;
-    } x{s2.res, s2.gate, s2.work, s2.rows};
+        uint64_t res, gate, work, rows, bc;
+    } x{s2.res, s2.gate, s2.work, s2.rows, s2.bc};
     const uint64_t fixed = p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * p.BT / 8) : 0;
     return Pad32(rk * vb * 4) + Pad32(Max(Max(m * vb, f * rv * p.Kg), x.res) * 4) + Pad32(Max((1 - f) * rv * vb * 4, qe * 2)) +
            Pad32(Max(Max(rk, f * rv), x.gate) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
-           Pad32(Max(rk * 8, f * rv * (p.qk_scaled || p.intra ? 25 : 9)) * 4) + Pad32(Max(Max(Max(m * vb, 2 * qe), negI), x.work) * 4) +
-           2 * Pad32(Max(Max(Max(m * vb, qe), negI), x.rows) * 2) + Pad32(Max(m * vb, x.rows) * 4) + fixed;
+           Pad32(Max(Max(rk * 8, f * rv * (p.qk_scaled || p.intra ? 25 : 9)), x.bc) * 4) +
+           Pad32(Max(Max(Max(m * vb, 2 * qe), negI), x.work) * 4) + 2 * Pad32(Max(Max(Max(m * vb, qe), negI), x.rows) * 2) +
+           Pad32(Max(m * vb, x.rows) * 4) + fixed;
 }
 }  // namespace
 
@@ -126,17 +127,17 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->l0c_bytes_used = cb.oc;
     // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk, -I [BT, BT] and v's block [BT, vb];
     // intra [q; k] [2 BT, K] and the merges' L1
-    t->l1_bytes_used =
-        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0) +
-         (p.intra ? 2 * p.BT * p.K : 0)) *
-            p.elem_bytes +
-        (p.intra && p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).l1 : 0);
+    t->l1_bytes_used = (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb +
+                        (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0) + (p.intra ? 2 * p.BT * p.K : 0)) *
+                           p.elem_bytes +
+                       (p.intra && p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).l1 : 0);
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
     if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg (intra: and q, k), two of Aqk, Akk; dS, intra's
-                           // result and inverse slots (the Cube forms v_new's halves)
+                           // result and inverse slots and two pairs of row factors (the Cube forms v_new's halves)
         t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 2 * (p.intra ? 5 : 3) * p.BT * p.K + (p.intra ? 4 * p.BT * p.BT : 0);
-        t->ws_f_elems = p.K * vb + (p.intra ? 2 * p.BT * p.BT + (p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).elems + p.BT * p.BT : 0) : 0);
+        const uint32_t inv = p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).elems + p.BT * p.BT : 0;
+        t->ws_f_elems = p.K * vb + (p.intra ? 2 * p.BT * p.BT + inv + 4 * p.BT : 0);
     } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
         t->ws_t_elems = 2 * (p.K + p.BT) * vb;
         t->ws_f_elems = (p.BT + p.K) * vb;

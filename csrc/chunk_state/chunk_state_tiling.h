@@ -136,14 +136,15 @@ FLA_NPU_AICORE inline CubeBuffers CubeBuffersOf(uint32_t K, uint32_t BT, uint32_
 }
 
 // The AIV buffers whose sizes stage 2 in the launch (intra) raises, in elements: the result rows of a
-// block row (32 x BT floats), G's rows (BT floats), the work tiles (the decay, Aqk's and L's rows, the
-// diagonal block and its inverse: 48 BT + 512 floats) and the rows written (16 x BT, floats or T).
+// block row (32 x BT floats), G's rows and q's and k's row factors (3 BT floats), the work tiles (the decay, Aqk's and L's rows,
+// the diagonal block and its inverse: 48 BT + 512 floats), the rows written (16 x BT, floats or T) and the broadcasts (G's and
+// beta's rows of a block row: 16 x 8 floats each).
 struct Stage2Ub {
-    uint32_t res, gate, work, rows;
+    uint32_t res, gate, work, rows, bc;
 };
 FLA_NPU_AICORE inline Stage2Ub Stage2UbOf(uint32_t BT, bool intra) {
-    if (!intra) return Stage2Ub{0, 0, 0, 0};
-    return Stage2Ub{32 * BT, BT, 48 * BT + 2 * solve_tril::kBlockElems, 16 * BT};
+    if (!intra) return Stage2Ub{0, 0, 0, 0, 0};
+    return Stage2Ub{32 * BT, 3 * BT, 48 * BT + 2 * solve_tril::kBlockElems, 16 * BT, 2 * 16 * 8};
 }
 
 // GM workspace the kernel uses: one slice per launched AI core.

@@ -532,36 +532,39 @@ __aicore__ inline void ScaleRows(const LocalTensor<float>& x, const RowScale& s,
 }
 
 // The factors of rows that a kernel forms from the rows themselves (RowNormFactors: l2norm, scale)
-// instead of taking them given (RowScale), and where the scaled rows go rounded once to the Cube type
-// (`copy`, the Cube's operand; unset: nowhere): on when the kernel forms them. f: R floats, sq: R x
-// min(C, 64) floats of scratch, bc: R x 8 floats (their Brcb).
+// instead of taking them given (RowScale), and where the rows as read (`copy`, in the Cube type: exact)
+// and their factors (`fCopy`) go for another stage's products: on when the kernel forms them. f: R
+// floats, sq: R x min(C, 64) floats of scratch, bc: R x 8 floats (their Brcb).
 template <class T>
 struct OwnFactors {
     bool on = false, l2norm = false;
     float scale = 1.0f;
     LocalTensor<float> f, sq, bc;
     GlobalTensor<T> copy;
+    GlobalTensor<float> fCopy;
 };
 
 // x (R rows of C fp32 columns, written, x ordered after its writers) times the factors of its rows: the
-// given ones (s), or own's formed from x; then, with own, the scaled rows rounded once to T to own.copy
-// through a buffer of queue outT. Orders x's readers after this.
-template <class T, class QO>
-__aicore__ inline void ScaleRowsBy(QO& outT, const LocalTensor<float>& x, const RowScale& s, const OwnFactors<T>& own, uint32_t R,
-                                   uint32_t C) {
+// given ones (s), or own's formed from x (x's rows as read and the factors written out first, through
+// buffers of queues outT and outF). Orders x's readers after this.
+template <class T, class QO, class QOF>
+__aicore__ inline void ScaleRowsBy(QO& outT, QOF& outF, const LocalTensor<float>& x, const RowScale& s, const OwnFactors<T>& own,
+                                   uint32_t R, uint32_t C) {
     if (!own.on) {
         ScaleRows(x, s, R, C);
         return;
     }
+    vector_io::CastOut(outT, own.copy, x, R * C);
+    LocalTensor<float> f = outF.template AllocTensor<float>();
+    RowNormFactors(f, x, own.sq, own.l2norm, own.scale, R, C);
+    OrderV();
+    BroadcastRows(own.bc, f, R);
+    OrderV();
+    vector_io::CopyOut(outF, own.fCopy, f, R);
     if (own.l2norm || own.scale != 1.0f) {
-        RowNormFactors(own.f, x, own.sq, own.l2norm, own.scale, R, C);
-        OrderV();
-        BroadcastRows(own.bc, own.f, R);
-        OrderV();
         MulRows(x, x, own.bc, R, C);
         OrderV();
     }
-    vector_io::CastOut(outT, own.copy, x, R * C);
 }
 
 // Select masks of 16 x W bits (element (a, j) at bit a W + j), `bytes` apart, set by the scalar unit
@@ -614,16 +617,13 @@ __aicore__ inline void MulGate(const LocalTensor<float>& dst, const LocalTensor<
 // formed), q's rows times their factors first when qScale is on: fp32 multiplies, one rounding to T (KDA: element-wise, Kg = K;
 // GDN: one factor per row, Kg = 1, broadcast with Brcb into bc and read with stride 0). q: its first row, rows `qPitch` elements
 // apart. Queues: inT and outT R K elements of T; work R K floats; bc 8 R floats (GDN).
-// With own.on the factors are formed from q's rows instead (ScaleRowsBy) and the scaled rows also go
-// to own.copy.
 template <class T, class QT, class QO>
 __aicore__ inline void QeRows(QT& inT, QO& outT, const LocalTensor<float>& work, const LocalTensor<float>& bc,
                               const GlobalTensor<T>& q, uint32_t qPitch, const LocalTensor<float>& e, const GlobalTensor<T>& dst,
-                              uint32_t R, uint32_t K, uint32_t Kg, const RowScale& qScale = RowScale{},
-                              const OwnFactors<T>& own = OwnFactors<T>{}) {
+                              uint32_t R, uint32_t K, uint32_t Kg, const RowScale& qScale = RowScale{}) {
     vector_io::CastInRows(inT, q, work, R, K, qPitch);
     OrderV();
-    ScaleRowsBy(outT, work, qScale, own, R, K);
+    ScaleRows(work, qScale, R, K);
     MulGate(work, work, e, bc, R, K, Kg);
     vector_io::CastOut(outT, dst, work, R * K);
 }

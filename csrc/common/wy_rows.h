@@ -26,7 +26,7 @@ struct Rows {
 // The work buffers: kf and s R x K floats each (k widened, the scaled rows), bcB = Brcb(beta) and bcE
 // (GDN's Brcb of a row factor) R x 8 floats each, fac R floats (GDN's beta e_row); kScale: the call's
 // factors of the k rows (off unless given), applied to kf first (FormK's kOwn: formed from the rows
-// instead, the scaled rows also written to kOwn.copy).
+// instead, the rows as read and their factors also written out: chunk_cube's ScaleRowsBy).
 struct Scratch {
     LocalTensor<float> kf, s, bcB, bcE, fac;
     RowScale kScale{};
@@ -66,7 +66,7 @@ __aicore__ inline LocalTensor<float> FormK(QT& inT, QF& inF, QL& inL, QO& outT, 
     vector_io::CastInRows(inT, k, x.kf, r.R, r.K, kPitch);
     if (x.kScale.on || kOwn.on) {
         OrderV();
-        ScaleRowsBy(outT, x.kf, x.kScale, kOwn, r.R, r.K);
+        ScaleRowsBy(outT, outF, x.kf, x.kScale, kOwn, r.R, r.K);
     }
     LocalTensor<float> e = CopyInGate(inF, g, r.R, r.HV, r.Kg);
     TailFactors(inL, x.s, e, gLast, r);  // s = e_tail

@@ -160,6 +160,22 @@ def _launch_state_output(per_key: bool):
     return run
 
 
+def _launch_forward(shape: dict, dtype: str):
+    """Gated DeltaNet's stages 2-5 in one launch, as the chained forward calls it."""
+    import torch
+
+    from ..runtime.kernels import chunk_forward
+    g = _gen(7)
+    NC, HV = chunks(shape), shape["HV"]
+    e_last = torch.rand(NC, HV, 1, generator=g) * 0.5 + 0.5
+    per_seq = math.ceil(shape["T"] / BT)
+    offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
+    k, v, _, G = _chunk_tensors(shape, dtype, False)
+    q = k.roll(1, dims=1).contiguous()
+    beta = torch.rand(NC, HV, BT, generator=_gen(2))
+    chunk_forward(q, k, v, G, beta, e_last, offsets, None, True, 0.088, False)
+
+
 def _launch_psa(shape: dict, dtype: str):
     import torch
 
@@ -174,9 +190,15 @@ def _launch_psa(shape: dict, dtype: str):
 
 
 def _delta_rule_stages(per_key: bool) -> tuple:
+    """The launches of the chained forward: KDA's gate cumsum, intra-chunk kernel and fused WY + state +
+    output kernel; Gated DeltaNet's gate cumsum and stages 2-5 in one launch."""
     s = scale_delta_rule
+    gate = Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s)
+    if not per_key:
+        return (gate, Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward", _launch_forward,
+                            units_chunks, s))
     return (
-        Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s),
+        gate,
         Stage("chunk_intra", "2: intra-chunk Aqk, Akk", "chunk_intra", _launch_intra(per_key), units_chunks, s),
         Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
               _launch_state_output(per_key), units_chunks, s),

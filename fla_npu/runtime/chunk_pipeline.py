@@ -17,6 +17,8 @@ layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dt
   5  ``o`` (T) = chunk_output(q, G, h, Aqk, v_new)           (decay factors formed from G)
   3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, G, Akk, Aqk, e_last, chunk_offsets, h0[,
        q_scale, k_scale])
+  2-5  ``o`` (T), ``final`` (fp32) = chunk_forward(q, k, v, G, beta, e_last, chunk_offsets, h0, l2norm, scale)
+       (Gated DeltaNet, :func:`runs_one_launch`: Aqk and Akk never in GM)
 
 With stages 3-5 fused and stage 2 on its kernel (:func:`takes_row_scales`), q and k reach the kernels
 unscaled: the intra-chunk kernel forms the factors of their rows (the l2 norms' reciprocals, q's
@@ -27,7 +29,10 @@ once to T.
 
 Stages 3, 4 and 5 run as one launch (``chunk_state_output``: the same products, final within a
 float32 rounding, none of w, u, kg, h and v_new in GM) unless the caller keeps ``h``
-(``return_intermediate_states``). ``h`` and ``o`` are written in T, rounded once: stage 5
+(``return_intermediate_states``); for Gated DeltaNet stage 2 joins them (``chunk_forward``: its
+scalar decay per row needs no factored operands, the Cube forms q kᵀ and k kᵀ from the rows the
+vector cores read for the WY operands) and ``Aqk`` / ``Akk`` are not returned. ``h`` and ``o`` are
+written in T, rounded once: stage 5
 multiplies ``h`` in T on the Cube, and the op returns ``o`` in its input dtype T. q, k, v and KDA's G
 go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole chunks the token layout
 itself), q and k with their own heads (GVA); the other chunk tensors (GDN's G
@@ -79,6 +84,15 @@ def runs_fused(skip: dict, keep_h: bool) -> bool:
     return not keep_h and not (FUSED_STAGES & skip.keys()) and kernels.get(FUSED_STATE_OUTPUT) is not None
 
 
+ONE_LAUNCH = "chunk_forward"  # stages 2 to 5 in one launch (one decay per row: Gated DeltaNet)
+
+
+def runs_one_launch(skip: dict, keep_h: bool, per_key: bool) -> bool:
+    """Whether :func:`forward` runs stages 2 to 5 as one launch (``chunk_forward``): Gated DeltaNet
+    (``per_key`` False), every stage on its kernel, ``h`` not kept."""
+    return not per_key and takes_row_scales(skip, keep_h) and kernels.get(ONE_LAUNCH) is not None
+
+
 def takes_row_scales(skip: dict, keep_h: bool) -> bool:
     """Whether :func:`forward` takes q and k unscaled, ``ChunkInputs.row_factors`` saying how their
     rows are scaled (l2norm, scale): when every kernel that reads q or k applies the factors (the
@@ -109,6 +123,11 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     # a view of such a tensor: no copy), GDN head-major [NC, HV, BT, 1]
     G = d.G_nat
     G = G.transpose(1, 2) if G.shape[-1] != 1 else G
+
+    if runs_one_launch(skip, keep_h, G.shape[-1] != 1):
+        l2norm, scale = p.row_factors or (False, 1.0)
+        o, final = ops.chunk_forward(q, k, v, G, b, d.e_last, plan.offsets, h0, l2norm, scale, state_v_first)
+        return o.transpose(1, 2), ChunkForward(None, None, None, None, None, None, None, final)
 
     fused = runs_fused(skip, keep_h)
     if "stage 2: intra-chunk" in skip:

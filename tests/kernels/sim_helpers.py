@@ -96,12 +96,13 @@ def inverse_merge_counters(BT: int) -> tuple[int, int]:
     return ws, macs
 
 
-def record_launches(monkeypatch, module, name: str, *, before=None, after=None) -> list:
+def record_launches(monkeypatch, module, name: str, *, before=None, after=None, calls: list | None = None) -> list:
     """Route the ops to the simulated kernels (FLA_NPU_CPU_IMPL=sim) and wrap ``module.<name>``: each
     call appends ``before(args, kwargs)`` before running the real function and/or
-    ``after(args, kwargs)`` once it returned. Returns the list they are appended to."""
+    ``after(args, kwargs)`` once it returned. Returns the list they are appended to (``calls``, given
+    to record several functions' calls in one list)."""
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
-    calls = []
+    calls = [] if calls is None else calls
     real = getattr(module, name)
 
     def spy(*args, **kwargs):

@@ -1,7 +1,7 @@
 """``chunk_kda`` / ``chunk_gated_delta_rule`` with ``FLA_NPU_CPU_IMPL=sim``: the whole forward on the
-Ascend C kernels (stage 1 gate cumsum, stage 2 intra-chunk + triangular inverse, and stage 3 WY,
-stage 4 state recurrence and stage 5 output in one launch; ``fla_npu.profile()`` proves every one
-launched, once, in order)
+Ascend C kernels (stage 1 gate cumsum; KDA: stage 2 intra-chunk + triangular inverse, and stage 3 WY,
+stage 4 state recurrence and stage 5 output in one launch; Gated DeltaNet: stages 2 to 5 in one
+launch; ``fla_npu.profile()`` proves every one launched, once, in order)
 across the switches, varlen (lengths 1, non-multiples of the chunk, zero), GVA, chunk sizes, initial
 states and ``state_v_first``; output, final state and every gradient (the backward is the reference)
 against the float64 gold at the dtype's tolerance."""
@@ -16,7 +16,8 @@ import fla_npu
 from sim_helpers import Switches, check_chunk_op
 
 BF16, FP16 = torch.bfloat16, torch.float16
-CHAIN = ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuChunkStateOutput"]
+CHAIN = {"kda": ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuChunkStateOutput"],
+         "gdn": ["flaNpuGateChunkCumsum", "flaNpuChunkForward"]}
 PRODUCTION_KDA = Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                           disable_recompute=True)
 
@@ -44,7 +45,7 @@ def test_forward_runs_entirely_on_kernels_and_matches_gold(monkeypatch, op, sw, 
     with fla_npu.profile() as prof:
         check_chunk_op(fn, op, B, T, H, HV, K, V, sw.but(chunk_size=chunk_size), dtype,
                        cu_seqlens=None if cu is None else torch.tensor(cu), seed=5)
-    assert prof.kernels() == CHAIN   # the forward, once; the backward launches nothing
+    assert prof.kernels() == CHAIN[op]   # the forward, once; the backward launches nothing
 
 
 def test_without_initial_state(monkeypatch):
@@ -52,7 +53,7 @@ def test_without_initial_state(monkeypatch):
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
     with fla_npu.profile() as prof:
         check_chunk_op(fla_npu.chunk_kda, "kda", 1, 100, 2, 2, 64, 64, PRODUCTION_KDA, BF16, initial_state=False, seed=6)
-    assert prof.kernels() == CHAIN
+    assert prof.kernels() == CHAIN["kda"]
 
 
 def test_kernel_forward_reads_nothing_back_to_the_host(monkeypatch):
@@ -71,7 +72,7 @@ def test_kernel_forward_reads_nothing_back_to_the_host(monkeypatch):
     v, beta, g = torch.randn(1, 100, 2, 64).to(BF16), torch.rand(1, 100, 2).to(BF16), -torch.rand(1, 100, 2, 64).to(BF16)
     with torch.no_grad(), fla_npu.profile() as prof:
         o, _ = fla_npu.chunk_kda(q, k, v, g, beta, output_final_state=True)
-    assert prof.kernels() == CHAIN and torch.isfinite(o).all()
+    assert prof.kernels() == CHAIN["kda"] and torch.isfinite(o).all()
 
 
 @pytest.mark.parametrize("H", [1, 2])
@@ -86,14 +87,14 @@ def test_kernel_route_leaves_the_inputs_untouched(monkeypatch, H, l2norm):
     before = [x.clone() for x in (q, k, v, g, beta)]
     with torch.no_grad(), fla_npu.profile() as prof:
         o, _ = fla_npu.chunk_kda(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, scale=0.3)
-    assert prof.kernels() == CHAIN and torch.isfinite(o).all()
+    assert prof.kernels() == CHAIN["kda"] and torch.isfinite(o).all()
     for x, x0 in zip((q, k, v, g, beta), before):
         assert torch.equal(x, x0)
 
 
 @pytest.mark.parametrize("op", ["kda", "gdn"])
 def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
-    """``return_intermediate_states`` (KDA; GDN's call has no such switch, its forward is the fused one
+    """``return_intermediate_states`` (KDA; GDN's call has no such switch, its forward is the one launch
     only): stages 3, 4 and 5 then run as wy_fast, chunk_state (writing h) and chunk_output, with the
     final state a float32 rounding from the fused launch's and o equal to it in all but a few elements
     (the fused kernel accumulates v_new = u - w S at once: tests/kernels/test_chunk_state_output_sim.py)
@@ -114,7 +115,7 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     kw = dict(initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True)
     with torch.inference_mode(), fla_npu.profile() as fused:
         o, final = fn(q, k, v, g, beta, **kw)
-    assert fused.kernels() == CHAIN
+    assert fused.kernels() == CHAIN[op]
     if op != "kda":
         return
     qn, kn = (torch.nn.functional.normalize(x.float(), dim=-1).to(BF16) for x in (q, k))
@@ -123,7 +124,7 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
         o1, final1 = fn(qn, kn, v, g, beta, **plain)
     with torch.inference_mode(), fla_npu.profile() as pair:
         o2, final2, _ = fn(qn, kn, v, g, beta, return_intermediate_states=True, **plain)
-    assert pair.kernels() == CHAIN[:-1] + ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
+    assert pair.kernels() == CHAIN["kda"][:-1] + ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
     check_close("final", final2, final1, torch.float32)
     assert (o1 != o2).float().mean() < 0.01
     with torch.inference_mode():

@@ -6,9 +6,9 @@ Inputs as the pipeline makes them (sim_helpers.state_stage: tails, varlen with e
 sequences, beta zero on padding), q and k token-major with their own heads (GVA), G the chunk-local
 gate cumsum. Checked: o and final against the reference stages 2-5 in float64 on the kernel's inputs
 (q's and k's rows l2-normalised and q's scaled in float64), within the Cube dtype's tolerance (the
-kernel rounds the Cube's operands once: the scaled q and k rows, Aqk and Akk, X1, w, kg and qe);
-against the two launches it replaces (chunk_intra + chunk_state_output); bit-identical for 1, 3 and
-16 AI cores; the GM bytes: the inputs read once per unit, o and final written once, Aqk and Akk
+kernel rounds the Cube's operands once: Aqk and Akk, X1, w, kg and qe); against the two launches it
+replaces (chunk_intra + chunk_state_output: the same products and roundings); bit-identical for 1, 3
+and 16 AI cores; the GM bytes: the inputs read once per unit, o and final written once, Aqk and Akk
 never outside the workspace. Outputs NaN-poisoned before the launch (tests/conftest.py); hazard
 checker clean (a hazard fails the launch).
 """
@@ -74,6 +74,7 @@ CASES = [  # (B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm)
                  id="bt64-varlen-empty-one-h0-gva"),
     pytest.param(1, 90, 2, 80, 64, 32, (0, 37, 37, 90), True, True, 1, BF16, False, id="bt32-k80-varlen-vfirst-no-norm"),
     pytest.param(2, 45, 1, 64, 80, 16, None, True, True, 1, FP16, True, id="bt16-v80-vfirst"),
+    pytest.param(1, 100, 2, 32, 32, 16, (0, 37, 37, 100), False, False, 1, FP16, False, id="bt16-k32-varlen-no-norm"),
     pytest.param(1, 70, 1, 256, 128, 64, None, True, False, 1, BF16, True, id="bt64-k256"),
     pytest.param(1, 50, 2, 32, 16, 32, None, True, True, 2, BF16, True, id="bt32-v16-one-lane-gva"),
 ]
@@ -92,18 +93,21 @@ def test_matches_reference_stages(B, T, HV, K, V, BT, cu, h0, v_first, groups, d
     check_close("final", final, ref_final, dtype)
 
 
-@pytest.mark.parametrize(ARGS, CASES[1:3])
+@pytest.mark.parametrize(ARGS, CASES)
 def test_matches_the_two_launches(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm):
-    """Against chunk_intra (Aqk and Akk diag(beta) in the Cube dtype, q's and k's row factors) followed
-    by chunk_state_output: the same products but for where the row factors apply (here on q's and k's
-    rows before they are rounded for stage 2's products, there on the products): o within the Cube
-    dtype's tolerance, final within it too."""
+    """chunk_intra (Aqk and Akk diag(beta) in the Cube dtype, q's and k's row factors) followed by
+    chunk_state_output: the same products and roundings but for the l2 norms' sums of squares (added by
+    the vector unit here, from the Cube's diagonals there: a float32 rounding apart), so final within
+    float32's tolerance and o equal but where that flips a rounding to the Cube dtype (without the
+    norms: bit for bit)."""
     x = _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype)
     o, final = _launch(x, l2norm)
     Aqk, Akk, qs, ks = kernels.chunk_intra(x.q, x.k, x.beta, x.G, l2norm, SCALE, dtype, dtype, True)
     o2, final2 = kernels.chunk_state_output(x.q, x.k, x.v, x.G, Akk, Aqk, x.e_last, x.offsets, x.h0, x.v_first, qs, ks)
-    check_close("o", o, o2, dtype)
-    check_close("final", final, final2, dtype)
+    check_close("final", final, final2, FP32)
+    assert (o != o2).float().mean() < 0.01
+    if not l2norm:
+        assert torch.equal(o, o2) and torch.equal(final, final2)
 
 
 def test_core_count_invariance(monkeypatch):

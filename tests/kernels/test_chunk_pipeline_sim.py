@@ -17,8 +17,9 @@ from sim_helpers import Switches, check_chunk_op
 CHAIN = ("flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput")
 
 
-def _expected_chain(dtype: torch.dtype, BT: int, K: int, V: int) -> list:
-    """The entry points the chain launches for these facts, in order (stages the build has no kernel for skipped)."""
+def _expected_chain(op: str, dtype: torch.dtype, BT: int, K: int, V: int) -> list:
+    """The entry points the chain launches for these facts, in order (stages the build has no kernel for
+    skipped; Gated DeltaNet with every stage on a kernel: stages 2 to 5 in one launch)."""
     skip = chunk_pipeline.stage_reasons(dtype, BT, K, V)
     names = {"stage 2: intra-chunk": CHAIN[1:2], "stage 3: WY factors": CHAIN[2:3],
              "stage 4: state recurrence": CHAIN[3:4], "stage 5: output": CHAIN[4:]}
@@ -28,6 +29,8 @@ def _expected_chain(dtype: torch.dtype, BT: int, K: int, V: int) -> list:
             out.extend(entries)
     if not chunk_pipeline.FUSED_STAGES & skip.keys():  # stages 3-5 in one launch
         out[-3:] = ["flaNpuChunkStateOutput"]
+        if op == "gdn" and "stage 2: intra-chunk" not in skip:
+            out[-2:] = ["flaNpuChunkForward"]
     return out
 
 
@@ -37,7 +40,7 @@ def test_profile_records_every_launch_of_the_chain(monkeypatch, op):
     fn = fla_npu.chunk_kda if op == "kda" else fla_npu.chunk_gated_delta_rule
     with fla_npu.profile() as prof:
         check_chunk_op(fn, op, 1, 70, 2, 2, 32, 32, Switches(chunk_size=32), torch.bfloat16, seed=3)
-    assert prof.kernels() == _expected_chain(torch.bfloat16, 32, 32, 32)
+    assert prof.kernels() == _expected_chain(op, torch.bfloat16, 32, 32, 32)
     for launch in prof.launches:
         assert launch["block_dim"] > 0 and launch["device"] == "cpu" and launch["sim_kernel"]
         assert launch["gm_read_bytes"] > 0 and launch["gm_write_bytes"] > 0
@@ -46,7 +49,8 @@ def test_profile_records_every_launch_of_the_chain(monkeypatch, op):
         assert 0 <= launch["ws_read_bytes"] < launch["gm_read_bytes"] and 0 <= launch["ws_write_bytes"] < launch["gm_write_bytes"]
         assert (launch["ws_read_bytes"] > 0) == (launch["kernel"] != "flaNpuGateChunkCumsum")
     assert prof.total("gm_read_bytes") == sum(x["gm_read_bytes"] for x in prof.launches)
-    cube = [x["cube_macs"] for x in prof.launches if x["kernel"] in ("flaNpuChunkIntra", "flaNpuChunkStateOutput")]
+    cube = [x["cube_macs"] for x in prof.launches
+            if x["kernel"] in ("flaNpuChunkIntra", "flaNpuChunkStateOutput", "flaNpuChunkForward")]
     assert cube and all(c > 0 for c in cube)
 
 

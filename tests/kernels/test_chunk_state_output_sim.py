@@ -230,15 +230,20 @@ def test_unit_row_factors_change_nothing():
 
 @pytest.fixture
 def launches(monkeypatch):
-    """Route the chunk ops to the simulated kernels and record the fused kernel's launches."""
-    return sim_helpers.record_launches(monkeypatch, kernels, "chunk_state_output", before=lambda args, kwargs: args[0].dtype)
+    """Route the chunk ops to the simulated kernels and record the fused kernel's launches (KDA's stages
+    3-5) and the one launch's (Gated DeltaNet's stages 2-5, chunk_forward), as (kernel, dtype)."""
+    calls = []
+    for name in ("chunk_state_output", "chunk_forward"):
+        sim_helpers.record_launches(monkeypatch, kernels, name, before=lambda args, kwargs, n=name: (n, args[0].dtype),
+                                    calls=calls)
+    return calls
 
 
 @pytest.mark.parametrize("op,sw,chunk_size,cu,dtype,K,V", sim_helpers.STAGE_OP_CASES)
 def test_chunk_op_with_simulated_state_and_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
     sim_helpers.check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # In the forward only (the backward recomputes what it needs with the reference, never o).
-    assert launches == [dtype]
+    assert launches == [("chunk_state_output" if op == "kda" else "chunk_forward", dtype)]
 
 
 @pytest.mark.parametrize("keep", [False, True], ids=["recompute", "disable_recompute"])
@@ -263,6 +268,7 @@ def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
 
 
 def test_verify_sim_row_runs_the_fused_kernel(launches):
-    """`fla-npu verify`'s sim implementation covers stages 3, 4 and 5: its first bf16 KDA and GDN rows pass."""
+    """`fla-npu verify`'s sim implementation covers stages 3, 4 and 5 (GDN: 2 to 5): its first bf16 KDA and
+    GDN rows pass."""
     sim_helpers.verify_sim_first_rows()
-    assert len(launches) >= 2 and set(launches) == {BF16}
+    assert set(launches) == {("chunk_state_output", BF16), ("chunk_forward", BF16)}

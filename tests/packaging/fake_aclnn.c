@@ -449,3 +449,33 @@ EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const 
 EXPORT int32_t aclnnFlaNpuChunkStateOutput(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
     return second_phase("aclnnFlaNpuChunkStateOutput", workspace, workspace_size, executor, stream);
 }
+
+EXPORT int32_t aclnnFlaNpuChunkForwardGetWorkspaceSize(const void* q, const void* k, const void* v, const void* g,
+                                                       const void* beta, const void* e_last, const void* chunk_offsets,
+                                                       const void* h0, int64_t qk_l2norm, double scale, const void* o,
+                                                       const void* final_state, int64_t state_v_first,
+                                                       uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkForwardGetWorkspaceSize");
+    add_tensor(c, q);
+    add_tensor(c, k);
+    add_tensor(c, v);
+    add_tensor(c, g);
+    add_tensor(c, beta);
+    add_tensor(c, e_last);
+    add_tensor(c, chunk_offsets);
+    add_tensor(c, h0);
+    add_tensor(c, o);
+    add_tensor(c, final_state);
+    if (c != NULL) {
+        c->num_ints = 2;
+        c->ints[0] = qk_l2norm;
+        c->ints[1] = state_v_first;
+        c->num_floats = 1;
+        c->floats[0] = scale;
+    }
+    return first_phase(c, "aclnnFlaNpuChunkForward", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkForward(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkForward", workspace, workspace_size, executor, stream);
+}

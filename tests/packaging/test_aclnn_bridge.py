@@ -456,6 +456,24 @@ def test_chunk_state_output_forwarded_exactly(bridge, fake):
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkStateOutput", "`k` must be [NC, BT, HQ, K]", bad_k, 0)
 
 
+def test_chunk_forward_forwarded_exactly(bridge, fake):
+    NC, HV, HQ, BT, K, V, N_ = 3, 4, 2, 32, 64, 80, 2
+    offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
+    qk = lambda: torch.randn(NC, BT, HQ, K).bfloat16()  # noqa: E731
+    tensors = (qk(), qk(), torch.randn(NC, BT, HV, V).bfloat16(), -torch.rand(NC, HV, BT, 1), torch.rand(NC, HV, BT),
+               torch.rand(NC, HV, 1), offsets, None, torch.empty(NC, BT, HV, V).bfloat16(), torch.empty(N_, HV, V, K))
+    call = check_forwarded_exactly(bridge, fake, "flaNpuChunkForward", tensors, 1, 0.125, 1, ints=[1, 1],
+                                   floats=[0.125])  # qk_l2norm, scale, state_v_first
+    assert tensors_of(call)[7] is None  # no h0: passed as NULL
+    # Refused before any aclnn call: fp32 Cube inputs, KDA's per-key gate, qk_l2norm 2.
+    as_fp32 = tuple(t.float() if t is not None and t.dtype == torch.bfloat16 else t for t in tensors)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "float32 Cube inputs are not supported", as_fp32, 1,
+                               0.125, 1)
+    per_key = (*tensors[:3], -torch.rand(NC, BT, HV, K), tensors[4], torch.rand(NC, HV, K), *tensors[6:])
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "Gated DeltaNet", per_key, 1, 0.125, 1)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "`qk_l2norm` must be 0 or 1", tensors, 2, 0.125, 1)
+
+
 def test_chunk_intra_forwarded_exactly(bridge, fake):
     NC, HV, BT, K = 3, 2, 64, 128
     tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT),
@@ -688,8 +706,10 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
         ("stage 2: intra-chunk", ("ChunkIntra",)), ("stage 3: WY factors", ("WyFast",)),
         ("stage 4: state recurrence", ("ChunkState",)), ("stage 5: output", ("ChunkOutput",)))
         if stage not in skipped for name in names]
-    if not chunk_pipeline.FUSED_STAGES & skipped.keys():  # one launch for stages 3-5
+    if not chunk_pipeline.FUSED_STAGES & skipped.keys():  # one launch for stages 3-5 (GDN: 2-5)
         entries[-3:] = ["ChunkStateOutput"]
+        if op == "gdn" and "stage 2: intra-chunk" not in skipped:
+            entries[-2:] = ["ChunkForward"]
     calls = fake.calls()
     assert [c.function.decode() for c in calls] == [
         f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]

@@ -29,11 +29,12 @@ CallSpec Call(int32_t dtype, const Shape& s, bool with_h0, bool v_first, bool l2
     scale.f = 0.125f;
     v_first_attr.i = v_first ? 1 : 0;
     const float kr = l2norm ? 1.0f : 0.0625f;
-    return {{Floats(dtype, {NC, s.BT, s.HQ, s.K}), Floats(dtype, {NC, s.BT, s.HQ, s.K}, -kr, kr), Floats(dtype, {NC, s.BT, s.HV, s.V}),
-             Floats(f32, {NC, s.HV, s.BT, 1}, -2.0f, 0.0f), Floats(f32, {NC, s.HV, s.BT}, 0.0f, 1.0f),
-             Floats(f32, {NC, s.HV, 1}, 0.1f, 1.0f), opp_test::Ints({N + 1}, s.offsets),
-             with_h0 ? Floats(f32, state) : opp_test::Absent(), Floats(dtype, {NC, s.BT, s.HV, s.V}), Floats(f32, state)},
-            {l2, scale, v_first_attr}};
+    return {
+        {Floats(dtype, {NC, s.BT, s.HQ, s.K}), Floats(dtype, {NC, s.BT, s.HQ, s.K}, -kr, kr),
+         Floats(dtype, {NC, s.BT, s.HV, s.V}), Floats(f32, {NC, s.HV, s.BT, 1}, -2.0f, 0.0f),
+         Floats(f32, {NC, s.HV, s.BT}, 0.0f, 1.0f), Floats(f32, {NC, s.HV, 1}, 0.1f, 1.0f), opp_test::Ints({N + 1}, s.offsets),
+         with_h0 ? Floats(f32, state) : opp_test::Absent(), Floats(dtype, {NC, s.BT, s.HV, s.V}), Floats(f32, state)},
+        {l2, scale, v_first_attr}};
 }
 
 const Shape kGdn{4, 2, 64, 128, 128, {0, 2, 3}};
