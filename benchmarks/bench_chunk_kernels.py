@@ -5,8 +5,8 @@ l2norm in the kernel, safe gate, lower bound -5; GDN: gate, beta sigmoid, q/k l2
 kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` and
 ``fla_npu.profile()``, it prints per op:
 
-- the kernels launched, in order (every stage should be: three launches, stage 2 with its inverse in
-  one, stages 3-5 in one);
+- the kernels launched, in order (every stage should be: KDA three launches, stage 2 with its
+  inverse in one, stages 3-5 in one; Gated DeltaNet two, stages 2-5 in one);
 - the Cube's share of the multiply-adds: ``cube_macs / (cube_macs + vector_ops)``, counting every
   vector element operation as a multiply-add (casts, exponentials and copies included, so the share is
   a lower bound). It depends on the gate for KDA: a 16 x 16 diagonal block of the intra-chunk

@@ -12,14 +12,20 @@
 // roundings of chunk_intra followed by chunk_state_output (but the norms' sums of squares, added here
 // by the vector cores, there from the Cube's diagonals); the Cube merges the inverse's blocks
 // left of the diagonal (solve_tril's BlockRowMerge) into the pair's Akk and runs the chunk's WY,
-// state and output products on them. Order per chunk c of a unit (the first chunk's stage 2 before):
-//   AIC  wait Inverse, merges(c); WY(c); per lane v_new and dS (flags S, dS); o(c);
-//        wait X, stage 2's products of c + 1, set Stage2
-//   AIV  S's halves (set S); form c + 1's operands (set X); wait dS, S update;
-//        wait Stage2, finish stage 2 of c + 1, set Inverse
-// No cycle: each wait is on a flag set earlier in the other side's order. One result and one inverse
-// slot suffice (a chunk's are rewritten only after the flags that follow their reads); Aqk and Akk
-// alternate between two pairs (a core's j-th chunk: pair j % 2) as the operand slots do.
+// state and output products on them. Stage 2 runs two chunks ahead of the recurrence, so that it
+// fills the vector cores' wait between handing over a chunk's S and receiving its dS instead of
+// lengthening that chain. Per unit, first: the AIVs form chunks c0 and c0 + 1 (set X each), the
+// Cube multiplies both (wait X, set Stage2 each), the AIVs finish c0 (wait Stage2, set Inverse).
+// Then per chunk c (a core's j-th):
+//   AIC  wait Inverse, merges(c); WY(c); per lane v_new and dS (wait S, set dS);
+//        wait X, stage 2's products of c + 2 (set Stage2); o(c)
+//   AIV  S's halves (set S); wait Stage2, finish stage 2 of c + 1 (set Inverse);
+//        form c + 2's operands (set X); wait dS, S update
+// No cycle: each wait is on a flag set earlier in the other side's order. Regions (each rewritten only
+// after the flags that follow its last read): three operand slots (j % 3: qe, X1, kg, [q; k] and the
+// row factors), two result slots, two inverse slots and two pairs of Aqk and Akk (j % 2). On the
+// device a race between the cores on GM is not seen by the simulation: these reuse distances are
+// the argument, checked chunk by chunk in chunk_state_kernel.h's comments.
 //
 // Limits: chunk_state's, with a scalar decay per row (Kg = 1) only; BT 32 and 64 need a Cube that
 // takes float32 (the merges).

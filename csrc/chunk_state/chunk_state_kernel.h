@@ -83,30 +83,44 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 }
 
 // The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block], -I
-// [BT, BT] (written once), then two slots (a core's j-th chunk uses slot j % 2: the AIVs form a
-// chunk's operands while the Cube works on the one before) of qe, X1 and kg [BT, K] (chunk_forward:
-// and q's and k's rows as read, [q; k] [2 BT, K], stage 2's operands).
+// [BT, BT] (written once), then OperandSlots slots (a core's j-th chunk uses slot j % OperandSlots:
+// the AIVs form a chunk's operands while the Cube works on the one before; chunk_forward's two
+// chunks before) of qe, X1 and kg [BT, K] (chunk_forward: and q's and k's rows as read, [q; k]
+// [2 BT, K], stage 2's operands).
 struct WsAt {
     uint64_t negI, qe, x1, kg, qk;
 };
+__aicore__ inline uint32_t OperandSlots(const ChunkStateTiling& t) { return t.intra ? 3 : 2; }
 __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0) {
     const uint64_t negI = 2ull * t.K * t.v_block, m = uint64_t(t.BT) * t.K;
     const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * (t.intra ? 5 : 3) * m;
     return WsAt{negI, qe, qe + m, qe + 2 * m, qe + 3 * m};
 }
 
-// chunk_forward's stage-2 regions: pair `par` (a core's j-th chunk: j % 2) of Aqk and Akk [BT, BT] (T,
-// after the two slots); among the floats, after dS, the result slot [2 BT, BT] (q k^T rows, then k k^T
-// rows), the inverse slot (solve_tril::MergeSizesOf's XT, -X_bb, R^T, then L [BT, BT]; BT > 16), then
-// pair `par`'s row factors of q and of k [2, BT] (what the vector cores formed with the operands).
+// chunk_forward's reuse distances (chunk c the core's j-th; orders: chunk_forward_tiling.h):
+// - operand slot j % 3: written by the AIVs' form(c) during chunk c - 2, read by the Cube's products(c)
+//   (chunk c - 2, after X), WY(c) (chunk c) and the AIVs' finish(c) (chunk c - 1); rewritten by
+//   form(c + 3) during chunk c + 1, after the AIVs waited for dS(c), which the Cube sets after WY(c);
+// - result slot j % 2: written by products(c), read by finish(c); its next writer, products(c + 2),
+//   waits for X(c + 2), which the AIVs set after finish(c);
+// - inverse slot and Aqk / Akk pair j % 2: written by finish(c) (and Akk by the merges(c) after
+//   Inverse), read by merges(c) and WY(c) at the start of chunk c; rewritten by finish(c + 2) during
+//   chunk c + 1, after dS(c).
+// chunk_forward's stage-2 regions of a core's j-th chunk: pair j % 2 of Aqk and Akk [BT, BT] (T, after
+// the operand slots); among the floats, after dS, result slot j % 2 [2 BT, BT] (q k^T rows, then k k^T
+// rows), inverse slot j % 2 (solve_tril::MergeSizesOf's XT, -X_bb, R^T, then L [BT, BT]; BT > 16),
+// then the row factors of q and of k [2, BT] of operand slot j % OperandSlots (what the vector cores
+// formed with the operands).
 struct Stage2At {
     uint64_t aqk, akk, res, inv, l, f;
 };
-__aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t par) {
-    const uint64_t bb = uint64_t(t.BT) * t.BT, aqk = FusedRegions(t, 2).qe + 2ull * par * bb;
-    const uint64_t res = uint64_t(t.K) * t.v_block, inv = res + 2 * bb;
-    const uint64_t l = inv + (t.nb > 1 ? solve_tril::MergeSizesOf(t.BT).elems : 0), f = l + (t.nb > 1 ? bb : 0);
-    return Stage2At{aqk, aqk + bb, res, inv, l, f + 2ull * par * t.BT};
+__aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t j) {
+    const uint32_t par = j % 2, slots = OperandSlots(t);
+    const uint64_t bb = uint64_t(t.BT) * t.BT, aqk = FusedRegions(t, slots).qe + 2ull * par * bb;
+    const uint64_t merges = t.nb > 1 ? solve_tril::MergeSizesOf(t.BT).elems : 0, invElems = t.nb > 1 ? merges + bb : 0;
+    const uint64_t res = uint64_t(t.K) * t.v_block, inv = res + 4 * bb + par * invElems;
+    const uint64_t f = res + 4 * bb + 2 * invElems + 2ull * (j % slots) * t.BT;
+    return Stage2At{aqk, aqk + bb, res + par * 2 * bb, inv, inv + merges, f};
 }
 
 // Where dS starts among the workspace's floats: after wS, or (fused: no wS) at the start.
@@ -165,18 +179,21 @@ class ChunkStateCube {
             CrossCoreWaitFlag(kFlagI);
             LoadForA(negI1_.Get<T>(), gWsT_[FusedRegions(t_).negI], t_.BT, t_.BT);
         }
-        uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % 2
+        uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % OperandSlots
         for (uint32_t i = 0; i < r.count; ++i) {
             const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
-            if (kOut && t_.intra && c0 < c1) Stage2Products(j % 2);  // the unit's first chunk's
-            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++ % 2, c + 1 < c1);
+            if (kOut && t_.intra)  // the unit's first two chunks' stage-2 products
+                for (int32_t c = c0; c < c1 && c < c0 + 2; ++c) Stage2Products(j + (c - c0));
+            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++, c + 2 < c1);
         }
     }
 
   private:
-    // Chunk c of unit u (fused: its operands in `slot`; a `next` chunk of the unit follows).
-    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t slot, bool next) {
+    // Chunk c of unit u, the core's j-th (fused: its operands in slot j % OperandSlots;
+    // chunk_forward: `far`, the unit has a chunk two after this one).
+    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t j, bool far) {
+        const uint32_t slot = j % OperandSlots(t_);
         const uint32_t BT = t_.BT, K = t_.K, Vb = t_.v_block;
         const Lanes L = SplitLanes(u.vw);
         const uint64_t tile = (uint64_t(c) * t_.HV + u.h) * BT * K, vs = 2ull * K * Vb;
@@ -187,8 +204,8 @@ class ChunkStateCube {
 
         Sync<HardEvent::MTE1_MTE2>();  // the previous chunk's LoadData have read L1
         if (kOut) {
-            if (t_.intra) Merge(slot);
-            WyFactors(c, u, slot);
+            if (t_.intra) Merge(j);
+            WyFactors(c, u, slot, j);
         } else {
             LoadNz(w1, gW_[tile], BT, K);
             LoadNz(kg1, gKg_[tile], BT, K);
@@ -214,9 +231,6 @@ class ChunkStateCube {
                 CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagWs, l));
             }
         }
-        // chunk_forward: the next chunk's stage-2 products here, so that the AIVs finish its stage 2
-        // while the Cube forms this chunk's dS and o
-        if (kOut && t_.intra && next) Stage2Products(slot ^ 1);
         if (kOut) {  // kg^T over Akk and -I, once every lane's v_new products have read them
             Sync<HardEvent::M_MTE1>();
             LoadAT(kga, kg1, K, BT);
@@ -234,20 +248,23 @@ class ChunkStateCube {
             TileProducts(oc, gWsF_[DsAt(t_) + uint64_t(K) * L.c[l]], w, K, w, t_.n_tile, ds);
             CrossCoreSetFlag<2, PIPE_FIX>(LaneFlag(kFlagDs, l));
         }
+        // chunk_forward: stage 2's products two chunks ahead (the AIVs finish them during the next
+        // chunk, between handing over S and waiting for dS)
+        if (kOut && t_.intra && far) Stage2Products(j + 2);
         if (kOut) Output(c, u, L);
     }
 
-    // chunk_forward: stage 2's products of the chunk whose operands are in `slot`, once the AIVs wrote
-    // them (flag X): [q; k] (their rows as read, T) into L1 as one NZ matrix, q k^T and k k^T (fp32) into
-    // the result slot, one Mmad each against k^T; flag Stage2.
-    __aicore__ inline void Stage2Products(uint32_t slot) {
+    // chunk_forward: stage 2's products of the core's j-th chunk (operand slot j % OperandSlots), once
+    // the AIVs wrote them (flag X): [q; k] (their rows as read, T) into L1 as one NZ matrix, q k^T and
+    // k k^T (fp32) into the chunk's result slot, one Mmad each against k^T; flag Stage2.
+    __aicore__ inline void Stage2Products(uint32_t j) {
         const uint32_t BT = t_.BT, K = t_.K, bf = BT / 16;
         LocalTensor<T> qk = qk1_.Get<T>(), wa = wa_.Get<T>(), b2 = b2a_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
-        const uint64_t res = Stage2Regions(t_, 0).res;
+        const uint64_t res = Stage2Regions(t_, j).res;
         CrossCoreWaitFlag(kFlagX);
         Sync<HardEvent::MTE1_MTE2>();  // the previous products' LoadData have read [q; k]
-        LoadNz(qk, gWsT_[FusedRegions(t_, slot).qk], 2 * BT, K);
+        LoadNz(qk, gWsT_[FusedRegions(t_, j % OperandSlots(t_)).qk], 2 * BT, K);
         Sync<HardEvent::MTE2_MTE1>();
         for (uint32_t p = 0; p < 2; ++p) {  // q's rows, then k's
             Sync<HardEvent::M_MTE1>();      // the previous Mmads have read L0A / L0B
@@ -264,12 +281,12 @@ class ChunkStateCube {
         CrossCoreSetFlag<2, PIPE_FIX>(kFlagStage2);
     }
 
-    // chunk_forward: once the AIVs finished stage 2 of the chunk in `par`'s pair (flag Inverse), Akk's
-    // blocks left of the diagonal (BT > 16; solve_tril's BlockRowMerge, in T into the pair's Akk).
-    __aicore__ inline void Merge(uint32_t par) {
+    // chunk_forward: once the AIVs finished stage 2 of the core's j-th chunk (flag Inverse), Akk's
+    // blocks left of the diagonal (BT > 16; solve_tril's BlockRowMerge, in T into its pair's Akk).
+    __aicore__ inline void Merge(uint32_t j) {
         CrossCoreWaitFlag(kFlagInverse);
         if (t_.nb == 1) return;
-        const Stage2At at = Stage2Regions(t_, par);
+        const Stage2At at = Stage2Regions(t_, j);
         const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(t_.BT);
         merge_.Run(gWsF_[at.l], gWsT_[at.akk], gWsF_[at.inv], gWsF_[at.inv + m.nx_off], gWsF_[at.inv + m.rt_off], t_.BT);
     }
@@ -307,14 +324,14 @@ class ChunkStateCube {
     // them: chunk_forward's stage-2 products waited; the dS flags later tell the AIVs the regions were
     // read) into L1; Akk into L0A in kg^T's place; -w = Akk @ X1 into w1 (NZ, rounded once to T: minus
     // the WY kernel's w in T, exactly). u = Akk @ v is formed with each lane's v_new.
-    __aicore__ inline void WyFactors(uint32_t c, const Unit& u, uint32_t slot) {
+    __aicore__ inline void WyFactors(uint32_t c, const Unit& u, uint32_t slot, uint32_t j) {
         const uint32_t BT = t_.BT, K = t_.K;
         const uint64_t unit = uint64_t(c) * t_.HV + u.h;
         const WsAt at = FusedRegions(t_, slot);
         LocalTensor<T> akk1 = akk1_.Get<T>(), aa = kga_.Get<T>(), b2 = b2a_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
         if (t_.intra) {
-            const Stage2At s2 = Stage2Regions(t_, slot);
+            const Stage2At s2 = Stage2Regions(t_, j);
             Sync<HardEvent::FIX_MTE2>();  // the merges' blocks of Akk are written
             LoadForA(aqk1_.Get<T>(), gWsT_[s2.aqk], BT, BT);
             LoadForA(akk1, gWsT_[s2.akk], BT, BT);
@@ -423,12 +440,12 @@ class ChunkStateVector {
             if (t_.intra) ZeroAkkRows();
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagI);
         }
-        uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % 2
+        uint32_t j = 0;  // the core's chunks so far: the fused operands' slot is j % OperandSlots
         for (uint32_t i = 0; i < r.count; ++i) {
             const Unit u = DecodeUnit(t_, r.first + i);
             const int32_t c0 = gCo_.GetValue(u.n), c1 = gCo_.GetValue(u.n + 1);
             LoadState(u);
-            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++ % 2, c == c0, c + 1 < c1);
+            for (int32_t c = c0; c < c1; ++c) Chunk(static_cast<uint32_t>(c), u, j++, c == c0, c1 - c);
             StoreFinal(u);
         }
     }
@@ -576,8 +593,9 @@ class ChunkStateVector {
 
     // Chunk c of unit u (fused: its operands in `slot`; `first` of the unit's chunks, a `next` one
     // follows).
-    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t slot, bool first, bool next) {
+    __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t j, bool first, int32_t left) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v;
+        const uint32_t S3 = OperandSlots(t_);
         const uint32_t k0 = at_.sub * rk, r0 = at_.sub * rv;
         const Lanes L = SplitLanes(u.vw);
         const uint64_t ch = uint64_t(c) * t_.HV + u.h, hOff = (ch * K + k0) * V + u.v0, vOff = (ch * BT + r0) * V + u.v0;
@@ -586,11 +604,14 @@ class ChunkStateVector {
         LocalTensor<T> hi;
 
         // 0. Fused, the unit's first chunk: this AIV's rows of X1, kg and qe to the Cube (the later
-        // chunks' come during the chunk before, step 3); chunk_forward: then its stage 2 finished.
+        // chunks' come during the chunk before, step 3); chunk_forward: those of the chunk after it
+        // too, then the first's stage 2 finished (the later chunks' come during the chunk before).
         if (kOut && first) {
-            FormOperands(ch, r0, slot);
-            CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
-            if (t_.intra) FinishStage2(ch, slot);
+            for (int32_t d = 0; d < (t_.intra ? 2 : 1) && d < left; ++d) {
+                FormOperands(ch + d * t_.HV, r0, (j + d) % S3);
+                CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
+            }
+            if (t_.intra) FinishStage2(ch, j);
         }
 
         // 1. Per lane: S_hi, S_lo to the Cube, then h[c] = S (rounded once when h is T: S_hi; fused: no h).
@@ -614,12 +635,15 @@ class ChunkStateVector {
         }
 
         // 3. Fused: the next chunk's operands into the other slot while the Cube works on this one (the
-        // slot is free: the Cube read it before the previous chunk's dS flags). Unfused, per lane:
-        // v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
-        if (kOut && next) {
-            FormOperands(ch + t_.HV, r0, slot ^ 1);
+        // slot is free: the Cube read it before the previous chunk's dS flags); chunk_forward: the next
+        // chunk's stage 2 finished (its products came during the chunk before), then the operands of
+        // the chunk after it (the slot the Cube read before the previous chunk's dS flags). Unfused,
+        // per lane: v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
+        if (kOut && t_.intra && left > 1) FinishStage2(ch + t_.HV, j + 1);
+        const int32_t ahead = t_.intra ? 2 : 1;
+        if (kOut && left > ahead) {
+            FormOperands(ch + ahead * t_.HV, r0, (j + ahead) % S3);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
-            if (t_.intra) FinishStage2(ch + t_.HV, slot ^ 1);  // chunk_forward: its stage 2 finished
         }
         if (!kOut) {
             a = inA_.template DeQue<float>();
@@ -684,24 +708,24 @@ class ChunkStateVector {
         OrderV();  // -I's reads of res_
         Duplicate(z, 0.0f, static_cast<int32_t>(16 * BT));
         OrderV();
-        for (uint32_t par = 0; par < 2; ++par)
+        for (uint32_t j = 0; j < 2; ++j)  // both pairs
             for (uint32_t o = 0; o < nOwned_; ++o)
-                CastOut(outT_, gWsT_[Stage2Regions(t_, par).akk + uint64_t(16 * owned_[o]) * BT], z, 16 * BT);
+                CastOut(outT_, gWsT_[Stage2Regions(t_, j).akk + uint64_t(16 * owned_[o]) * BT], z, 16 * BT);
         OrderV();  // z's reads before res_ is rewritten
     }
 
-    // chunk_forward: stage 2 of unit (c, h) = ch, once the Cube's products are in the result slot (flag
-    // Stage2), for the owned block rows (FinishBlockRow) into pair `par`; flag Inverse.
-    __aicore__ inline void FinishStage2(uint64_t ch, uint32_t par) {
+    // chunk_forward: stage 2 of unit (c, h) = ch, the core's j-th chunk, once the Cube's products are in
+    // the result slot (flag Stage2), for the owned block rows (FinishBlockRow); flag Inverse.
+    __aicore__ inline void FinishStage2(uint64_t ch, uint32_t j) {
         CrossCoreWaitFlag(kFlagStage2);
         if (nOwned_ > 0) {  // the chunk's G, then q's and k's row factors, once
             const uint32_t BT = t_.BT;
             LocalTensor<float> g = inE_.template AllocTensor<float>();
             DataCopy(g, gG_[ch * BT], BT);
-            DataCopy(g[BT], gWsF_[Stage2Regions(t_, par).f], 2 * BT);
+            DataCopy(g[BT], gWsF_[Stage2Regions(t_, j).f], 2 * BT);
             inE_.EnQue(g);
             g = inE_.template DeQue<float>();
-            for (uint32_t o = 0; o < nOwned_; ++o) FinishBlockRow(ch, par, owned_[o], o, g);
+            for (uint32_t o = 0; o < nOwned_; ++o) FinishBlockRow(ch, j, owned_[o], o, g);
             inE_.FreeTensor(g);
         }
         CrossCoreSetFlag<2, PIPE_MTE3>(kFlagInverse);
@@ -713,9 +737,9 @@ class ChunkStateVector {
     // pair, L's columns left of the diagonal block to the inverse slot (the merges'), the diagonal block
     // inverted (X = (I + L_II)^-1, solve_tril's BlockInverse16): X diag(beta) to the pair's Akk (zero
     // right of it since StartStage2), -X (I > 0) and diag(beta) X^T (I < nb - 1) to the inverse slot.
-    __aicore__ inline void FinishBlockRow(uint64_t ch, uint32_t par, uint32_t I, uint32_t o, const LocalTensor<float>& g) {
+    __aicore__ inline void FinishBlockRow(uint64_t ch, uint32_t j, uint32_t I, uint32_t o, const LocalTensor<float>& g) {
         const uint32_t BT = t_.BT, w = 16 * (I + 1), n = 16 * BT, eb = sizeof(T);
-        const Stage2At at = Stage2Regions(t_, par);
+        const Stage2At at = Stage2Regions(t_, j);
         const uint64_t row0 = uint64_t(16 * I) * BT;  // the block row's first element in Aqk, Akk and L
         LocalTensor<float> r = inA_.template AllocTensor<float>();
         const DataCopyParams cols(16, static_cast<uint16_t>(w / 8), static_cast<uint16_t>((BT - w) / 8),
@@ -821,7 +845,7 @@ class ChunkStateVector {
         OwnFactors<T> kOwn{}, qOwn{};
         if (t_.intra) {
             const bool l2 = t_.qk_l2norm != 0;
-            const uint64_t f = Stage2Regions(t_, slot).f + r0;
+            const uint64_t f = Stage2Regions(t_, slot).f + r0;  // slot < OperandSlots: the slot's factors
             kOwn = OwnFactors<T>{true, l2, 1.0f, x.fac, x.s, bc[rv * 9], gWsT_[at.qk + uint64_t(BT + r0) * K], gWsF_[f + BT]};
             qOwn = OwnFactors<T>{true, l2, t_.scale, x.fac, x.s, bc[rv * 17], gWsT_[at.qk + uint64_t(r0) * K], gWsF_[f]};
         }

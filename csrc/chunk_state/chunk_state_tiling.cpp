@@ -133,11 +133,12 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
                        (p.intra && p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).l1 : 0);
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg (intra: and q, k), two of Aqk, Akk; dS, intra's
-                           // result and inverse slots and two pairs of row factors (the Cube forms v_new's halves)
-        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + 2 * (p.intra ? 5 : 3) * p.BT * p.K + (p.intra ? 4 * p.BT * p.BT : 0);
+    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg (intra: three, and q, k), two pairs of Aqk, Akk;
+                           // dS, intra's two result and two inverse slots and three slots' row factors (the Cube
+                           // forms v_new's halves)
+        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + (p.intra ? 3 * 5 : 2 * 3) * p.BT * p.K + (p.intra ? 4 * p.BT * p.BT : 0);
         const uint32_t inv = p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).elems + p.BT * p.BT : 0;
-        t->ws_f_elems = p.K * vb + (p.intra ? 2 * p.BT * p.BT + inv + 4 * p.BT : 0);
+        t->ws_f_elems = p.K * vb + (p.intra ? 2 * 2 * p.BT * p.BT + 2 * inv + 3 * 2 * p.BT : 0);
     } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
         t->ws_t_elems = 2 * (p.K + p.BT) * vb;
         t->ws_f_elems = (p.BT + p.K) * vb;

@@ -37,9 +37,9 @@ static void TestShapes() {
                         CHECK(t.ub_bytes_used <= p.ub_bytes && t.l0a_bytes_used <= soc::kL0abBytes &&
                               t.l0b_bytes_used <= soc::kL0abBytes && t.l0c_bytes_used <= p.l0c_bytes);
                         CHECK(t.l1_bytes_used <= 512u * 1024 - 256);
-                        CHECK(t.ws_t_elems == 2 * K * t.v_block + BT * BT + 2 * 5 * BT * K + 4 * BT * BT);
+                        CHECK(t.ws_t_elems == 2 * K * t.v_block + BT * BT + 3 * 5 * BT * K + 4 * BT * BT);
                         const uint32_t inv = BT > 16 ? fla_npu::solve_tril::MergeSizesOf(BT).elems + BT * BT : 0;
-                        CHECK(t.ws_f_elems == K * t.v_block + 2 * BT * BT + inv + 4 * BT);
+                        CHECK(t.ws_f_elems == K * t.v_block + 4 * BT * BT + 2 * inv + 6 * BT);
                         const CubeBuffers cb = CubeBuffersOf(K, BT, 2, t.n_tile, true);
                         CHECK(cb.wa >= BT * K * 2 && cb.b2a >= K * BT * 2 && cb.oc >= BT * BT * 4);
                         tiling_test::CheckCover(t);
