@@ -681,10 +681,7 @@ class ChunkIntraVector {
         const uint32_t BT = t_.BT, I = owned_[o];
         LocalTensor<float> r = CopyIn(res_, g_.res[uint64_t(slot) * t_.ws_res_elems + 512 * I], 512);
         LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
-        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
-        Select(oa, m, r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 256);
-        Select(ol, m[maskBytes_], r[256], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 256);
-        OrderV();
+        SelectCausal(oa, ol, r, masks_.Get<uint8_t>(), maskBytes_, 0, 256);
         res_.FreeTensor(r);
         if (unsafe_[slot][o]) {  // the Cube's diagonal block is zero there
             ExactDiagonal(u, I, oa, ol);
@@ -743,10 +740,7 @@ class ChunkIntraVector {
         LocalTensor<float> bc = bcB_.Get<float>();
         LocalTensor<float> b = LoadBeta(row0, bc, t_.qk_l2norm ? &fkI : nullptr);
         LocalTensor<float> oa = outF_.template AllocTensor<float>(), ol = outF_.template AllocTensor<float>();
-        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
-        Select(oa, m[2 * o * maskBytes_], r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-        Select(ol, m[(2 * o + 1) * maskBytes_], r[n], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-        OrderV();
+        SelectCausal(oa, ol, r, masks_.Get<uint8_t>(), maskBytes_, o, n);
         res_.FreeTensor(r);
         MulRows(ol, ol, bc, 16, BT);
         inB_.FreeTensor(b);

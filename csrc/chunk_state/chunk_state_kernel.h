@@ -765,10 +765,7 @@ class ChunkStateVector {
         BroadcastRows(bcG, x, 16);
         BroadcastRows(bcB, b, 16);
         OrderV();
-        LocalTensor<uint8_t> m = masks_.Get<uint8_t>();
-        Select(oa, m[2 * o * maskBytes_], r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-        Select(ol, m[(2 * o + 1) * maskBytes_], r[n], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-        OrderV();
+        SelectCausal(oa, ol, r, masks_.Get<uint8_t>(), maskBytes_, o, n);
         inA_.FreeTensor(r);
         MulRows(ol, ol, bcG, 16, BT);
         CastOut(outT_, gWsT_[at.aqk + row0], oa, n);

@@ -8,30 +8,23 @@ namespace chunk_state_output {
 
 // The messages are the C entry point's (include/fla_npu/kernels.h).
 const char* TilingFromShapes(const ShapeArg* a, int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
-    const ShapeArg &qt = a[0], &kt = a[1], &vt = a[2], &akk = a[4], &aqk = a[5], &o = a[11];
-    const ShapeArg q = chunk_tiling::HeadMajor(qt), k = chunk_tiling::HeadMajor(kt), v = chunk_tiling::HeadMajor(vt);
+    const ShapeArg &akk = a[4], &aqk = a[5], &o = a[11];
     const ShapeArg g = chunk_tiling::GateHeadMajor(a[3]);
     chunk_state::ChunkStateProblem p;
     int64_t lead[4] = {0, 0, 0, 0};
     const char* bad = nullptr;
     if (!RanksAre(a, {4, 4, 4, 4, 4, 4}) || o.ndim != 4) bad = "`q`, `k`, `v`, `g`, `akk`, `aqk` and `o` must be 4-D";
-    else if (!chunk_tiling::TokenPitchOk(qt) || !chunk_tiling::TokenPitchOk(kt) || !chunk_tiling::TokenPitchOk(vt) ||
-             !chunk_tiling::TokenPitchOk(o))
-        bad = "`q`, `k`, `v` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
-    else if (!SameShape(q, k)) bad = "`q` must have the shape of `k` [NC, BT, HQ, K] (token-major)";
-    else
-        bad = chunk_tiling::GroupedHeads("`k` must be [NC, BT, HQ, K] (token-major), HQ dividing the HV of `v`", k, v, lead,
-                                         &p.groups);
+    else bad = chunk_state::TokenMajorHeads(a[0], a[1], a[2], o, lead, &p.groups);
     if (bad == nullptr) {
-        const int64_t NC = v.d[0], HV = v.d[1], BT = k.d[2], K = k.d[3], V = v.d[3];
-        if (v.d[2] != BT) bad = "`v` must be [NC, BT, HV, V] (token-major) with the BT of `k`";
-        else if (!DimsAre(g, {NC, HV, BT}) || g.d[3] != a[6].d[2])
+        const int64_t NC = lead[0], HV = lead[1], BT = lead[2], K = lead[3], V = a[2].d[3];
+        if (!DimsAre(g, {NC, HV, BT}) || g.d[3] != a[6].d[2])
             bad = "`g` must be [NC, BT, HV, K] (KDA, token-major) or [NC, HV, BT, 1] (GDN), with the Kg of `e_last`";
         else if (const char* gate = chunk_tiling::CheckGate(a[3], BT, K)) bad = gate;
         else if (!DimsAre(akk, {NC, HV, BT, BT})) bad = "`akk` must be [NC, HV, BT, BT]";
         else if (!DimsAre(aqk, {NC, HV, BT, BT})) bad = "`aqk` must be [NC, HV, BT, BT]";
-        else if (!SameShape(o, vt)) bad = "`o` must have the shape of `v` [NC, BT, HV, V] (token-major)";
-        else if (const char* scales = chunk_tiling::CheckRowScales(a[9], a[10], k, &p.qk_scaled)) bad = scales;
+        else if (!SameShape(o, a[2])) bad = "`o` must have the shape of `v` [NC, BT, HV, V] (token-major)";
+        else if (const char* scales = chunk_tiling::CheckRowScales(a[9], a[10], chunk_tiling::HeadMajor(a[1]), &p.qk_scaled))
+            bad = scales;
         else bad = chunk_state::StateArgs(lead, V, a[6], a[7], a[8], a[12], state_v_first, dev, &p);
     }
     p.fused_output = true;

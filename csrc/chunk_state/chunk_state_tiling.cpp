@@ -171,6 +171,20 @@ const char* StateArgs(const int64_t* lead, int64_t V, const ShapeArg& e_last, co
     return chunk_tiling::SizedHeads(lead, V, Kg, 2, dev, p);
 }
 
+const char* TokenMajorHeads(const ShapeArg& qt, const ShapeArg& kt, const ShapeArg& vt, const ShapeArg& o, int64_t* lead,
+                            uint32_t* groups) {
+    const ShapeArg q = chunk_tiling::HeadMajor(qt), k = chunk_tiling::HeadMajor(kt), v = chunk_tiling::HeadMajor(vt);
+    if (!chunk_tiling::TokenPitchOk(qt) || !chunk_tiling::TokenPitchOk(kt) || !chunk_tiling::TokenPitchOk(vt) ||
+        !chunk_tiling::TokenPitchOk(o))
+        return "`q`, `k`, `v` and `o`: H * D must be at most 65535 (a row stride of the loads and of the writes)";
+    if (!SameShape(q, k)) return "`q` must have the shape of `k` [NC, BT, HQ, K] (token-major)";
+    if (const char* bad = chunk_tiling::GroupedHeads("`k` must be [NC, BT, HQ, K] (token-major), HQ dividing the HV of `v`", k, v,
+                                                     lead, groups))
+        return bad;
+    if (v.d[2] != k.d[2]) return "`v` must be [NC, BT, HV, V] (token-major) with the BT of `k`";
+    return nullptr;
+}
+
 namespace {
 // The checks of w, u, kg and the state arguments (StateArgs: e_last, chunk_offsets, h0 at a[3..5],
 // final at a[8]), then *p but for the output dtypes.

@@ -178,6 +178,12 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
 // first defect (static, without the op's name).
 const char* ProblemFromShapes(const ShapeArg* t, int64_t state_v_first, const DeviceFacts& dev, ChunkStateProblem* p);
 
+// The fused ops' checks of q, k [NC, BT, HQ, K] and v, o [NC, BT, HV, V] (token-major, as given: qt, kt,
+// vt, o): the row strides, q's shape, HQ dividing HV, v's BT; lead = k's head-major [NC, HV, BT, K]
+// with the value heads, *groups = HV / HQ. nullptr, or the message.
+const char* TokenMajorHeads(const ShapeArg& qt, const ShapeArg& kt, const ShapeArg& vt, const ShapeArg& o, int64_t* lead,
+                            uint32_t* groups);
+
 // The C entry point's refusal of float32 w / kg.
 constexpr const char* kFloat32CubeMessage =
     "float32 `w` and `kg` are not supported: the Cube reads them as float16 or bfloat16 (its transposing "

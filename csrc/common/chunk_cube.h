@@ -585,6 +585,16 @@ __aicore__ inline void BuildCausalMasks(const LocalTensor<uint8_t>& m, uint32_t 
     Sync<HardEvent::S_V>();
 }
 
+// oa = the first n elements of r (16 rows of Aqk's products) kept where mask 2 o is set, ol = the n
+// after them (L's) where mask 2 o + 1 is (BuildCausalMasks' masks, `bytes` apart), zero elsewhere
+// (whatever r holds there, infinities included). r ordered before; oa, ol ordered after.
+__aicore__ inline void SelectCausal(const LocalTensor<float>& oa, const LocalTensor<float>& ol, const LocalTensor<float>& r,
+                                    const LocalTensor<uint8_t>& masks, uint32_t bytes, uint32_t o, uint32_t n) {
+    Select(oa, masks[2 * o * bytes], r, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+    Select(ol, masks[(2 * o + 1) * bytes], r[n], 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+    OrderV();
+}
+
 // dd[a, j] = e^(g[16 I + a] - g[j]) for the 16 rows a of block row I and every column j < BT (g: a
 // chunk's BT gate cumsums, natural-log units, ordered before; bc: 16 x 8 floats of scratch): GDN's
 // decay of the block row's products, infinite where j > i (masked after). dd ordered after.

@@ -144,6 +144,15 @@ def _chunk_state_host(values: dict) -> None:
     _check_chunk_offsets("chunk_state", values["chunk_offsets"], values["w"].shape[0])
 
 
+def _state_cube_dtype(op: str, k: Tensor, chunk_offsets: Tensor) -> torch.dtype:
+    """The fused state ops' Cube dtype, ``k``'s (float16 or bfloat16), with ``chunk_offsets`` checked 1-D."""
+    if k.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"{op}: `k` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {k.dtype}")
+    if chunk_offsets.dim() != 1:
+        raise ValueError(f"{op}: `chunk_offsets` must be [N + 1]")
+    return k.dtype
+
+
 # ---- chunk_state_output: stages 3, 4 and 5 in one launch, the Cube dtype that of k -------------
 def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, g: Tensor, akk: Tensor, aqk: Tensor, e_last: Tensor,
                        chunk_offsets: Tensor, h0: Tensor | None = None, state_v_first: bool = False,
@@ -162,12 +171,7 @@ def chunk_state_output(q: Tensor, k: Tensor, v: Tensor, g: Tensor, akk: Tensor, 
     k's rows (the l2 norms' reciprocals, q's times the attention scale), applied in float32 before
     anything is rounded. Padding rows of tail chunks must hold zeros in ``k``
     and ``v``. Rows of chunks outside every sequence's range are not written."""
-    T = k.dtype
-    if T not in (torch.float16, torch.bfloat16):
-        raise ValueError(f"chunk_state_output: `k` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {T}")
-    if chunk_offsets.dim() != 1:
-        raise ValueError("chunk_state_output: `chunk_offsets` must be [N + 1]")
-    f32 = torch.float32
+    T, f32 = _state_cube_dtype("chunk_state_output", k, chunk_offsets), torch.float32
     return {"q": q.to(T), "k": k, "v": v.to(T), "g": g.to(f32), "akk": akk.to(T), "aqk": aqk.to(T),
             "e_last": e_last.to(f32), "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32),
             "q_scale": None if q_scale is None else q_scale.to(f32), "k_scale": None if k_scale is None else k_scale.to(f32),
@@ -191,12 +195,7 @@ def chunk_forward(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, e_la
     of q and k divided by its l2 norm, q's times ``scale``, in float32 before anything is rounded.
     Padding rows of tail chunks must hold zeros in ``k``, ``v`` and ``beta``. Rows of chunks outside
     every sequence's range are not written."""
-    T = k.dtype
-    if T not in (torch.float16, torch.bfloat16):
-        raise ValueError(f"chunk_forward: `k` must be torch.float16 or torch.bfloat16 (the Cube dtype), got {T}")
-    if chunk_offsets.dim() != 1:
-        raise ValueError("chunk_forward: `chunk_offsets` must be [N + 1]")
-    f32 = torch.float32
+    T, f32 = _state_cube_dtype("chunk_forward", k, chunk_offsets), torch.float32
     return {"q": q.to(T), "k": k, "v": v.to(T), "g": g.to(f32), "beta": beta.to(f32), "e_last": e_last.to(f32),
             "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32), "qk_l2norm": int(bool(qk_l2norm)),
             "scale": float(scale), "state_v_first": int(bool(state_v_first))}, {"T": T}
