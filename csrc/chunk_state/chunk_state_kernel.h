@@ -591,8 +591,8 @@ class ChunkStateVector {
         }
     }
 
-    // Chunk c of unit u (fused: its operands in `slot`; `first` of the unit's chunks, a `next` one
-    // follows).
+    // Chunk c of unit u, the core's j-th (fused: its operands in slot j % OperandSlots), `first` of the
+    // unit's chunks, `left` of them from this one on (itself included).
     __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t j, bool first, int32_t left) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v;
         const uint32_t S3 = OperandSlots(t_);
