@@ -16,6 +16,7 @@ V block), o and final written once
   g      [NC, HV, BT, 1]   float32, G: the chunk-local gate cumsum in natural-log units, one per row
                            (Gated DeltaNet; a per-key gate is refused)
   beta   [NC, HV, BT]      float32
+  e_last, chunk_offsets, h0, final, state_v_first: FlaNpuChunkStateOutput's (e_last [NC, HV, 1])
   qk_l2norm               int32 0 / 1: each row of q and k divided by its l2 norm (eps 1e-6) in
                            float32 before any rounding
   scale                   float: q's rows times scale (after the norm)
@@ -28,12 +29,12 @@ inputs hold there: zeros in k, v and beta keep them out of the state); rows of c
 sequence's range are not written. Limits as FlaNpuChunkStateOutput's; BT 32 and 64 need a Cube that
 takes float32 (the inverse's merges); float32 Cube inputs are refused.
 
-Workspace: per launched AI core, FlaNpuChunkStateOutput's with two slots of 5 BT x K elements of T
-(its operands and q's and k's rows) instead of 3, two pairs of Aqk and Akk [BT, BT] of T, a result
-slot [2 BT, BT], for BT 32 and 64 an inverse slot (2 BT x BT + 16 BT + 16 (BT - 16)) and two pairs
-of q's and k's row factors [2, BT] of floats. NPU flavours forward to aclnnFlaNpuChunkForward[GetWorkspaceSize](q, k, v, g, beta,
-eLast, chunkOffsets, h0, qkL2norm, scale, o, final, stateVFirst); nothing is called without a
-unit.""",
+Workspace: per launched AI core, FlaNpuChunkStateOutput's with three operand slots of 5 BT x K
+elements of T (its operands and q's and k's rows; stage 2 runs two chunks ahead) instead of two of
+3 BT x K, two pairs of Aqk and Akk [BT, BT] of T, and floats: two result slots [2 BT, BT], for BT 32
+and 64 two inverse slots (2 BT x BT + 16 BT + 16 (BT - 16) each), three slots' row factors [2, BT].
+NPU flavours forward to aclnnFlaNpuChunkForward[GetWorkspaceSize](q, k, v, g, beta, eLast,
+chunkOffsets, h0, qkL2norm, scale, o, final, stateVFirst); nothing is called without a unit.""",
     "limits": {"chunk_sizes": [16, 32, 64], "head_dim": 256},  # for the routers (the C entry point checks them too)
     "args": [("q", "in", "T"), ("k", "in", "T"), ("v", "in", "T"), ("g", "in", "float32"), ("beta", "in", "float32"),
              ("e_last", "in", "float32"), ("chunk_offsets", "in", "int32"), ("h0", "in?", "float32"),
