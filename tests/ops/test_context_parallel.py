@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import os
 import socket
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -166,10 +168,12 @@ def _count_sends() -> _Sends:
     return sent
 
 
-def _worker(rank: int, world: int, port: int, cases: list) -> None:
+def _worker(rank: int, world: int, rendezvous: str, cases: list) -> None:
     torch.set_num_threads(1)
-    # A bounded timeout: a rank that dies leaves the others waiting minutes, not gloo's default 30.
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+    # A bounded timeout: a rank that dies leaves the others waiting minutes, not gloo's default 30. A
+    # file store, not a TCP one: that one's server lives in rank 0, and a rank still tearing its group
+    # down when rank 0 had finished aborted once ("terminate called without an active exception").
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(minutes=5))
     try:
         failures = []
@@ -196,7 +200,8 @@ def _free_port() -> int:
 def spawn(world: int, cases: list) -> None:
     """Run ``cases`` on a fresh gloo group of ``world`` processes; a failing assertion on any rank
     fails the caller with its message."""
-    mp.spawn(_worker, args=(world, _free_port(), cases), nprocs=world, join=True)
+    with tempfile.TemporaryDirectory() as d:
+        mp.spawn(_worker, args=(world, os.path.join(d, "rendezvous"), cases), nprocs=world, join=True)
 
 
 KDA_GATE = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True)
