@@ -600,32 +600,13 @@ class ChunkIntraVector {
         if (t_.akk_beta) MulByRow(o, x, b, 16, 16);  // X D
         else Adds(o, x, 0.0f, static_cast<int32_t>(kBlockElems));
         WriteRows(o, g_.akk, row0 * BT + 16 * I, 16);
-        const uint64_t s = InvSlot(t_, inv);
-        if (I > 0) {  // (BT > 16)
-            LocalTensor<float> nx = outF_.template AllocTensor<float>();
-            if (leftBeta) {  // -X D
-                OrderV();    // X D's reads of b
-                Muls(b, b, -1.0f, 16);
-                OrderV();
-                MulByRow(nx, x, b, 16, 16);
-            } else {
-                Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
-            }
-            CopyOut(outF_, g_.inv[s + solve_tril::MergeSizesOf(BT).nx_off + I * kBlockElems], nx, kBlockElems);
+        if (leftBeta) {  // -X D
+            OrderV();    // X D's reads of b
+            Muls(b, b, -1.0f, 16);
+            OrderV();
         }
-        if (I + 1 < t_.nb) {
-            LocalTensor<float> y = outF_.template AllocTensor<float>();
-            inv_.Upper(y);
-            if (t_.akk_beta) {
-                OrderV();
-                MulRows(y, y, bc, 16, 16);  // D X^T
-            }
-            outF_.EnQue(y);
-            y = outF_.template DeQue<float>();
-            DataCopy(g_.inv[s + uint64_t(16 * I) * BT + 16 * I], y,
-                     DataCopyParams(16, 2, 0, static_cast<uint16_t>((BT - 16) / 8)));
-            outF_.FreeTensor(y);
-        }
+        solve_tril::WriteMergeOperands(outF_, outF_, inv_, g_.inv[InvSlot(t_, inv)], x, leftBeta ? &b : nullptr,
+                                       t_.akk_beta ? &bc : nullptr, I, BT);  // D X^T with akk_beta
         if (load) inB_.FreeTensor(b);
     }
 

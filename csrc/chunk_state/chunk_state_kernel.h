@@ -793,22 +793,7 @@ class ChunkStateVector {
         DataCopy(gWsT_[at.akk + row0 + 16 * I], y,
                  DataCopyParams(16, static_cast<uint16_t>(16 * eb / 32), 0, static_cast<uint16_t>((BT - 16) * eb / 32)));
         outT_.FreeTensor(y);
-        if (I > 0) {
-            LocalTensor<float> nx = outF_.template AllocTensor<float>();
-            Muls(nx, x, -1.0f, static_cast<int32_t>(solve_tril::kBlockElems));
-            CopyOut(outF_, gWsF_[at.inv + solve_tril::MergeSizesOf(BT).nx_off + I * solve_tril::kBlockElems], nx,
-                    solve_tril::kBlockElems);
-        }
-        if (I + 1 < t_.nb) {
-            LocalTensor<float> xt = outF_.template AllocTensor<float>();
-            inv_.Upper(xt);
-            OrderV();
-            MulRows(xt, xt, bcB, 16, 16);  // diag(beta) X^T
-            outF_.EnQue(xt);
-            xt = outF_.template DeQue<float>();
-            DataCopy(gWsF_[at.inv + row0 + 16 * I], xt, DataCopyParams(16, 2, 0, static_cast<uint16_t>((BT - 16) / 8)));
-            outF_.FreeTensor(xt);
-        }
+        solve_tril::WriteMergeOperands(outF_, outF_, inv_, gWsF_[at.inv], x, nullptr, &bcB, I, BT);  // -X, diag(beta) X^T
         inB_.FreeTensor(b);
     }
 
@@ -843,8 +828,8 @@ class ChunkStateVector {
         if (t_.intra) {
             const bool l2 = t_.qk_l2norm != 0;
             const uint64_t f = Stage2Regions(t_, slot).f + r0;  // slot < OperandSlots: the slot's factors
-            kOwn = OwnFactors<T>{true, l2, 1.0f, x.fac, x.s, bc[rv * 9], gWsT_[at.qk + uint64_t(BT + r0) * K], gWsF_[f + BT]};
-            qOwn = OwnFactors<T>{true, l2, t_.scale, x.fac, x.s, bc[rv * 17], gWsT_[at.qk + uint64_t(r0) * K], gWsF_[f]};
+            kOwn = OwnFactors<T>{true, l2, 1.0f, x.s, bc[rv * 9], gWsT_[at.qk + uint64_t(BT + r0) * K], gWsF_[f + BT]};
+            qOwn = OwnFactors<T>{true, l2, t_.scale, x.s, bc[rv * 17], gWsT_[at.qk + uint64_t(r0) * K], gWsF_[f]};
         }
         const wy_rows::Rows rows{rv, K, t_.Kg, HV};
         const uint64_t kAt = TokenRow(unit, r0, HV, t_.groups, BT, K);

@@ -533,13 +533,13 @@ __aicore__ inline void ScaleRows(const LocalTensor<float>& x, const RowScale& s,
 
 // The factors of rows that a kernel forms from the rows themselves (RowNormFactors: l2norm, scale)
 // instead of taking them given (RowScale), and where the rows as read (`copy`, in the Cube type: exact)
-// and their factors (`fCopy`) go for another stage's products: on when the kernel forms them. f: R
-// floats, sq: R x min(C, 64) floats of scratch, bc: R x 8 floats (their Brcb).
+// and their factors (`fCopy`) go for another stage's products: on when the kernel forms them. sq: R x
+// min(C, 64) floats of scratch, bc: R x 8 floats (their Brcb).
 template <class T>
 struct OwnFactors {
     bool on = false, l2norm = false;
     float scale = 1.0f;
-    LocalTensor<float> f, sq, bc;
+    LocalTensor<float> sq, bc;
     GlobalTensor<T> copy;
     GlobalTensor<float> fCopy;
 };

@@ -154,19 +154,7 @@ class SolveTrilVector {
             DataCopy(gOut_[at + kBlock], zO_.Get<O>(),
                      DataCopyParams(kBlock, static_cast<uint16_t>(right * sizeof(O) / 32), 0,
                                     static_cast<uint16_t>((c0 + kBlock) * sizeof(O) / 32)));
-        if (merge && b > 0) {
-            LocalTensor<float> nx = outN_.AllocTensor<float>();
-            Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
-            CopyOut(outN_, gWs_[base + t_.ws_nx_off + b * kBlockElems], nx, kBlockElems);
-        }
-        if (merge && b + 1 < t_.nb) {
-            LocalTensor<float> y = outT_.AllocTensor<float>();
-            inv_.Upper(y);
-            outT_.EnQue(y);
-            y = outT_.DeQue<float>();
-            DataCopy(gWs_[base + uint64_t(c0) * BT + c0], y, DataCopyParams(kBlock, fBlk, 0, fGap));
-            outT_.FreeTensor(y);
-        }
+        if (merge) WriteMergeOperands(outN_, outT_, inv_, gWs_[base], x, nullptr, nullptr, b, BT);
     }
 
     const SolveTrilTiling t_;

@@ -89,6 +89,37 @@ class BlockInverse16 {
     TBuf<TPosition::VECCALC> bc_, tmp_, id_;
 };
 
+// What the Cube's merges read of diagonal block I of a BT x BT inverse, once x = X_II (Lower; the
+// block still loaded for Upper), into an inverse slot (`slot`: XT [BT, BT] at 0, -X_bb at
+// MergeSizesOf(BT).nx_off, pitch BT): for I > 0 -X_II, or X_II diag(*left) with `left` given (the
+// caller's negated row factors), through a buffer of queue outN; for I < BT / 16 - 1 X_II^T, or
+// diag(d) X_II^T with bcD = Brcb(d) given, on XT's diagonal, through a buffer of queue outT.
+template <class QN, class QT>
+__aicore__ inline void WriteMergeOperands(QN& outN, QT& outT, BlockInverse16& inv, const GlobalTensor<float>& slot,
+                                          const LocalTensor<float>& x, const LocalTensor<float>* left,
+                                          const LocalTensor<float>* bcD, uint32_t I, uint32_t BT) {
+    if (I > 0) {
+        LocalTensor<float> nx = outN.template AllocTensor<float>();
+        if (left != nullptr) MulByRow(nx, x, *left, kBlock, kBlock);
+        else Muls(nx, x, -1.0f, static_cast<int32_t>(kBlockElems));
+        vector_io::CopyOut(outN, slot[MergeSizesOf(BT).nx_off + I * kBlockElems], nx, kBlockElems);
+    }
+    if (I + 1 < BT / kBlock) {
+        LocalTensor<float> y = outT.template AllocTensor<float>();
+        inv.Upper(y);
+        if (bcD != nullptr) {
+            OrderV();
+            MulRows(y, y, *bcD, kBlock, kBlock);
+        }
+        outT.EnQue(y);
+        y = outT.template DeQue<float>();
+        DataCopy(
+            slot[uint64_t(kBlock * I) * BT + kBlock * I], y,
+            DataCopyParams(kBlock, kBlock * sizeof(float) / 32, 0, static_cast<uint16_t>((BT - kBlock) * sizeof(float) / 32)));
+        outT.FreeTensor(y);
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Cube: C = A @ B for fp32 A (m x k) and B (k x n) held in L1 as NZ of A and of B^T (n x k), both
 // loaded from row-major matrices (LoadNzRows). A goes into L0A in the SoC's layout (LoadA); the NZ
