@@ -36,6 +36,8 @@ NATIVE_CONFIGURE = ["-DCMAKE_BUILD_TYPE=Release", "-DFLA_NPU_TARGET=sim", "-DFLA
 # Reuse (and bring up to date) this build directory instead of a fresh one per session; configured
 # with NATIVE_CONFIGURE if it holds no build yet.
 NATIVE_BUILD_ENV = "FLA_NPU_NATIVE_BUILD_DIR"
+# What GCC prints when the system killed its compiler proper (typically out of memory).
+_COMPILER_KILLED = "Killed signal terminated program"
 
 _originals = {}
 
@@ -62,13 +64,23 @@ class _NativeBuild:
 
     def _run(self) -> None:
         for cmd in _native_build_commands(self.build):
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    preexec_fn=lambda: os.nice(10))
-            self.procs.append(proc)
-            out = proc.communicate()[0]
-            if proc.returncode != 0:
+            code, out = self._command(cmd)
+            if code != 0 and _COMPILER_KILLED in out and "-j" in cmd:
+                # the host killed a compiler (out of memory while busy): once more, one job at a time
+                cmd = cmd[:cmd.index("-j") + 1] + ["1"] + cmd[cmd.index("-j") + 2:]
+                code, again = self._command(cmd)
+                out = f"{out[-4000:]}\n(a compiler was killed: the build was retried with one job)\n{again}"
+            if code != 0:
                 self.failure = f"{' '.join(cmd)} failed:\n{out[-8000:]}"
                 return
+
+    def _command(self, cmd: list) -> tuple:
+        """Run ``cmd`` at a lower CPU priority: its exit code and output."""
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=lambda: os.nice(10))
+        self.procs.append(proc)
+        out = proc.communicate()[0]
+        return proc.returncode, out
 
     def stop(self) -> None:
         for proc in self.procs:
