@@ -9,21 +9,17 @@
 // One unit = one chunk (<= BT tokens) x one column tile (see the tiling header). Per unit:
 //   MTE2  DataCopyPad the [len, w] tile from GM (rows of w elements, GM row pitch W) into a VECIN
 //         buffer, every UB row padded to 32 bytes with zeros;
-//   V     Cast to fp32 (or a UB copy) into a VECOUT buffer; + dt_bias and * coef as row-vector
-//         operations (repeat form, one repeat per row, source-1 repeat stride 0; the sigmoid form with
-//         both, coef x + coef dt_bias in one FusedMulAdd); the activation as
-//         whole-tile count-form operations; the cumsum as len - 1 row additions (fp32, in order);
+//   V     Cast to fp32 (or a UB copy) into a VECOUT buffer; the activation (gate_activation.h); the
+//         cumsum as len - 1 row additions (fp32, in order);
 //   MTE3  DataCopyPad the fp32 rows back to GM.
 // The queues' EnQue/DeQue/FreeTensor/AllocTensor are the only MTE2->V, V->MTE3 and back
 // synchronisation; the per-tile parameters (TBufs) are ordered with explicit flags.
-//
-// softplus(x) = max(x, 0) + log1p(exp(-|x|)), with log1p(u) = ln(1 + u) * u / ((1 + u) - 1) (exact to
-// a few ulp where ln(1 + u) alone would lose the low bits of u; 0 when 1 + u rounds to 1).
 #ifndef FLA_NPU_GATE_CUMSUM_KERNEL_H
 #define FLA_NPU_GATE_CUMSUM_KERNEL_H
 
 #include "../common/kernel_frame.h"
 #include "../common/vector_order.h"
+#include "gate_activation.h"
 #include "gate_cumsum_tiling.h"
 #include "kernel_operator.h"
 
@@ -43,8 +39,6 @@ class GateChunkCumsum {
         t_ = t;
         const uint64_t n = uint64_t(t.B) * t.T * t.W;
         Bind(n, gIn_, g, gOut_, out);
-        if (t.has_a_log) Bind(t.H, gALog_, aLog);
-        if (t.has_dt_bias) Bind(t.W, gBias_, dtBias);
         if (t.varlen) {
             Bind(2ull * t.num_chunks, gChunks_, chunks);
             gCu_.SetGlobalBuffer((__gm__ int32_t*)cu);
@@ -53,12 +47,9 @@ class GateChunkCumsum {
         InitQues(pipe_, 2, rows * P * sizeof(T), inQ_);
         InitQues(pipe_, 2, rows * P * sizeof(float), outQ_);
         for (uint32_t i = 0; i < t.num_tmp_bufs; ++i) InitBufs(pipe_, rows * P * sizeof(float), tmp_[i]);
-        if (t.has_dt_bias) InitBufs(pipe_, P * sizeof(float), bias_);
-        if (t.has_a_log) InitBufs(pipe_, P * sizeof(float), coef_);
-        if (t.gate_form == kGateSigmoid) {  // out_scale in one 32-byte block: the numerator of the sigmoid's division
-            InitBufs(pipe_, kBlockBytes, scale_);
-            Duplicate(scale_.Get<float>(), t.out_scale, static_cast<int32_t>(kBlockBytes / sizeof(float)));
-        }
+        act_.Init(pipe_, P,
+                  ActivationForm{t.gate_form, t.has_a_log, t.has_dt_bias, t.D, t.heads_per_tile, t.coef_scale, t.out_scale}, aLog,
+                  t.H, dtBias);
     }
 
     __aicore__ inline void Process() {
@@ -70,7 +61,7 @@ class GateChunkCumsum {
             uint32_t c0 = 0, w = 0;
             TileColumns(t_, tile, &c0, &w);
             if (tile != curTile) {
-                LoadParams(c0, w, curTile != 0xFFFFFFFFu);
+                act_.Load(c0, w, curTile != 0xFFFFFFFFu);
                 curTile = tile;
             }
             uint64_t row0 = 0;
@@ -110,46 +101,6 @@ class GateChunkCumsum {
         *len = left <= 0 ? 0u : (left < BT ? static_cast<uint32_t>(left) : BT);
     }
 
-    // dt_bias and coef = exp(A_log) * coef_scale of columns [c0, c0 + w), once per column tile.
-    __aicore__ inline void LoadParams(uint32_t c0, uint32_t w, bool reload) {
-        const bool viaMte2 = t_.has_dt_bias || (t_.has_a_log && t_.D == 1);
-        if (reload && viaMte2) {  // the vector reads of the previous tile's parameters come first
-            Sync<HardEvent::V_MTE2>();
-        }
-        const uint32_t padElems = (Pad32(w * 4) - w * 4) / 4;
-        const DataCopyExtParams row(1, w * 4, 0, 0, 0);
-        const DataCopyPadExtParams<float> zeroPad(true, 0, static_cast<uint8_t>(padElems), 0.0f);
-        if (t_.has_dt_bias) DataCopyPad(bias_.Get<float>(), gBias_[c0], row, zeroPad);
-        if (t_.has_a_log) {
-            LocalTensor<float> coef = coef_.Get<float>();
-            if (t_.D == 1) {
-                DataCopyPad(coef, gALog_[c0], row, zeroPad);
-            } else if (t_.heads_per_tile > 0) {  // whole heads, each D (a multiple of 8) columns
-                const uint32_t h0 = c0 / t_.D;
-                for (uint32_t h = 0; h < w / t_.D; ++h)
-                    Duplicate(coef[h * t_.D], gALog_.GetValue(h0 + h), static_cast<int32_t>(t_.D));
-            } else {  // a piece of one head
-                Duplicate(coef, gALog_.GetValue(c0 / t_.D), static_cast<int32_t>(w));
-            }
-        }
-        if (viaMte2) { Sync<HardEvent::MTE2_V>(); }
-        if (t_.has_a_log) {
-            LocalTensor<float> coef = coef_.Get<float>();
-            OrderV();  // after the Duplicates
-            Exp(coef, coef, static_cast<int32_t>(w));
-            OrderV();
-            if (t_.coef_scale != 1.0f) Muls(coef, coef, t_.coef_scale, static_cast<int32_t>(w));
-            if (BiasInCoef()) {  // coef * dt_bias: the sigmoid's argument in one FusedMulAdd (Compute)
-                OrderV();
-                Mul(bias_.Get<float>(), bias_.Get<float>(), coef, static_cast<int32_t>(w));
-            }
-        }
-    }
-
-    // The sigmoid form with A_log and dt_bias: coef (x + dt_bias) as coef x + (coef dt_bias), bias_
-    // holding the product.
-    __aicore__ inline bool BiasInCoef() const { return t_.gate_form == kGateSigmoid && t_.has_a_log && t_.has_dt_bias; }
-
     __aicore__ inline void CopyIn(uint64_t row0, uint32_t len, uint32_t c0, uint32_t w, uint32_t P) {
         LocalTensor<T> x = inQ_.template AllocTensor<T>();
         const uint32_t rowBytes = w * sizeof(T);
@@ -158,66 +109,6 @@ class GateChunkCumsum {
         const DataCopyPadExtParams<T> pad(true, 0, static_cast<uint8_t>(P - w), T(0.0f));
         DataCopyPad(x, gIn_[row0 * t_.W + c0], p, pad);
         inQ_.EnQue(x);
-    }
-
-    // dst[r, 0:w] = dst[r, 0:w] (op) vec[0:w] for the len rows of a tile of pitch P.
-    template <bool kMul>
-    __aicore__ inline void RowVector(const LocalTensor<float>& y, const LocalTensor<float>& vec, uint32_t len, uint32_t w,
-                                     uint32_t P) {
-        const uint8_t rep = static_cast<uint8_t>(P / 8);  // row pitch in 32-byte blocks
-        for (uint32_t j = 0; j < w; j += kFloatLanes) {
-            const uint64_t mask = w - j < kFloatLanes ? w - j : kFloatLanes;
-            const BinaryRepeatParams params(1, 1, 1, rep, rep, 0);
-            if (kMul) Mul(y[j], y[j], vec[j], mask, static_cast<uint8_t>(len), params);
-            else Add(y[j], y[j], vec[j], mask, static_cast<uint8_t>(len), params);
-        }
-    }
-
-    // y[r, 0:w] = a[0:w] y[r, 0:w] + b[0:w] (RowVector's shape; FusedMulAdd: dst = src0 dst + src1).
-    __aicore__ inline void RowMulAdd(const LocalTensor<float>& y, const LocalTensor<float>& a, const LocalTensor<float>& b,
-                                     uint32_t len, uint32_t w, uint32_t P) {
-        const uint8_t rep = static_cast<uint8_t>(P / 8);
-        const BinaryRepeatParams params(1, 1, 1, rep, 0, 0);
-        for (uint32_t j = 0; j < w; j += kFloatLanes) {
-            const uint64_t mask = w - j < kFloatLanes ? w - j : kFloatLanes;
-            FusedMulAdd(y[j], a[j], b[j], mask, static_cast<uint8_t>(len), params);
-        }
-    }
-
-    __aicore__ inline void Softplus(const LocalTensor<float>& y, int32_t n) {
-        LocalTensor<float> u = tmp_[0].Get<float>(), a = tmp_[1].Get<float>(), d = tmp_[2].Get<float>();
-        Abs(u, y, n);
-        OrderV();
-        Muls(u, u, -1.0f, n);
-        OrderV();
-        Exp(u, u, n);  // u = exp(-|x|) in (0, 1]
-        OrderV();
-        Adds(a, u, 1.0f, n);  // a = 1 + u (rounded)
-        OrderV();
-        Adds(d, a, -1.0f, n);  // d = a - 1 (exact)
-        OrderV();
-        Maxs(d, d, 1e-30f, n);  // 1 + u == 1: ln(a) = 0 below, so the result is 0
-        Ln(a, a, n);
-        OrderV();
-        Div(a, a, d, n);
-        OrderV();
-        Mul(a, a, u, n);  // log1p(u)
-        Relu(y, y, n);
-        OrderV();
-        Add(y, y, a, n);  // softplus(x)
-        OrderV();
-    }
-
-    // y[r, 0:w] = out_scale / e[r, 0:w] for the len rows of a tile of pitch P (RowVector's shape): Div
-    // with the scale block read by every lane and repeat (strides 0), one repeat per row.
-    __aicore__ inline void ScaleOver(const LocalTensor<float>& y, const LocalTensor<float>& e, uint32_t len, uint32_t w,
-                                     uint32_t P) {
-        const uint8_t rep = static_cast<uint8_t>(P / 8);  // row pitch in 32-byte blocks
-        const BinaryRepeatParams params(1, 0, 1, rep, 0, rep);
-        for (uint32_t j = 0; j < w; j += kFloatLanes) {
-            const uint64_t mask = w - j < kFloatLanes ? w - j : kFloatLanes;
-            Div(y[j], scale_.Get<float>(), e[j], mask, static_cast<uint8_t>(len), params);
-        }
     }
 
     __aicore__ inline void Compute(uint32_t len, uint32_t w, uint32_t P) {
@@ -229,35 +120,9 @@ class GateChunkCumsum {
         inQ_.FreeTensor(x);
         OrderV();  // every step below reads what the one before it wrote
 
-        if (t_.has_dt_bias && !BiasInCoef()) {
-            RowVector<false>(y, bias_.Get<float>(), len, w, P);
-            OrderV();
-        }
-        if (t_.gate_form == kGateSoftplus) {
-            Softplus(y, n);
-            RowVector<true>(y, coef_.Get<float>(), len, w, P);  // * -exp(A_log) * scale
-            OrderV();
-        } else if (t_.gate_form == kGateSigmoid) {
-            LocalTensor<float> e = tmp_[0].Get<float>();
-            if (t_.has_a_log) {  // -z = -exp(A_log) * x (coef_scale -1)
-                if (BiasInCoef()) RowMulAdd(y, coef_.Get<float>(), bias_.Get<float>(), len, w, P);
-                else RowVector<true>(y, coef_.Get<float>(), len, w, P);
-                OrderV();
-                Exp(e, y, n);
-            } else {
-                Muls(e, y, -1.0f, n);  // -z = -x
-                OrderV();
-                Exp(e, e, n);
-            }
-            OrderV();
-            Adds(e, e, 1.0f, n);
-            OrderV();
-            ScaleOver(y, e, len, w, P);  // out_scale * sigmoid(z) = out_scale / (1 + exp(-z))
-            OrderV();
-        } else if (t_.out_scale != 1.0f) {
-            Muls(y, y, t_.out_scale, n);  // none: scale (sigmoid: in its division)
-            OrderV();
-        }
+        LocalTensor<float> tmp[3];
+        for (uint32_t i = 0; i < t_.num_tmp_bufs; ++i) tmp[i] = tmp_[i].Get<float>();
+        act_.Apply(y, len, w, P, tmp);
         for (uint32_t r = 1; r < len; ++r) {  // row r reads row r - 1's sum
             Add(y[r * P], y[r * P], y[(r - 1) * P], static_cast<int32_t>(w));
             OrderV();
@@ -279,9 +144,9 @@ class GateChunkCumsum {
     TQue<QuePosition::VECIN, 2> inQ_;
     TQue<QuePosition::VECOUT, 2> outQ_;
     TBuf<TPosition::VECCALC> tmp_[3];
-    TBuf<TPosition::VECCALC> bias_, coef_, scale_;
+    GateActivation act_;
     GlobalTensor<T> gIn_;
-    GlobalTensor<float> gOut_, gALog_, gBias_;
+    GlobalTensor<float> gOut_;
     GlobalTensor<int32_t> gChunks_, gCu_;
 };
 

@@ -10,7 +10,6 @@ namespace gate {
 namespace {
 uint64_t RoundUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 uint32_t ElemAlign(uint32_t in_elem_bytes) { return kBlockBytes / in_elem_bytes; }  // 8 (fp32) or 16 (16-bit)
-uint32_t TmpBufs(uint32_t form) { return form == kGateSoftplus ? 3u : form == kGateSigmoid ? 1u : 0u; }
 }  // namespace
 
 uint32_t TilePitch(uint32_t w, uint32_t in_elem_bytes) { return static_cast<uint32_t>(RoundUp(w, ElemAlign(in_elem_bytes))); }
@@ -19,7 +18,7 @@ uint32_t UbBytesNeeded(const GateCumsumProblem& p, uint32_t max_pitch) {
     const uint64_t rows = p.chunk_size, P = max_pitch;
     uint64_t total = 2 * RoundUp(rows * P * p.in_elem_bytes, kBlockBytes)  // input queue, 2 buffers
                      + 2 * RoundUp(rows * P * 4, kBlockBytes)              // fp32 output queue, 2 buffers
-                     + TmpBufs(p.gate_form) * RoundUp(rows * P * 4, kBlockBytes);
+                     + ActivationTmpTiles(p.gate_form) * RoundUp(rows * P * 4, kBlockBytes);
     if (p.has_dt_bias) total += RoundUp(P * 4, kBlockBytes);
     if (p.has_a_log && p.gate_form != kGateNone) total += RoundUp(P * 4, kBlockBytes);
     if (p.gate_form == kGateSigmoid) total += kBlockBytes;  // out_scale, one block every repeat reads
@@ -49,7 +48,7 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
     t->has_a_log = (p.has_a_log && p.gate_form != kGateNone) ? 1u : 0u;
     t->has_dt_bias = p.has_dt_bias ? 1u : 0u;
     t->in_elem_bytes = p.in_elem_bytes;
-    t->num_tmp_bufs = TmpBufs(p.gate_form);
+    t->num_tmp_bufs = ActivationTmpTiles(p.gate_form);
     if (p.varlen) {
         t->num_chunks = p.num_chunks;
         t->chunks_per_seq = 0;

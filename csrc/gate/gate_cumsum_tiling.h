@@ -30,6 +30,11 @@ using core_split::CoreUnits;  // first unit and unit count of a core (common/cor
 
 enum GateForm : uint32_t { kGateNone = 0, kGateSoftplus = 1, kGateSigmoid = 2 };
 
+// fp32 scratch tiles (of the activated tile's size) the activation of a form needs (gate_activation.h).
+FLA_NPU_AICORE inline uint32_t ActivationTmpTiles(uint32_t form) {
+    return form == kGateSoftplus ? 3u : form == kGateSigmoid ? 1u : 0u;
+}
+
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct GateCumsumTiling {
     uint32_t B, T, H, D, W;   // g [B, T, H, D], W = H * D
