@@ -27,7 +27,7 @@ using namespace kernel_frame;  // kFloatLanes, Sync, Bind, InitBufs
 
 // What the activation of one call is (from the op's tiling).
 struct ActivationForm {
-    uint32_t form;            // GateForm
+    uint32_t form;  // GateForm
     uint32_t has_a_log, has_dt_bias;
     uint32_t D;               // columns per head
     uint32_t heads_per_tile;  // > 0: a tile is whole heads; 0: a piece of one head
@@ -93,7 +93,8 @@ class GateActivation {
 
     // y (len rows of w columns, pitch P, fp32; its pad columns included) = the activated gate of the
     // columns Load took. tmp: ActivationTmpTiles(form) scratch tiles (gate_cumsum_tiling.h) of y's size. Ends ordered (OrderV).
-    __aicore__ inline void Apply(const LocalTensor<float>& y, uint32_t len, uint32_t w, uint32_t P, const LocalTensor<float>* tmp) {
+    __aicore__ inline void Apply(const LocalTensor<float>& y, uint32_t len, uint32_t w, uint32_t P,
+                                 const LocalTensor<float>* tmp) {
         const int32_t n = static_cast<int32_t>(len * P);
         if (f_.has_dt_bias && !BiasInCoef()) {
             RowVector<false>(y, bias_.Get<float>(), len, w, P);
