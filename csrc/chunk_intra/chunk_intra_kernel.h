@@ -44,6 +44,7 @@
 
 #include "../common/chunk_cube.h"
 #include "../common/vector_io.h"
+#include "../gate/gate_activation.h"
 #include "../solve_tril/tril_inverse.h"
 #include "chunk_intra_tiling.h"
 #include "kernel_operator.h"
@@ -58,9 +59,11 @@ using solve_tril::BlockInverse16;
 using solve_tril::BlockRowMerge;
 using solve_tril::kBlockElems;
 
-// The kernel's GM arguments (both sides read their own).
+// The kernel's GM arguments (both sides read their own). With the gate in the launch (the tiling's
+// gate_in) g is the raw gate and the last five are its parameters and G's outputs.
 struct ChunkIntraGm {
     GmAddr q, k, beta, g, aqk, akk, qScale, kScale, ws;
+    GmAddr aLog = nullptr, dtBias = nullptr, len = nullptr, gOut = nullptr, eLast = nullptr;
 };
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
@@ -284,9 +287,10 @@ class ChunkIntraCube {
 };
 
 // ------------------------------------------------------------------------------------------------
-// AIV: the scaled operands (KDA) and the outputs, for the block rows this sub-block owns.
+// AIV: the scaled operands (KDA) and the outputs, for the block rows this sub-block owns. R: the raw
+// gate's type with the gate in the launch (chunk_gate_intra_tiling.h), else unused.
 // ------------------------------------------------------------------------------------------------
-template <class T>
+template <class T, class R = float>
 class ChunkIntraVector {
   public:
     __aicore__ inline ChunkIntraVector(const ChunkIntraGm& a, const ChunkIntraTiling& t) : t_(t) {
@@ -294,7 +298,7 @@ class ChunkIntraVector {
         g_.BindAll(a, t_, at_.block);
         const uint64_t rows = uint64_t(t_.num_units) * t_.BT;
         Bind(rows, gB_, a.beta);
-        Bind(rows * t_.Kg, gG_, a.g);
+        Bind(rows * t_.Kg, gG_, t_.gate_in ? a.gOut : a.g);      // G: read, or (gate_in) written here
         Bind(rows / t_.groups, gQs_, a.qScale, gKs_, a.kScale);  // q_scale, k_scale [NC, HQ, BT]
         const uint32_t P = t_.piece_elems, BT = t_.BT;
         InitQues(pipe_, 2, P * sizeof(float), inF_);
@@ -322,6 +326,7 @@ class ChunkIntraVector {
         for (uint32_t I = 0; I < t_.nb; ++I)
             if (BlockRowOwner(I) == at_.sub) owned_[nOwned_++] = I;
         BuildMasks();
+        if (t_.gate_in) InitGate(a, rows);
         // zero rows for the columns right of a diagonal block (KDA's Aqk; Akk), in both output types
         InitBufs(pipe_, 16 * BT * sizeof(float), zf_);
         InitBufs(pipe_, 16 * BT * sizeof(T), zt_);
@@ -367,10 +372,16 @@ class ChunkIntraVector {
         const uint32_t K = t_.K;
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>();
         LocalTensor<float> r = inR_.template AllocTensor<float>();
-        for (uint32_t I = owned_[0]; I < t_.nb; ++I)
-            for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * I + i) * K], gG_[GateOf(u, 16 * I + kRows[i])], K);
-        inR_.EnQue(r);
-        r = inR_.template DeQue<float>();
+        if (t_.gate_in) {  // from the unit's G in the UB
+            for (uint32_t I = owned_[0]; I < t_.nb; ++I)
+                for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * I + i) * K], gate_.Get<float>()[(16 * I + kRows[i]) * K], K);
+            OrderV();
+        } else {
+            for (uint32_t I = owned_[0]; I < t_.nb; ++I)
+                for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * I + i) * K], gG_[GateOf(u, 16 * I + kRows[i])], K);
+            inR_.EnQue(r);
+            r = inR_.template DeQue<float>();
+        }
         for (uint32_t I = owned_[0]; I < t_.nb; ++I) {
             const LocalTensor<float> rows = r[3 * I * K];
             Sub(d, rows, rows[K], static_cast<int32_t>(K));            // G_first - G_m
@@ -407,13 +418,14 @@ class ChunkIntraVector {
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t base = uint64_t(slot) * t_.ws_op_elems;
-        FetchBlock(u, owned_[0]);                     // its copies run while the references are chosen
+        FetchBlock(u, owned_[0]);  // its copies run while G is formed and the references chosen
+        if (t_.gate_in) FormGate(u);
         LocalTensor<float> gr = ChooseReferences(u);  // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
         for (uint32_t o = 0; o < nOwned_; ++o) {
             const uint32_t J = owned_[o];
             const bool below = J + 1 < t_.nb;
-            LocalTensor<float> gJ = inF_.template DeQue<float>();
+            LocalTensor<float> gJ = BlockGate(J);
             WidenFetched<T>(inT_, kf, n);
             OrderV();
             ScaleRows(kf, OwnFactors(kf, x, gKs_, u, 16 * J, 1.0f, bcG_.Get<float>()), 16, K);  // once for every I
@@ -451,20 +463,89 @@ class ChunkIntraVector {
                 MulByRow(c, gJ, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
                 CopyOut(q, g_.op[ColumnOperand(base, I, J)], c, n);
             }
-            if (safe) Sync<HardEvent::MTE3_MTE2>();  // gJ's copy out before its buffer is refilled
+            if (safe) {  // gJ's copy out before its buffer is refilled (by MTE2, or by V: BlockGate)
+                Sync<HardEvent::MTE3_MTE2>();
+                if (t_.gate_in) Sync<HardEvent::MTE3_V>();
+            }
             inF_.FreeTensor(gJ);
         }
         inR_.FreeTensor(gr);
     }
 
+    // ---- the gate in the launch (gate_in) --------------------------------------------------------
+    __aicore__ inline void InitGate(const ChunkIntraGm& a, uint64_t rows) {
+        const uint32_t K = t_.K;
+        Bind(rows * K, gRaw_, a.g);
+        Bind(uint64_t(t_.num_units) * K, gELast_, a.eLast);
+        Bind(t_.num_units / t_.HV, gLen_, a.len);
+        InitBufs(pipe_, t_.BT * K * sizeof(float), gate_);
+        act_.Init(pipe_, K, gate::ActivationForm{t_.gate_form, t_.has_a_log, t_.has_dt_bias, K, 0, t_.coef_scale, t_.out_scale},
+                  a.aLog, t_.HV, a.dtBias);
+    }
+
+    // Unit u's G into gate_ (chunk_gate_intra_tiling.h): the raw rows in 16-row pieces (one fetched
+    // ahead), widened, activated (the gate cumsum kernel's arithmetic), the rows at or past the
+    // chunk's length zeroed, summed row by row; then this AIV's owned block rows of G and (the owner of
+    // the last block row) e_last out.
+    __aicore__ inline void FormGate(uint32_t u) {
+        const uint32_t K = t_.K, BT = t_.BT, n = 16 * K, h = u % t_.HV;
+        const int32_t given = gLen_.GetValue(u / t_.HV);  // clamped: a bad length cannot write past G
+        const uint32_t len = given < 0 ? 0u : given > static_cast<int32_t>(BT) ? BT : static_cast<uint32_t>(given);
+        LocalTensor<float> G = gate_.Get<float>();
+        const LocalTensor<float> tmp[3] = {w0_.Get<float>(), w1_.Get<float>(), w2_.Get<float>()};
+        OrderV();                   // the previous unit's reads of the scratch
+        Sync<HardEvent::MTE3_V>();  // and its copies of G out
+        if (h != actHead_) {
+            act_.Load(h * K, K, actHead_ != 0xFFFFFFFFu);
+            actHead_ = h;
+        }
+        FetchRows(inF_, gRaw_[GateOf(u, 0)], 16, K, GatePitch(t_.HV, K));
+        for (uint32_t p = 0; p < t_.nb; ++p) {
+            if (p + 1 < t_.nb) FetchRows(inF_, gRaw_[GateOf(u, 16 * (p + 1))], 16, K, GatePitch(t_.HV, K));
+            LocalTensor<R> x = inF_.template DeQue<R>();
+            if constexpr (IsSame<R, float>::value) DataCopy(G[p * n], x, n);
+            else Cast(G[p * n], x, RoundMode::CAST_NONE, n);
+            inF_.FreeTensor(x);
+            OrderV();
+            act_.Apply(G[p * n], 16, K, K, tmp);
+        }
+        if (len < BT) {  // padding rows: no decay, their G the last row's
+            Duplicate(G[len * K], 0.0f, static_cast<int32_t>((BT - len) * K));
+            OrderV();
+        }
+        for (uint32_t r = 1; r < BT; ++r) {  // row r reads row r - 1's sum
+            Add(G[r * K], G[r * K], G[(r - 1) * K], static_cast<int32_t>(K));
+            OrderV();
+        }
+        if (BlockRowOwner(t_.nb - 1) == at_.sub) {
+            LocalTensor<float> e = outF_.template AllocTensor<float>();
+            Exp(e, G[(BT - 1) * K], static_cast<int32_t>(K));
+            CopyOut(outF_, gELast_[uint64_t(u) * K], e, K);
+        }
+        Sync<HardEvent::V_MTE3>();
+        const DataCopyParams rows16(16, static_cast<uint16_t>(K / 8), 0, static_cast<uint16_t>((GatePitch(t_.HV, K) - K) / 8));
+        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gG_[GateOf(u, 16 * owned_[o])], G[owned_[o] * n], rows16);
+    }
+
+    // Block J's rows of G in a buffer of inF_ (Form frees it): fetched ahead (FetchBlock), or copied
+    // from the unit's G (gate_in).
+    __aicore__ inline LocalTensor<float> BlockGate(uint32_t J) {
+        if (!t_.gate_in) return inF_.template DeQue<float>();
+        const uint32_t n = 16 * t_.K;
+        LocalTensor<float> gJ = inF_.template AllocTensor<float>();
+        DataCopy(gJ, gate_.Get<float>()[J * n], n);
+        OrderV();
+        return gJ;
+    }
+
     // outC_ takes the column operands below the diagonal (else outO_ takes every operand).
     __aicore__ inline bool TwoOperandQueues() const { return OperandBuffers(t_.K) == 4; }
 
-    // Block J's rows of G, k and q of unit u into inF_ and inT_ (k, then q), issued ahead of Form's
-    // and RowOperands' DeQue.
+    // Block J's rows of G (unless formed here: gate_in), k and q of unit u into inF_ and inT_ (k, then
+    // q), issued ahead of Form's and RowOperands' DeQue.
     __aicore__ inline void FetchBlock(uint32_t u, uint32_t J) {
         const uint32_t K = t_.K;
-        FetchGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
+        if (!t_.gate_in) FetchGate(inF_, gG_[GateOf(u, 16 * J)], 16, t_.HV, K);
         FetchRows(inT_, g_.k[QkRowOf(t_, u, 16 * J)], 16, K, QkPitchOf(t_));
         FetchRows(inT_, g_.q[QkRowOf(t_, u, 16 * J)], 16, K, QkPitchOf(t_));
     }
@@ -766,6 +847,7 @@ class ChunkIntraVector {
         const uint32_t K = t_.K;
         const uint64_t qk = QkRowOf(t_, u, 16 * I);
         LocalTensor<float> e = w0_.Get<float>(), x = w1_.Get<float>(), qf = w2_.Get<float>(), kf = w3_.Get<float>();
+        if (t_.gate_in) Sync<HardEvent::MTE3_MTE2>();  // G's rows, written by this AIV (FormGate)
         LocalTensor<float> g = CopyInGate(inF_, gG_[GateOf(u, 16 * I)], 16, t_.HV, K);
         CastInRows(inT_, g_.q[qk], qf, 16, K, QkPitchOf(t_));
         CastInRows(inT_, g_.k[qk], kf, 16, K, QkPitchOf(t_));
@@ -831,6 +913,13 @@ class ChunkIntraVector {
     BlockInverse16 inv_;
     SharedGm<T> g_;
     GlobalTensor<float> gB_, gG_, gQs_, gKs_;
+    // the gate in the launch: the unit's G (BT x K), the activation, the raw gate and the outputs
+    TBuf<TPosition::VECCALC> gate_;
+    gate::GateActivation act_;
+    uint32_t actHead_ = 0xFFFFFFFFu;  // the value head whose parameters act_ holds
+    GlobalTensor<R> gRaw_;
+    GlobalTensor<int32_t> gLen_;
+    GlobalTensor<float> gELast_;
 };
 
 // The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and akk (each float or T).

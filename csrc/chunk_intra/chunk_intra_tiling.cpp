@@ -2,9 +2,20 @@
 #include "chunk_intra_tiling.h"
 
 #include "../common/chunk_shapes.h"
+#include "../gate/gate_cumsum_tiling.h"
 
 namespace fla_npu {
 namespace chunk_intra {
+
+namespace {
+// The gate in the launch: the unit's G (BT x K fp32) and the activation's parameters (a row of K each;
+// the sigmoid's scale block). Its raw rows pass through the G queue, its scratch is the work pieces.
+uint64_t GateInUbBytes(const ChunkIntraProblem& p) {
+    if (!p.gate_in) return 0;
+    return Pad32(uint64_t(p.BT) * p.K * 4) + (p.has_dt_bias ? Pad32(p.K * 4ull) : 0) +
+           (p.has_a_log && p.gate_form != gate::kGateNone ? Pad32(p.K * 4ull) : 0) + (p.gate_form == gate::kGateSigmoid ? 32 : 0);
+}
+}  // namespace
 
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err) {
     static constexpr chunk_tiling::HeadsRefusals kWhy = {
@@ -24,6 +35,20 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
 
     const bool kda = p.Kg == p.K && p.K != 1;
     const uint32_t nb = p.BT / 16, eb = p.elem_bytes;
+    if (p.gate_in && !kda)
+        return Refuse(err,
+                      "the gate in the launch is KDA's per-key gate (g [NC, BT, HV, K]); Gated DeltaNet's forward takes "
+                      "its gate in FlaNpuChunkForward");
+    if (p.gate_in && p.K > kGateInMaxK)
+        return Refuse(err, "the gate in the launch keeps a chunk's G (BT x K float32) in the UB: K up to 128");
+    if (p.gate_in && (p.gate_form > gate::kGateSigmoid || (p.gate_form == gate::kGateSoftplus && !p.has_a_log)))
+        return Refuse(err, "`gate_form` must be 0, 1 (needs `a_log`) or 2");
+    t->gate_in = p.gate_in ? 1u : 0u;
+    t->gate_form = p.gate_form;
+    t->has_a_log = p.gate_in && p.has_a_log && p.gate_form != gate::kGateNone ? 1u : 0u;
+    t->has_dt_bias = p.gate_in && p.has_dt_bias ? 1u : 0u;
+    t->coef_scale = gate::CoefScale(p.gate_form, 1.0f);
+    t->out_scale = gate::OutScale(p.gate_form, p.lower_bound, 1.0f);
     if ((nb > 1 || kda) && !p.cube_fp32)
         return Refuse(err,
                       "this SoC's Cube takes no float32 inputs (KDA's factored operands and the merges of the inverse's "
@@ -46,12 +71,12 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     // of a block, its scratch block and identity, its result X and a diagonal block of L (GDN).
     const uint64_t P = 16ull * (p.K > p.BT ? p.K : p.BT);
     t->piece_elems = static_cast<uint32_t>(P);
-    t->ub_bytes_used = static_cast<uint32_t>(2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) +
-                                             (kda ? OperandBuffers(p.K) * Pad32(P * 4) : 0) + 2 * Pad32(16ull * p.BT * eb) +
-                                             2 * Pad32(16ull * p.BT * 4) + 4 * Pad32(P * 4) + Pad32(16 * 4) +
-                                             2 * Pad32(16 * 8 * 4) + Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
-                                             Pad32((3ull * nb * p.K > 8ull * p.BT ? 3ull * nb * p.K : 8ull * p.BT) * 4) +
-                                             Pad32(16ull * p.BT * 4) + Pad32(16ull * p.BT * eb) + 256ull * 32 + 4 * 256ull * 4);
+    t->ub_bytes_used = static_cast<uint32_t>(
+        2 * Pad32(P * 4) + 2 * Pad32(P * eb) + Pad32(32ull * p.BT * 4) + (kda ? OperandBuffers(p.K) * Pad32(P * 4) : 0) +
+        2 * Pad32(16ull * p.BT * eb) + 2 * Pad32(16ull * p.BT * 4) + 4 * Pad32(P * 4) + Pad32(16 * 4) + 2 * Pad32(16 * 8 * 4) +
+        Pad32(16 * 4) + 4 * Pad32(16ull * (kda ? 16 : p.BT) / 8) +
+        Pad32((3ull * nb * p.K > 8ull * p.BT ? 3ull * nb * p.K : 8ull * p.BT) * 4) + Pad32(16ull * p.BT * 4) +
+        Pad32(16ull * p.BT * eb) + 256ull * 32 + 4 * 256ull * 4 + GateInUbBytes(p));
     if (p.ub_bytes != 0 && t->ub_bytes_used > p.ub_bytes) return Refuse(err, "UB too small");
 
     // AIC: the operand slot (KDA, fp32) or [q; k] (GDN, T) whole in L1; per Mmad the A rows in L0A, k^T

@@ -110,6 +110,10 @@ struct ChunkIntraTiling {
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
     float safe_span;             // kSafeSpan
     float scale;                 // q's rows' factor (times the reciprocal norm with qk_l2norm)
+    uint32_t gate_in;            // 1: g is the raw gate, G formed in the launch (chunk_gate_intra.op.py; KDA)
+    uint32_t gate_form;          //   its activation: gate_cumsum_tiling.h's GateForm, parameters and scales
+    uint32_t has_a_log, has_dt_bias;
+    float coef_scale, out_scale;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
 };
 
@@ -134,7 +138,15 @@ struct ChunkIntraProblem : chunk_tiling::KeysProblem {
     bool qk_l2norm = false;  // the rows of q and k l2-normalised (their factors: reciprocal norms)
     bool akk_beta = false;   // Akk's columns times beta: (I + L)^-1 diag(beta)
     float scale = 1.0f;      // q's rows' factor (times the norm's)
+    // The gate in the launch (FlaNpuChunkGateIntra): g is the raw gate, activated as gate_form says
+    bool gate_in = false;
+    uint32_t gate_form = 0;  // gate_cumsum_tiling.h's GateForm
+    bool has_a_log = false, has_dt_bias = false;
+    float lower_bound = 0.0f;
 };
+
+// The gate in the launch keeps a unit's G (BT x K fp32) in the UB: K up to this.
+constexpr uint32_t kGateInMaxK = 128;
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err);

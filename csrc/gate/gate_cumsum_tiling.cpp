@@ -58,8 +58,8 @@ int ComputeTiling(const GateCumsumProblem& p, GateCumsumTiling* t, const char** 
         if (nc > 0x7FFFFFFFull) return Refuse(err, "too many chunks");
         t->num_chunks = static_cast<uint32_t>(nc);
     }
-    t->coef_scale = p.gate_form == kGateSoftplus ? -p.scale : p.gate_form == kGateSigmoid ? -1.0f : 1.0f;
-    t->out_scale = p.gate_form == kGateNone ? p.scale : p.gate_form == kGateSigmoid ? p.lower_bound * p.scale : 1.0f;
+    t->coef_scale = CoefScale(p.gate_form, p.scale);
+    t->out_scale = OutScale(p.gate_form, p.lower_bound, p.scale);
 
     // Widest UB pitch that fits: a multiple of the input's 32-byte element count, capped.
     const uint32_t align = ElemAlign(p.in_elem_bytes);

@@ -35,6 +35,15 @@ FLA_NPU_AICORE inline uint32_t ActivationTmpTiles(uint32_t form) {
     return form == kGateSoftplus ? 3u : form == kGateSigmoid ? 1u : 0u;
 }
 
+// The scales of an activation with the output scale folded in (the fields below): softplus folds it
+// into exp(A_log)'s factor, the sigmoid into its numerator; -1 is the sigmoid's Exp operand -z.
+inline float CoefScale(uint32_t form, float scale) {
+    return form == kGateSoftplus ? -scale : form == kGateSigmoid ? -1.0f : 1.0f;
+}
+inline float OutScale(uint32_t form, float lower_bound, float scale) {
+    return form == kGateNone ? scale : form == kGateSigmoid ? lower_bound * scale : 1.0f;
+}
+
 // Passed by value to the kernel (POD; identical layout on host and device).
 struct GateCumsumTiling {
     uint32_t B, T, H, D, W;   // g [B, T, H, D], W = H * D

@@ -101,6 +101,35 @@ def chunk_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, qk_l2norm: bool =
             "akk_beta": int(bool(akk_beta))}, {"A": aqk_dtype, "O": akk_dtype}
 
 
+# ---- chunk_gate_intra: chunk_intra with KDA's gate formed in the launch ---------------------------
+def chunk_gate_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, chunk_len: Tensor, activation: str = "none",
+                     A_log: Tensor | None = None, dt_bias: Tensor | None = None, lower_bound: float | None = None,
+                     qk_l2norm: bool = False, scale: float = 1.0,
+                     akk_beta: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The kernel's call: :func:`chunk_intra` (``Aqk``, ``Akk``, ``q_scale``, ``k_scale``; Aqk and Akk in
+    q's dtype) on the G that :func:`gate_chunk_cumsum` forms from the raw per-key gate ``g`` (``[NC, BT,
+    HV, K]``, token-major chunk layout; float32 or q's dtype, other dtypes cast to float32) with
+    ``activation``, ``A_log``, ``dt_bias`` and ``lower_bound`` as there (scale 1: natural log), rows at
+    or past ``chunk_len[c]`` (``[NC]``, int32, 0..BT) counting as no decay; also returns that G
+    (float32, padding rows the last valid row's value) and ``e_last = exp(G[:, -1])`` ``[NC, HV, K]``:
+    what :func:`chunk_state_output` takes. KDA only, K up to 128."""
+    form = ACTIVATIONS[activation]
+    A = None if (A_log is None or form == 0) else A_log.detach().to(torch.float32).contiguous().reshape(-1)
+    b = None if dt_bias is None else dt_bias.detach().to(torch.float32).contiguous().reshape(-1)
+    raw = g if g.dtype in (torch.float32, q.dtype) else g.to(torch.float32)
+    return {"q": q, "k": k, "beta": beta, "g": raw, "a_log": A, "dt_bias": b, "chunk_len": chunk_len.to(torch.int32),
+            "gate_form": form, "lower_bound": float(0.0 if lower_bound is None else lower_bound),
+            "qk_l2norm": int(bool(qk_l2norm)), "scale": float(scale), "akk_beta": int(bool(akk_beta))}, {
+        "T": q.dtype, "R": raw.dtype}
+
+
+def _chunk_gate_intra_host(values: dict) -> None:
+    """Chunk lengths the kernel would read past its chunk (checked when they are on the host)."""
+    lens, BT = values["chunk_len"], values["q"].shape[1] if values["q"].dim() == 4 else 0
+    if lens.device.type == "cpu" and lens.numel() and (int(lens.min()) < 0 or int(lens.max()) > BT):
+        raise ValueError(f"chunk_gate_intra: `chunk_len` must lie in [0, BT = {BT}], got {lens.tolist()}")
+
+
 # ---- chunk_state: the Cube dtype the caller picks, the inputs cast to what the kernel reads ------
 def chunk_state(w: Tensor, u: Tensor, kg: Tensor, e_last: Tensor, chunk_offsets: Tensor, h0: Tensor | None = None,
                 state_v_first: bool = False, h_dtype: torch.dtype = torch.float32,
@@ -208,6 +237,7 @@ def _chunk_forward_host(values: dict) -> None:
 OP_CALLS = {
     "gate_chunk_cumsum": OpCall(gate_chunk_cumsum, _gate_host),
     "chunk_intra": OpCall(chunk_intra),
+    "chunk_gate_intra": OpCall(chunk_gate_intra, _chunk_gate_intra_host),
     "chunk_state": OpCall(chunk_state, _chunk_state_host),
     "chunk_state_output": OpCall(chunk_state_output, _chunk_state_output_host),
     "chunk_forward": OpCall(chunk_forward, _chunk_forward_host),

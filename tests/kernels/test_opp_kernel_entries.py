@@ -75,6 +75,11 @@ CASES = {
         "wide_bf16", "many_units_f16", "empty_bf16",
         "refuse_chunk_size", "refuse_k_heads", "refuse_o_shape",
     ],
+    "chunk_gate_intra_opp_test": [
+        "registration",
+        "softplus_bf16", "sigmoid_f16_raw_f16", "none_bf16_raw_bf16", "empty_bf16",
+        "refuse_softplus_without_a_log", "refuse_head_dim", "refuse_e_last_shape",
+    ],
     "chunk_forward_opp_test": [
         "registration",
         "gva_h0_bf16", "v_first_f16", "bt32_no_h0_bf16", "bt16_f16", "many_units_f16", "empty_bf16",

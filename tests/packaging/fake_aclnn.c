@@ -419,6 +419,31 @@ EXPORT int32_t aclnnFlaNpuChunkIntra(void* workspace, uint64_t workspace_size, v
     return second_phase("aclnnFlaNpuChunkIntra", workspace, workspace_size, executor, stream);
 }
 
+EXPORT int32_t aclnnFlaNpuChunkGateIntraGetWorkspaceSize(const void* q, const void* k, const void* beta, const void* g,
+                                                         const void* a_log, const void* dt_bias, const void* chunk_len,
+                                                         int64_t gate_form, double lower_bound, int64_t qk_l2norm, double scale,
+                                                         int64_t akk_beta, const void* aqk, const void* akk, const void* q_scale,
+                                                         const void* k_scale, const void* gate, const void* e_last,
+                                                         uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkGateIntraGetWorkspaceSize");
+    const void* tensors[] = {q, k, beta, g, a_log, dt_bias, chunk_len, aqk, akk, q_scale, k_scale, gate, e_last};
+    for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); ++i) add_tensor(c, tensors[i]);
+    if (c != NULL) {
+        c->num_ints = 3;
+        c->ints[0] = gate_form;
+        c->ints[1] = qk_l2norm;
+        c->ints[2] = akk_beta;
+        c->num_floats = 2;
+        c->floats[0] = lower_bound;
+        c->floats[1] = scale;
+    }
+    return first_phase(c, "aclnnFlaNpuChunkGateIntra", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkGateIntra(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkGateIntra", workspace, workspace_size, executor, stream);
+}
+
 EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const void* k, const void* v, const void* g,
                                                            const void* akk, const void* aqk, const void* e_last,
                                                            const void* chunk_offsets, const void* h0, const void* q_scale,

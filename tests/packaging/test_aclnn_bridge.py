@@ -490,6 +490,36 @@ def test_chunk_intra_forwarded_exactly(bridge, fake):
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkIntra", "`akk_beta` must be 0 or 1", tensors, 1, 0.125, 2)
 
 
+def test_chunk_gate_intra_forwarded_exactly(bridge, fake):
+    NC, HV, BT, K = 3, 2, 64, 128
+    qk = lambda: torch.randn(NC, BT, HV, K).bfloat16()  # noqa: E731
+    tensors = (qk(), qk(), torch.rand(NC, HV, BT), torch.randn(NC, BT, HV, K), torch.randn(HV), torch.randn(HV * K),
+               torch.tensor([64, 64, 5], dtype=torch.int32), torch.empty(NC, HV, BT, BT).bfloat16(),
+               torch.empty(NC, HV, BT, BT).bfloat16(), torch.empty(NC, HV, BT), torch.empty(NC, HV, BT),
+               torch.empty(NC, BT, HV, K), torch.empty(NC, HV, K))
+    # gate_form, lower_bound, qk_l2norm, scale, akk_beta
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkGateIntra", tensors, 2, -5.0, 1, 0.125, 1, ints=[2, 1, 1],
+                            floats=[-5.0, 0.125])
+    # no dt_bias: NULL; the form none reads no A_log: a given one is passed as NULL
+    no_bias = (*tensors[:5], None, *tensors[6:])
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkGateIntra", no_bias, 2, -5.0, 1, 0.125, 1, ints=[2, 1, 1],
+                            floats=[-5.0, 0.125])
+    fake.reset()
+    st, _, ex, _ = entry_ws(bridge, "flaNpuChunkGateIntra", no_bias, 0, 0.0, 1, 0.125, 1)
+    assert st == 0, err(bridge)
+    [call] = fake.calls()
+    assert tensors_of(call)[4:6] == [None, None] and list(call.ints)[:1] == [0]
+    bridge.flaNpuDestroyExecutor(ex)
+    # Refused before any aclnn call: softplus without A_log, K over 128, a 16-bit gate of another dtype.
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkGateIntra", "needs `a_log`", (*tensors[:4], None, *tensors[5:]),
+                               1, 0.0, 1, 0.125, 1)
+    wide = tuple(torch.cat([t] * 2, -1) if i in (0, 1, 3, 11) else t for i, t in enumerate(tensors))
+    wide = (*wide[:5], torch.randn(HV * 2 * K), *wide[6:12], torch.empty(NC, HV, 2 * K))
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkGateIntra", "K up to 128", wide, 2, -5.0, 1, 0.125, 1)
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkGateIntra", "`g` must be float32 or the dtype of `q`",
+                               (*tensors[:3], tensors[3].half(), *tensors[4:]), 2, -5.0, 1, 0.125, 1)
+
+
 def test_destroy_executor_destroys_the_tensors(bridge, fake):
     fake.reset()
     st, _, ex, _ = gate_ws(bridge, torch.randn(1, 20, 2, 8), torch.randn(2), torch.randn(16))

@@ -204,6 +204,18 @@ class ChunkPlan:
         shape[rows] = self.BT
         return xc.gather(rows, src.view(shape).expand_as(xc))
 
+    def chunk_lengths(self) -> torch.Tensor:
+        """The valid rows of each chunk, ``[NC]`` int32 on the plan's device (no host read: what the
+        intra-chunk kernel with the gate in its launch takes as ``chunk_len``)."""
+        device = self.offsets.device
+        if self.dense:
+            NT = self.num_chunks // max(self.B, 1)
+            lengths = torch.full((self.B, NT), self.BT, dtype=torch.int32, device=device)
+            if NT:
+                lengths[:, -1] = self.T - (NT - 1) * self.BT
+            return lengths.reshape(-1)
+        return (self.slot_token < self.B * self.T).view(self.num_chunks, self.BT).sum(1, dtype=torch.int32)
+
     def chunk_grid(self, xc: torch.Tensor) -> torch.Tensor:
         """Per-chunk tensor ``[NC, ...]`` -> FLA's ``[B, NT, ...]`` (varlen: ``[1, NC, ...]``; a plan built
         on the device drops its empty chunks, which needs the exact count: :attr:`host_plan`)."""

@@ -1,0 +1,193 @@
+"""Stages 1 and 2 of chunked KDA in one launch (csrc/chunk_intra/chunk_gate_intra*): the intra-chunk
+kernel whose vector cores form G from the raw gate, run on the host simulation through the installed
+library and fla_npu.runtime.
+
+The launch must give, bit for bit, what the two launches it replaces give: the gate cumsum kernel's G
+(its rows past a chunk's length holding the last valid row's value) and the intra-chunk kernel's Aqk,
+Akk, q_scale and k_scale on that G (both are checked against the float64 reference in their own
+tests); G is also checked here against the float64 activation and cumsum, and e_last against e^G of
+the last row. Inputs are built in the chunk layout from token tensors (``ChunkPlan``: tails, varlen
+with one-token and empty sequences), every gate form, float32 and 16-bit raw gates, GVA, chunk sizes
+16, 32 and 64, gates strong enough for the exact diagonal path; outputs NaN-poisoned before the launch
+(tests/conftest.py); hazard checker clean (a hazard fails the launch).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fla_npu.ops.common.chunk_plan import ChunkPlan
+from fla_npu.ops.kda.gate import kda_gate_fwd
+from fla_npu.runtime import _native, kernels
+from fla_npu.testing import check_close
+
+from sim_helpers import run_tiling_unit_test
+
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+LOWER_BOUND = -5.0
+
+
+def _inputs(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu=None, params=True, seed=0):
+    """(q, k, beta, g, A_log, dt_bias, plan): q, k token-major [NC, BT, HQ, K] in ``dtype``, beta
+    [NC, HV, BT], the raw gate g token-major [NC, BT, HV, K] in ``raw_dtype`` (form "none": per-step log
+    decays, the odd heads' strong enough to need the exact diagonal path; else raw values, |g| up to ~6)."""
+    gen = torch.Generator().manual_seed(seed)
+    plan = ChunkPlan.build(B, T, BT, None if cu is None else torch.tensor(cu), "cpu")
+    q = plan.to_chunks(torch.randn(B, T, HQ, K, generator=gen) * K ** -0.5, token_major=True).to(dtype)
+    k = plan.to_chunks(torch.nn.functional.normalize(torch.randn(B, T, HQ, K, generator=gen), dim=-1),
+                       token_major=True).to(dtype)
+    beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen))
+    if form == "none":
+        raw = -torch.rand(B, T, HV, K, generator=gen) * torch.where(torch.arange(HV) % 2 == 1, 16.0, 0.2).view(1, 1, HV, 1)
+    else:
+        raw = torch.randn(B, T, HV, K, generator=gen) * 2.0
+    g = plan.to_chunks(raw, token_major=True).to(raw_dtype)
+    A_log = torch.rand(HV, generator=gen) * 2.0 - 1.0 if params and form != "none" else None
+    # dt_bias: form "none" adds it to the log decays, which must stay <= 0
+    bias = -torch.rand(HV * K, generator=gen) * 0.05 if form == "none" else torch.randn(HV * K, generator=gen) * 0.5
+    dt_bias = bias if params else None
+    return q, k, beta.contiguous(), g, A_log, dt_bias, plan
+
+
+def _activation(form):
+    return {"none": "none", "softplus": "softplus", "sigmoid": "sigmoid"}[form]
+
+
+def _lower_bound(form):
+    return LOWER_BOUND if form == "sigmoid" else None
+
+
+def _two_launches(q, k, beta, g, A_log, dt_bias, lengths, form, l2norm, scale):
+    """What the fused launch replaces: the gate cumsum kernel on the chunk layout (each chunk a
+    sequence of BT tokens), its rows past a chunk's length set to the last valid row (zero for an
+    empty chunk), then the intra-chunk kernel on it."""
+    NC, BT = g.shape[:2]
+    G = kernels.gate_chunk_cumsum(g, BT, _activation(form), A_log, dt_bias, _lower_bound(form))
+    last = (lengths.long() - 1).clamp(min=0)
+    rows = torch.minimum(torch.arange(BT)[None, :], last[:, None])
+    G = G.gather(1, rows.view(NC, BT, 1, 1).expand_as(G)).clone()
+    G[lengths == 0] = 0.0
+    return G, kernels.chunk_intra(q, k, beta, G, l2norm, scale, q.dtype, q.dtype, True)
+
+
+def _gate_reference(g, A_log, dt_bias, lengths, form):
+    """G in float64 from the raw gate: the activation (``kda_gate_fwd``), rows past the length zero,
+    the chunk-local cumsum."""
+    d = lambda t: None if t is None else t.double()  # noqa: E731
+    y = g.double() if form == "none" else kda_gate_fwd(g.double(), d(A_log), d(dt_bias), _lower_bound(form), None)
+    if form == "none" and dt_bias is not None:
+        y = y + dt_bias.double().view(g.shape[2], g.shape[3])
+    valid = torch.arange(g.shape[1])[None, :] < lengths[:, None].long()
+    return (y * valid[:, :, None, None]).cumsum(1)
+
+
+CASES = [  # (B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu, params)
+    pytest.param(2, 100, 2, 2, 128, 64, BF16, "softplus", FP32, None, True, id="softplus-bt64-k128-tail-bf16-raw-f32"),
+    pytest.param(1, 150, 4, 2, 64, 32, FP16, "sigmoid", FP16, (0, 1, 1, 70, 150), True, id="sigmoid-bt32-varlen-gva-f16-raw-f16"),
+    pytest.param(1, 90, 2, 2, 128, 64, BF16, "sigmoid", BF16, None, False, id="sigmoid-no-params-bt64-bf16-raw-bf16"),
+    pytest.param(2, 40, 2, 1, 64, 16, BF16, "none", FP32, None, True, id="none-strong-bt16-gva-bf16"),
+    pytest.param(1, 130, 2, 2, 96, 64, FP16, "none", FP32, (0, 64, 65, 130), False, id="none-strong-bt64-k96-varlen-f16"),
+]
+
+
+@pytest.mark.parametrize("B,T,HV,HQ,K,BT,dtype,form,raw_dtype,cu,params", CASES)
+def test_equals_the_two_launches(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu, params):
+    q, k, beta, g, A_log, dt_bias, plan = _inputs(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu, params)
+    lengths = plan.chunk_lengths()
+    assert lengths.dtype == torch.int32 and lengths.shape == (plan.num_chunks,)
+    out = kernels.chunk_gate_intra(q, k, beta, g, lengths, _activation(form), A_log, dt_bias, _lower_bound(form), True,
+                                   K ** -0.5, True)
+    launch = kernels.chunk_gate_intra.last_launch()
+    assert launch is not None and launch.ok, launch and launch.error
+    Aqk, Akk, q_scale, k_scale, G, e_last = out
+    for name, x in zip(("Aqk", "Akk", "q_scale", "k_scale", "gate", "e_last"), out):
+        assert torch.isfinite(x).all(), f"{name}: an element was not written (NaN-poisoned) or is not finite"
+    G2, chain = _two_launches(q, k, beta, g, A_log, dt_bias, lengths, form, True, K ** -0.5)
+    assert torch.equal(G, G2), "G differs from the gate cumsum kernel's"
+    for name, x, y in zip(("Aqk", "Akk", "q_scale", "k_scale"), out[:4], chain):
+        assert torch.equal(x, y), f"{name} differs from the intra-chunk kernel's on the gate kernel's G"
+    check_close("G", G, _gate_reference(g, A_log, dt_bias, lengths, form), FP32)
+    # e_last: the vector unit's exponential of the last row (a few float32 ulp from torch's)
+    torch.testing.assert_close(e_last, G[:, -1].exp(), rtol=4e-7, atol=1e-38)
+    t = kernels.chunk_gate_intra.last_tiling()
+    assert (t["gate_in"], t["gate_form"], t["has_dt_bias"]) == (1, {"none": 0, "softplus": 1, "sigmoid": 2}[form], int(params))
+    assert t["has_a_log"] == int(A_log is not None)
+
+
+def test_exact_diagonal_blocks_read_g_back():
+    """Strong gates put the diagonal blocks of the odd heads beyond the Cube's safe span: the vector
+    unit computes them exactly from the G rows the launch wrote (read back from GM), bit for bit as
+    the intra-chunk kernel does on the gate kernel's G; more vector work than mild gates."""
+    ops = {}
+    for strong in (False, True):
+        q, k, beta, g, A_log, dt_bias, plan = _inputs(1, 128, 2, 2, 64, 64, BF16, "none", FP32, seed=4)
+        if not strong:
+            g = g.clamp(min=-0.2)
+        lengths = plan.chunk_lengths()
+        out = kernels.chunk_gate_intra(q, k, beta, g, lengths, "none", None, dt_bias, akk_beta=True)
+        ops[strong] = kernels.chunk_gate_intra.last_launch().totals.vector_elem_ops
+        _, chain = _two_launches(q, k, beta, g, None, dt_bias, lengths, "none", False, 1.0)
+        for x, y in zip(out[:4], chain):
+            assert torch.equal(x, y)
+    assert ops[True] > 1.5 * ops[False]
+
+
+def test_gm_bytes_against_the_two_launches():
+    """One launch instead of two: the raw gate read by both vector cores of a unit, G written once (its
+    owned block rows per vector core) with e_last, and no G read back: fewer GM bytes than the gate
+    cumsum launch and the intra-chunk launch together (production head: BT 64, K 128, bf16)."""
+    q, k, beta, g, A_log, dt_bias, plan = _inputs(4, 128, 4, 4, 128, 64, BF16, "softplus", FP32, seed=5)
+    lengths = plan.chunk_lengths()
+    kernels.chunk_gate_intra(q, k, beta, g, lengths, "softplus", A_log, dt_bias, None, True, 128 ** -0.5, True)
+    fused = kernels.chunk_gate_intra.last_launch().totals
+    kernels.gate_chunk_cumsum(g, 64, "softplus", A_log, dt_bias)
+    gate = kernels.gate_chunk_cumsum.last_launch().totals
+    G, _ = _two_launches(q, k, beta, g, A_log, dt_bias, lengths, "softplus", True, 128 ** -0.5)
+    intra = kernels.chunk_intra.last_launch().totals
+    moved = lambda c: c.gm_to_local_bytes + c.local_to_gm_bytes  # noqa: E731
+    NC, BT, HV, K = g.shape
+    # per unit: each vector core reads the raw rows (float32 here) and dt_bias (A_log and the chunk's
+    # length are scalar reads, not GM copies), where the intra-chunk launch read its owned blocks of G
+    # and the first, middle and last rows of the block rows from its first owned one on
+    # (chunk_intra_tiling.h's ownership: {0, 3} and {1, 2}); G is written once, with e_last
+    units, nb = NC * HV, BT // 16
+    reference_rows = sum(3 * (nb - min(i for i in range(nb) if (i ^ (i >> 1)) & 1 == sub)) for sub in (0, 1))
+    assert fused.gm_to_local_bytes - intra.gm_to_local_bytes == units * (2 * BT * K * 4 + 2 * K * 4 - BT * K * 4
+                                                                         - reference_rows * K * 4)
+    assert fused.local_to_gm_bytes - intra.local_to_gm_bytes == units * (BT * K * 4 + K * 4)
+    assert moved(fused) < moved(gate) + moved(intra), (moved(fused), moved(gate), moved(intra))
+    assert fused.cube_macs == intra.cube_macs
+
+
+def test_refusals_leave_inputs_untouched():
+    q, k, beta, g, A_log, dt_bias, plan = _inputs(1, 64, 2, 2, 64, 64, BF16, "softplus", FP32)
+    lengths = plan.chunk_lengths()
+    before = [x.clone() for x in (q, k, beta, g, A_log, dt_bias, lengths)]
+    with pytest.raises(_native.KernelError, match="needs `a_log`"):
+        kernels.chunk_gate_intra(q, k, beta, g, lengths, "softplus", None, dt_bias)
+    with pytest.raises(_native.KernelError, match="K up to 128"):
+        wide = lambda x: torch.cat([x] * 4, -1).contiguous()  # noqa: E731  (K 256)
+        kernels.chunk_gate_intra(wide(q), wide(k), beta, wide(g), lengths, "softplus", A_log, torch.cat([dt_bias] * 4))
+    with pytest.raises(_native.KernelError, match="raw per-key gate"):
+        kernels.chunk_gate_intra(q, k, beta, g[..., :1].transpose(1, 2).contiguous(), lengths, "none")
+    with pytest.raises(_native.KernelError, match=r"`chunk_len` must be \[NC\]"):
+        kernels.chunk_gate_intra(q, k, beta, g, torch.cat([lengths, lengths]), "softplus", A_log, dt_bias)
+    with pytest.raises(ValueError, match=r"`chunk_len` must lie in \[0, BT = 64\]"):
+        kernels.chunk_gate_intra(q, k, beta, g, lengths + 1, "softplus", A_log, dt_bias)
+    with pytest.raises(_native.KernelError, match="`q`, `k`, `aqk` and `akk` must have one dtype"):
+        kernels.chunk_gate_intra(q, k.half(), beta, g, lengths, "softplus", A_log, dt_bias)
+    for x, x0 in zip((q, k, beta, g, A_log, dt_bias, lengths), before):
+        assert torch.equal(x, x0)
+
+
+def test_no_chunk_launches_nothing():
+    q, k, beta, g, A_log, dt_bias, plan = _inputs(1, 64, 2, 2, 64, 64, BF16, "softplus", FP32)
+    out = kernels.chunk_gate_intra(q[:0], k[:0], beta[:0], g[:0], plan.chunk_lengths()[:0], "softplus", A_log, dt_bias)
+    assert out[0].shape == (0, 2, 64, 64) and out[5].shape == (0, 2, 64)
+    assert kernels.chunk_gate_intra.last_launch() is None
+
+
+def test_tiling_unit_tests(native_build):
+    """The C++ unit tests of the host tiling (csrc/chunk_intra/tests/chunk_gate_intra_tiling_test.cpp)."""
+    run_tiling_unit_test(native_build, "chunk_gate_intra")
