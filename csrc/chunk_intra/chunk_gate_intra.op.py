@@ -20,7 +20,8 @@ reading it, and write it once for the state kernel (FlaNpuChunkStateOutput) with
                          the last valid row's value)
   e_last [NC, HV, K]     float32: e^G of each chunk's last row (FlaNpuChunkStateOutput's e_last)
 All contiguous; BT 16, 32 or 64; K a multiple of 16 in [16, 128] (the chunk's G stays in the UB);
-NC or HV may be 0 (nothing runs). Workspace: FlaNpuChunkIntra's. NPU flavours forward to
+NC or HV may be 0 (nothing runs). Workspace: FlaNpuChunkIntra's and, for BT 32 and 64, per launched
+AI core two gate slots of BT x K floats (each vector core's activated rows for the other). NPU flavours forward to
 aclnnFlaNpuChunkGateIntra[GetWorkspaceSize](q, k, beta, g, aLogOptional, dtBiasOptional, chunkLen,
 gateForm, lowerBound, qkL2norm, scale, akkBeta, aqk, akk, qScale, kScale, gate, eLast); nothing is
 called when there is no chunk.""",

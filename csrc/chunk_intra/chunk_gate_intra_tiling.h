@@ -3,16 +3,20 @@
 // simulation.
 //
 // Design: chunk_intra's launch, whose vector cores take the raw gate instead of G. Per unit (chunk,
-// value head) each AIV forms the unit's whole G in its UB (both AIVs the same, so that they choose the
-// same reference rows): the raw rows in 16-row pieces through the G queue, widened to fp32, activated
-// (gate/gate_activation.h: the gate cumsum kernel's arithmetic), rows at or past the chunk's length
-// zeroed, then summed row by row (fp32, in order: the gate cumsum kernel's sums, bit for bit). G then
-// stays in the UB for the unit's operands (chunk_intra reads it from GM); each AIV writes its owned
-// block rows of G (padding rows hold the last row's value: their terms are zero) and the owner of the
-// last block row e_last = e^(G[BT - 1]): what the fused state kernel (FlaNpuChunkStateOutput) reads. A
-// diagonal block computed exactly (a decay too wide for the Cube) reads its G back from the G output,
-// written by the same AIV a unit earlier. This replaces the gate cumsum's launch and G's reads by
-// chunk_intra (G is written once instead of read once more).
+// value head) each AIV forms the unit's whole G in its UB: the raw rows of its own block rows
+// (BlockRowOwner) in 16-row pieces through the G queue, widened to fp32 and activated
+// (gate/gate_activation.h: the gate cumsum kernel's arithmetic), handed to the other AIV through a gate
+// slot of the workspace (two per core: units alternate; a cross-AIV flag meets both sets), the other's
+// pieces read back; rows at or past the chunk's length zeroed, then summed row by row (fp32, in order:
+// the gate cumsum kernel's sums, bit for bit; both AIVs the same, so that they choose the same reference
+// rows). BT 16 (one AIV owns the block row) activates alone. G then stays in the UB for the unit's
+// operands (chunk_intra reads it from GM); each AIV writes its owned block rows of G (padding rows hold
+// the last row's value: their terms are zero) and the owner of the last block row e_last = e^(G[BT -
+// 1]): what the fused state kernel (FlaNpuChunkStateOutput) reads. A diagonal block computed exactly (a
+// decay too wide for the Cube) reads its G back from the G output, written by the same AIV a unit
+// earlier. Unit u + 1's G is formed while the AIC multiplies unit u's operands (activated before unit u
+// - 1's outputs, summed after them). This replaces the gate cumsum's launch and G's reads by
+// chunk_intra: the raw gate is read once, G written once.
 //
 // Limits: chunk_intra's, KDA only (g [NC, BT, HV, K]), K up to kGateInMaxK (the UB).
 #ifndef FLA_NPU_CHUNK_GATE_INTRA_TILING_H

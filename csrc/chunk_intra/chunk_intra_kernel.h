@@ -68,6 +68,7 @@ struct ChunkIntraGm {
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
 constexpr uint16_t kFlagInv = 3;   // AIVs -> AIC: a unit's inverse slot holds its diagonal blocks (BT > 16)
+constexpr uint16_t kFlagGate = 4;  // AIV <-> AIV (gate in the launch, BT > 16): both activated rows in the gate slot
 
 // q and k, token-major [NC, BT, HV / groups, K]: the element of row r of value-head unit u, and
 // the distance between rows.
@@ -336,13 +337,24 @@ class ChunkIntraVector {
         Sync<HardEvent::V_MTE3>();
     }
 
+    // With the gate in the launch, unit i + 1's G is formed while the AIC multiplies unit i's operands:
+    // its raw rows activated before unit i - 1's outputs, summed after them (by then the other AIV's
+    // activated rows are in the gate slot).
     __aicore__ inline void Process() {
         const Units r = CoreUnitsOf(t_, at_.block);
+        const bool forms = kda_ && nOwned_ > 0, gateIn = forms && t_.gate_in;
+        if (gateIn && r.count > 0) {
+            ActivateGate(r.first, 0);
+            SumGate(r.first, 0);
+        }
         for (uint32_t i = 0; i < r.count; ++i) {
+            const bool next = gateIn && i + 1 < r.count;
             SlotProducer::Acquire(i);
-            if (kda_ && nOwned_ > 0) Form(r.first + i, i % 2);
+            if (forms) Form(r.first + i, i % 2);
             SlotProducer::Ready();
+            if (next) ActivateGate(r.first + i + 1, (i + 1) % 2);
             if (i >= 1) Finish(r.first + i - 1, i - 1);
+            if (next) SumGate(r.first + i + 1, (i + 1) % 2);
         }
         if (r.count >= 1) Finish(r.first + r.count - 1, r.count - 1);
     }
@@ -418,8 +430,7 @@ class ChunkIntraVector {
     __aicore__ inline void Form(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, n = 16 * K;
         const uint64_t base = uint64_t(slot) * t_.ws_op_elems;
-        FetchBlock(u, owned_[0]);  // its copies run while G is formed and the references chosen
-        if (t_.gate_in) FormGate(u);
+        FetchBlock(u, owned_[0]);                     // its copies run while the references are chosen
         LocalTensor<float> gr = ChooseReferences(u);  // holds the reference row of each owned I
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>(), kf = w3_.Get<float>();
         for (uint32_t o = 0; o < nOwned_; ++o) {
@@ -463,11 +474,10 @@ class ChunkIntraVector {
                 MulByRow(c, gJ, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
                 CopyOut(q, g_.op[ColumnOperand(base, I, J)], c, n);
             }
-            if (safe) {  // gJ's copy out before its buffer is refilled (by MTE2, or by V: BlockGate)
-                Sync<HardEvent::MTE3_MTE2>();
-                if (t_.gate_in) Sync<HardEvent::MTE3_V>();
+            if (!t_.gate_in) {  // (gate_in: FormGate orders the next writes of gate_ after gJ's copy out)
+                if (safe) Sync<HardEvent::MTE3_MTE2>();  // gJ's copy out before its buffer is refilled
+                inF_.FreeTensor(gJ);
             }
-            inF_.FreeTensor(gJ);
         }
         inR_.FreeTensor(gr);
     }
@@ -478,36 +488,67 @@ class ChunkIntraVector {
         Bind(rows * K, gRaw_, a.g);
         Bind(uint64_t(t_.num_units) * K, gELast_, a.eLast);
         Bind(t_.num_units / t_.HV, gLen_, a.len);
+        if (GateSlotElems(t_) != 0) {  // after the operand, result and inverse slots (chunk_intra_tiling.h)
+            const uint64_t before = 2ull * t_.ws_op_elems + 2ull * t_.ws_res_elems + uint64_t(kInvSlots) * t_.ws_inv_elems;
+            Bind(2ull * GateSlotElems(t_), gSlot_, a.ws + uint64_t(at_.block) * t_.ws_bytes_per_core + before * sizeof(float));
+        }
         InitBufs(pipe_, t_.BT * K * sizeof(float), gate_);
         act_.Init(pipe_, K, gate::ActivationForm{t_.gate_form, t_.has_a_log, t_.has_dt_bias, K, 0, t_.coef_scale, t_.out_scale},
                   a.aLog, t_.HV, a.dtBias);
     }
 
-    // Unit u's G into gate_ (chunk_gate_intra_tiling.h): the raw rows in 16-row pieces (one fetched
-    // ahead), widened, activated (the gate cumsum kernel's arithmetic), the rows at or past the
-    // chunk's length zeroed, summed row by row; then this AIV's owned block rows of G and (the owner of
-    // the last block row) e_last out.
-    __aicore__ inline void FormGate(uint32_t u) {
-        const uint32_t K = t_.K, BT = t_.BT, n = 16 * K, h = u % t_.HV;
-        const int32_t given = gLen_.GetValue(u / t_.HV);  // clamped: a bad length cannot write past G
-        const uint32_t len = given < 0 ? 0u : given > static_cast<int32_t>(BT) ? BT : static_cast<uint32_t>(given);
+    // Unit u's G into gate_ (chunk_gate_intra_tiling.h), after Form(u - 1), in two steps. Activate: the
+    // raw rows in 16-row pieces (one fetched ahead), widened, activated (the gate cumsum kernel's
+    // arithmetic); with BT > 16 only the pieces of this AIV's block rows, then copied to gate slot
+    // `slot` (the core's units alternate) for the other AIV, and the set met there flagged.
+    __aicore__ inline void ActivateGate(uint32_t u, uint32_t slot) {
+        const uint32_t K = t_.K, n = 16 * K, h = u % t_.HV;
+        const bool split = GateSlotElems(t_) != 0;
         LocalTensor<float> G = gate_.Get<float>();
         const LocalTensor<float> tmp[3] = {w0_.Get<float>(), w1_.Get<float>(), w2_.Get<float>()};
-        OrderV();                   // the previous unit's reads of the scratch
-        Sync<HardEvent::MTE3_V>();  // and its copies of G out
+        OrderV();                   // the previous unit's reads of the scratch and of G
+        Sync<HardEvent::MTE3_V>();  // and its copies out of G
         if (h != actHead_) {
             act_.Load(h * K, K, actHead_ != 0xFFFFFFFFu);
             actHead_ = h;
         }
-        FetchRows(inF_, gRaw_[GateOf(u, 0)], 16, K, GatePitch(t_.HV, K));
-        for (uint32_t p = 0; p < t_.nb; ++p) {
-            if (p + 1 < t_.nb) FetchRows(inF_, gRaw_[GateOf(u, 16 * (p + 1))], 16, K, GatePitch(t_.HV, K));
+        uint32_t mine[4], count = 0;  // the pieces this AIV activates
+        for (uint32_t p = 0; p < t_.nb; ++p)
+            if (!split || BlockRowOwner(p) == at_.sub) mine[count++] = p;
+        FetchRows(inF_, gRaw_[GateOf(u, 16 * mine[0])], 16, K, GatePitch(t_.HV, K));
+        for (uint32_t j = 0; j < count; ++j) {
+            if (j + 1 < count) FetchRows(inF_, gRaw_[GateOf(u, 16 * mine[j + 1])], 16, K, GatePitch(t_.HV, K));
             LocalTensor<R> x = inF_.template DeQue<R>();
-            if constexpr (IsSame<R, float>::value) DataCopy(G[p * n], x, n);
-            else Cast(G[p * n], x, RoundMode::CAST_NONE, n);
+            const LocalTensor<float> y = G[mine[j] * n];
+            if constexpr (IsSame<R, float>::value) DataCopy(y, x, n);
+            else Cast(y, x, RoundMode::CAST_NONE, n);
             inF_.FreeTensor(x);
             OrderV();
-            act_.Apply(G[p * n], 16, K, K, tmp);
+            act_.Apply(y, 16, K, K, tmp);
+        }
+        if (!split) return;
+        Sync<HardEvent::V_MTE3>();
+        for (uint32_t j = 0; j < count; ++j)
+            DataCopy(gSlot_[uint64_t(slot) * GateSlotElems(t_) + mine[j] * n], G[mine[j] * n], n);
+        CrossCoreSetFlag<1, PIPE_MTE3>(kFlagGate);
+    }
+
+    // Sum: (BT > 16) once both AIVs' sets are met, the other AIV's pieces from the gate slot (written
+    // again two units later, after the writer met this AIV's set of the unit between, which follows
+    // these reads); the rows at or past the chunk's length zeroed; the rows summed in order; this
+    // AIV's owned block rows of G and (the owner of the last block row) e_last out.
+    __aicore__ inline void SumGate(uint32_t u, uint32_t slot) {
+        const uint32_t K = t_.K, BT = t_.BT, n = 16 * K;
+        const int32_t given = gLen_.GetValue(u / t_.HV);  // clamped: a bad length cannot write past G
+        const uint32_t len = given < 0 ? 0u : given > static_cast<int32_t>(BT) ? BT : static_cast<uint32_t>(given);
+        LocalTensor<float> G = gate_.Get<float>();
+        if (GateSlotElems(t_) != 0) {
+            CrossCoreWaitFlag(kFlagGate);
+            Sync<HardEvent::V_MTE2>();  // the vector unit's earlier reads of those rows of G
+            for (uint32_t p = 0; p < t_.nb; ++p)
+                if (BlockRowOwner(p) != at_.sub) DataCopy(G[p * n], gSlot_[uint64_t(slot) * GateSlotElems(t_) + p * n], n);
+            Sync<HardEvent::MTE2_V>();
+            Sync<HardEvent::MTE3_V>();  // the sums below rewrite the rows copied out
         }
         if (len < BT) {  // padding rows: no decay, their G the last row's
             Duplicate(G[len * K], 0.0f, static_cast<int32_t>((BT - len) * K));
@@ -527,15 +568,12 @@ class ChunkIntraVector {
         for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gG_[GateOf(u, 16 * owned_[o])], G[owned_[o] * n], rows16);
     }
 
-    // Block J's rows of G in a buffer of inF_ (Form frees it): fetched ahead (FetchBlock), or copied
-    // from the unit's G (gate_in).
+    // Block J's rows of G: a buffer of inF_ fetched ahead (FetchBlock; Form frees it), or (gate_in) the
+    // unit's G itself, where Form then forms the block's base in place (G's rows out by then).
     __aicore__ inline LocalTensor<float> BlockGate(uint32_t J) {
         if (!t_.gate_in) return inF_.template DeQue<float>();
-        const uint32_t n = 16 * t_.K;
-        LocalTensor<float> gJ = inF_.template AllocTensor<float>();
-        DataCopy(gJ, gate_.Get<float>()[J * n], n);
-        OrderV();
-        return gJ;
+        Sync<HardEvent::MTE3_V>();  // FormGate's copies of G out
+        return gate_.Get<float>()[J * 16 * t_.K];
     }
 
     // outC_ takes the column operands below the diagonal (else outO_ takes every operand).
@@ -919,7 +957,7 @@ class ChunkIntraVector {
     uint32_t actHead_ = 0xFFFFFFFFu;  // the value head whose parameters act_ holds
     GlobalTensor<R> gRaw_;
     GlobalTensor<int32_t> gLen_;
-    GlobalTensor<float> gELast_;
+    GlobalTensor<float> gELast_, gSlot_;
 };
 
 // The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and akk (each float or T).

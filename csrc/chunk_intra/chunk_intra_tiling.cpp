@@ -61,7 +61,8 @@ int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** 
     // KDA: the diagonal blocks only; GDN: q k^T, k k^T (and q q^T for q's norms)
     t->ws_res_elems = kda ? 512 * nb : (p.qk_l2norm ? 3 : 2) * p.BT * p.BT;
     t->ws_inv_elems = nb > 1 ? m.elems + p.BT * p.BT : 0;
-    t->ws_bytes_per_core = 2 * t->ws_op_elems * 4 + 2 * t->ws_res_elems * 4 + kInvSlots * t->ws_inv_elems * 4;
+    t->ws_bytes_per_core =
+        2 * t->ws_op_elems * 4 + 2 * t->ws_res_elems * 4 + kInvSlots * t->ws_inv_elems * 4 + GateSlotElems(*t) * 2 * 4;
 
     // AIV: pieces of 16 rows. G blocks (fp32, two), q / k blocks (T, two), the result rows of a block
     // row (32 x BT fp32), KDA's operands (fp32, OperandBuffers), Aqk and L rows (16 x BT, fp32 and T,

@@ -106,7 +106,7 @@ struct ChunkIntraTiling {
                                  //   GDN 2 BT x BT (q k^T rows, then k k^T rows), q q^T after them with qk_l2norm
     uint32_t ws_inv_elems;       // one inverse slot, floats: the merges' (solve_tril's MergeSizesOf), then L
                                  //   [BT, BT] (no slot when BT = 16: no merge)
-    uint32_t ws_bytes_per_core;  // two operand slots, two result slots, kInvSlots inverse slots
+    uint32_t ws_bytes_per_core;  // two operand slots, two result slots, kInvSlots inverse slots, two gate slots
     uint32_t piece_elems;        // elements of an AIV piece: 16 * max(K, BT)
     float safe_span;             // kSafeSpan
     float scale;                 // q's rows' factor (times the reciprocal norm with qk_l2norm)
@@ -147,6 +147,11 @@ struct ChunkIntraProblem : chunk_tiling::KeysProblem {
 
 // The gate in the launch keeps a unit's G (BT x K fp32) in the UB: K up to this.
 constexpr uint32_t kGateInMaxK = 128;
+
+// The gate in the launch with both AIVs owning block rows (BT > 16): each activates the raw rows of
+// its own block rows and hands them to the other through a gate slot (BT x K floats, two per core:
+// units alternate) of the workspace, after the inverse slots. 0 otherwise.
+FLA_NPU_AICORE inline uint32_t GateSlotElems(const ChunkIntraTiling& t) { return t.gate_in && t.nb > 1 ? t.BT * t.K : 0; }
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).
 int ComputeTiling(const ChunkIntraProblem& p, ChunkIntraTiling* t, const char** err);

@@ -6,7 +6,7 @@ yet has ``launch=None`` and is reported as "reference (no kernel)".
 Adding a kernel: write ``_launch_<stage>(shape, dtype)`` (random inputs of the stage's layout at
 ``shape``, one call of the kernel) and put it in the stage's row with the kernel's name in
 ``kernel``: the bench reports the stage without a kernel while the build has none. The launchers
-of stages 2 and 4 are written to the calls of ``runtime/chunk_pipeline.py``.
+of the chunk stages are written to the calls of ``runtime/chunk_pipeline.py``.
 
 Units: the chunk kernels split (chunk, value head) pairs over the AI cores; the gate kernel
 (token, head) pairs; prefix-shared attention (batch, query tile, K/V tile) triples. Note that the
@@ -88,22 +88,15 @@ def units_psa(shape: dict) -> int:
 
 # ---- launchers ------------------------------------------------------------------------------------
 
-def _launch_gate(per_key: bool):
-    def run(shape: dict, dtype: str):
-        import torch
+def _launch_gate(shape: dict, dtype: str):
+    """Gated DeltaNet's stage 1: -exp(A_log) softplus(g + dt_bias) (KDA's runs in its intra-chunk launch)."""
+    import torch
 
-        from ..runtime.kernels import gate_chunk_cumsum
-        g = _gen()
-        B, T, HV, K = shape["B"], shape["T"], shape["HV"], shape["K"]
-        x = torch.randn((B, T, HV, K) if per_key else (B, T, HV), generator=g).to(_torch_dtype(dtype))
-        A_log = torch.rand(HV, generator=g)
-        if per_key:  # KDA production: the lower-bound (sigmoid) gate with dt_bias per key
-            dt = torch.randn(HV * K, generator=g)
-            gate_chunk_cumsum(x, BT, "sigmoid", A_log, dt, -5.0, 1.0)
-        else:        # GDN: -exp(A_log) softplus(g + dt_bias)
-            dt = torch.randn(HV, generator=g)
-            gate_chunk_cumsum(x, BT, "softplus", A_log, dt, None, 1.0)
-    return run
+    from ..runtime.kernels import gate_chunk_cumsum
+    g = _gen()
+    x = torch.randn((shape["B"], shape["T"], shape["HV"]), generator=g).to(_torch_dtype(dtype))
+    A_log, dt = torch.rand(shape["HV"], generator=g), torch.randn(shape["HV"], generator=g)
+    gate_chunk_cumsum(x, BT, "softplus", A_log, dt, None, 1.0)
 
 
 def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
@@ -127,20 +120,23 @@ def _row_factors(shape):
     return torch.rand(shape, generator=_gen(8)) + 0.5
 
 
-# Stages 2 and 3-5: the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout); active
-# once the build has the kernel.
-def _launch_intra(per_key: bool):
-    def run(shape: dict, dtype: str):
-        import torch
+# Stages 1-2 and 3-5 (KDA): the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout);
+# active once the build has the kernel.
+def _launch_gate_intra(shape: dict, dtype: str):
+    """KDA's stages 1 and 2 in one launch, with the production gate (the lower-bound sigmoid with A_log
+    and a dt_bias per key, the raw gate in the input dtype) and switches."""
+    import torch
 
-        from ..runtime.kernels import chunk_intra
-        q, _, A, e = _chunk_tensors(shape, dtype, per_key)
-        k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
-        beta = torch.rand(A.shape[:3], generator=_gen(2))
-        G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=1 if per_key else 2)
-        dt = _torch_dtype(dtype)
-        chunk_intra(q, k, beta, G, True, 0.088, dt, dt, True)  # as the chained forward calls it
-    return run
+    from ..runtime.kernels import chunk_gate_intra
+    q, _, A, _ = _chunk_tensors(shape, dtype, True)
+    k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
+    NC, HV, K = chunks(shape), shape["HV"], shape["K"]
+    g = _gen(5)
+    beta = torch.rand(A.shape[:3], generator=g)
+    raw = torch.randn(NC, BT, HV, K, generator=g).to(_torch_dtype(dtype))
+    A_log, dt = torch.rand(HV, generator=g), torch.randn(HV * K, generator=g)
+    lengths = torch.full((NC,), BT, dtype=torch.int32)
+    chunk_gate_intra(q, k, beta, raw, lengths, "sigmoid", A_log, dt, -5.0, True, 0.088, True)  # as the chained forward calls it
 
 
 def _launch_state_output(per_key: bool):
@@ -190,16 +186,16 @@ def _launch_psa(shape: dict, dtype: str):
 
 
 def _delta_rule_stages(per_key: bool) -> tuple:
-    """The launches of the chained forward: KDA's gate cumsum, intra-chunk kernel and fused WY + state +
-    output kernel; Gated DeltaNet's gate cumsum and stages 2-5 in one launch."""
+    """The launches of the chained forward: KDA's gate cumsum with the intra-chunk kernel in one launch
+    and the fused WY + state + output kernel; Gated DeltaNet's gate cumsum and stages 2-5 in one launch."""
     s = scale_delta_rule
-    gate = Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s)
     if not per_key:
-        return (gate, Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward", _launch_forward,
-                            units_chunks, s))
+        return (Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate, units_tokens, s),
+                Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward", _launch_forward,
+                      units_chunks, s))
     return (
-        gate,
-        Stage("chunk_intra", "2: intra-chunk Aqk, Akk", "chunk_intra", _launch_intra(per_key), units_chunks, s),
+        Stage("chunk_gate_intra", "1-2: gate + chunk-local cumsum + intra-chunk Aqk, Akk", "chunk_gate_intra",
+              _launch_gate_intra, units_chunks, s),
         Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
               _launch_state_output(per_key), units_chunks, s),
     )

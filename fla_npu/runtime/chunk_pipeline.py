@@ -7,7 +7,12 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 (:mod:`.torch_ops`), which ``torch.compile`` and graph capture can trace.
 
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
-layout). Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
+layout), except for KDA on the fused path (:func:`gate_in_launch`), where the intra-chunk kernel forms
+G from the raw gate in its own launch. Per stage, the Cube inputs are rounded once to the op's 16-bit
+input dtype ``T``:
+
+  1-2  ``Aqk``, ``Akk`` (T), ``q_scale``, ``k_scale``, ``G``, ``e_last`` = chunk_gate_intra(q, k, beta, g,
+       chunk_len, activation, A_log, dt_bias, lower_bound, l2norm, scale)  (KDA; then 3-5 fused)
 
   2  ``Aqk``, ``Akk`` (T), ``q_scale``, ``k_scale`` = chunk_intra(q, k, beta, G, l2norm, scale)
      (``Akk = (I + L)^-1``, the triangular inverse in the same launch: L never leaves the kernel;
@@ -100,6 +105,18 @@ def takes_row_scales(skip: dict, keep_h: bool) -> bool:
     return runs_fused(skip, keep_h) and "stage 2: intra-chunk" not in skip
 
 
+GATE_IN_LAUNCH = "chunk_gate_intra"  # stages 1 and 2 in one launch (KDA's per-key gate)
+
+
+def gate_in_launch(skip: dict, keep_h: bool, per_key: bool, dtype: torch.dtype, BT: int, K: int) -> bool:
+    """Whether KDA's stage 1 runs in the intra-chunk launch (``chunk_gate_intra``: G formed from the raw
+    gate in the kernel, written once for the fused stages 3-5): per-key gate, stages 2-5 on their
+    kernels with 3-5 fused (:func:`takes_row_scales`), and a call that kernel takes (K up to 128)."""
+    kernel = kernels.get(GATE_IN_LAUNCH)
+    return (per_key and takes_row_scales(skip, keep_h) and kernel is not None
+            and kernel.unsupported(dtype, BT, K) is None)
+
+
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
             skip: dict, keep_h: bool = False) -> tuple[torch.Tensor, ChunkForward]:
     """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage results. ``T``: the
@@ -112,13 +129,20 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
 
     ops = torch.ops.fla_npu
     f32 = torch.float32
-    d = p.decay
     q, k, v = p.q.to(T), p.k.to(T), p.v.to(T)   # in T already (the chain's pre-processing rounds them once)
+    b = p.b.to(f32)
+    if p.gate is not None:  # KDA, stages 1 and 2 in one launch: its G (token-major) and e_last to stages 3-5
+        l2norm, scale = p.row_factors
+        x = p.gate
+        Aqk, akk_b, q_scale, k_scale, G, e_last = ops.chunk_gate_intra(q, k, b, x.g, x.chunk_len, x.activation, x.A_log,
+                                                                       x.dt_bias, x.lower_bound, l2norm, scale, True)
+        o, final = ops.chunk_state_output(q, k, v, G, akk_b, Aqk, e_last, plan.offsets, h0, state_v_first, q_scale, k_scale)
+        return o.transpose(1, 2), ChunkForward(Aqk, None, None, None, None, None, None, final)
+    d = p.decay
     # token-major [NC, BT, H, D], q and k with HV / groups heads: the kernels read value head h's from
     # head h / groups (GVA); a reference stage takes them head-major and expanded
     qf, kf, vf = ((expand_heads(q.transpose(1, 2), p.groups).to(p.ct), expand_heads(k.transpose(1, 2), p.groups).to(p.ct),
                    v.transpose(1, 2).to(p.ct)) if skip else (None,) * 3)
-    b = p.b.to(f32)
     # G as the kernels read it, in natural-log units: KDA token-major [NC, BT, HV, K] (the chain's G is
     # a view of such a tensor: no copy), GDN head-major [NC, HV, BT, 1]
     G = d.G_nat

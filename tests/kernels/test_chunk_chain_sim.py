@@ -1,7 +1,7 @@
 """``chunk_kda`` / ``chunk_gated_delta_rule`` with ``FLA_NPU_CPU_IMPL=sim``: the whole forward on the
-Ascend C kernels (stage 1 gate cumsum; KDA: stage 2 intra-chunk + triangular inverse, and stage 3 WY,
-stage 4 state recurrence and stage 5 output in one launch; Gated DeltaNet: stages 2 to 5 in one
-launch; ``fla_npu.profile()`` proves every one launched, once, in order)
+Ascend C kernels (KDA: stage 1 gate cumsum with stage 2 intra-chunk + triangular inverse in one launch,
+and stage 3 WY, stage 4 state recurrence and stage 5 output in another; Gated DeltaNet: stage 1, then
+stages 2 to 5 in one launch; ``fla_npu.profile()`` proves every one launched, once, in order)
 across the switches, varlen (lengths 1, non-multiples of the chunk, zero), GVA, chunk sizes, initial
 states and ``state_v_first``; output, final state and every gradient (the backward is the reference)
 against the float64 gold at the dtype's tolerance."""
@@ -16,7 +16,7 @@ import fla_npu
 from sim_helpers import Switches, check_chunk_op
 
 BF16, FP16 = torch.bfloat16, torch.float16
-CHAIN = {"kda": ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuChunkStateOutput"],
+CHAIN = {"kda": ["flaNpuChunkGateIntra", "flaNpuChunkStateOutput"],
          "gdn": ["flaNpuGateChunkCumsum", "flaNpuChunkForward"]}
 PRODUCTION_KDA = Switches(gate="lower_bound", lower_bound=-5.0, safe_gate=True, beta_sigmoid=True, qk_l2norm=True,
                           disable_recompute=True)
@@ -95,7 +95,8 @@ def test_kernel_route_leaves_the_inputs_untouched(monkeypatch, H, l2norm):
 @pytest.mark.parametrize("op", ["kda", "gdn"])
 def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
     """``return_intermediate_states`` (KDA; GDN's call has no such switch, its forward is the one launch
-    only): stages 3, 4 and 5 then run as wy_fast, chunk_state (writing h) and chunk_output, with the
+    only): stages 1 and 2 then run as the gate cumsum and chunk_intra (the same G, bit for bit), 3, 4
+    and 5 as wy_fast, chunk_state (writing h) and chunk_output, with the
     final state a float32 rounding from the fused launch's and o equal to it in all but a few elements
     (the fused kernel accumulates v_new = u - w S at once: tests/kernels/test_chunk_state_output_sim.py)
     when both read the same q and k (no l2norm, scale 1: the fused chain would take their row factors
@@ -124,7 +125,8 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
         o1, final1 = fn(qn, kn, v, g, beta, **plain)
     with torch.inference_mode(), fla_npu.profile() as pair:
         o2, final2, _ = fn(qn, kn, v, g, beta, return_intermediate_states=True, **plain)
-    assert pair.kernels() == CHAIN["kda"][:-1] + ["flaNpuWyFast", "flaNpuChunkState", "flaNpuChunkOutput"]
+    assert pair.kernels() == ["flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuWyFast", "flaNpuChunkState",
+                              "flaNpuChunkOutput"]
     check_close("final", final2, final1, torch.float32)
     assert (o1 != o2).float().mean() < 0.01
     with torch.inference_mode():

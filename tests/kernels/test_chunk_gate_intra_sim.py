@@ -134,8 +134,9 @@ def test_exact_diagonal_blocks_read_g_back():
 
 
 def test_gm_bytes_against_the_two_launches():
-    """One launch instead of two: the raw gate read by both vector cores of a unit, G written once (its
-    owned block rows per vector core) with e_last, and no G read back: fewer GM bytes than the gate
+    """One launch instead of two: the raw gate read once (each vector core activates its own block rows
+    and hands them to the other through the workspace), G written once (its owned block rows per
+    vector core) with e_last, and no G read back: fewer GM bytes outside the workspace than the gate
     cumsum launch and the intra-chunk launch together (production head: BT 64, K 128, bf16)."""
     q, k, beta, g, A_log, dt_bias, plan = _inputs(4, 128, 4, 4, 128, 64, BF16, "softplus", FP32, seed=5)
     lengths = plan.chunk_lengths()
@@ -143,20 +144,21 @@ def test_gm_bytes_against_the_two_launches():
     fused = kernels.chunk_gate_intra.last_launch().totals
     kernels.gate_chunk_cumsum(g, 64, "softplus", A_log, dt_bias)
     gate = kernels.gate_chunk_cumsum.last_launch().totals
-    G, _ = _two_launches(q, k, beta, g, A_log, dt_bias, lengths, "softplus", True, 128 ** -0.5)
+    _two_launches(q, k, beta, g, A_log, dt_bias, lengths, "softplus", True, 128 ** -0.5)
     intra = kernels.chunk_intra.last_launch().totals
-    moved = lambda c: c.gm_to_local_bytes + c.local_to_gm_bytes  # noqa: E731
     NC, BT, HV, K = g.shape
-    # per unit: each vector core reads the raw rows (float32 here) and dt_bias (A_log and the chunk's
-    # length are scalar reads, not GM copies), where the intra-chunk launch read its owned blocks of G
-    # and the first, middle and last rows of the block rows from its first owned one on
-    # (chunk_intra_tiling.h's ownership: {0, 3} and {1, 2}); G is written once, with e_last
-    units, nb = NC * HV, BT // 16
+    units, nb, tile = NC * HV, BT // 16, BT * K * 4
+    # per unit: the raw rows once (float32 here), dt_bias per vector core (A_log and the chunk's length
+    # are scalar reads, not GM copies), the other core's activated rows from the workspace; the
+    # intra-chunk launch read instead its owned blocks of G and the first, middle and last rows of the
+    # block rows from its first owned one on (chunk_intra_tiling.h's ownership: {0, 3} and {1, 2}).
+    # Written: G once, e_last, the activated rows to the workspace.
     reference_rows = sum(3 * (nb - min(i for i in range(nb) if (i ^ (i >> 1)) & 1 == sub)) for sub in (0, 1))
-    assert fused.gm_to_local_bytes - intra.gm_to_local_bytes == units * (2 * BT * K * 4 + 2 * K * 4 - BT * K * 4
-                                                                         - reference_rows * K * 4)
-    assert fused.local_to_gm_bytes - intra.local_to_gm_bytes == units * (BT * K * 4 + K * 4)
-    assert moved(fused) < moved(gate) + moved(intra), (moved(fused), moved(gate), moved(intra))
+    assert fused.gm_to_local_bytes - intra.gm_to_local_bytes == units * (tile + 2 * K * 4 - reference_rows * K * 4)
+    assert fused.local_to_gm_bytes - intra.local_to_gm_bytes == units * (2 * tile + K * 4)
+    assert fused.ws_to_local_bytes - intra.ws_to_local_bytes == fused.local_to_ws_bytes - intra.local_to_ws_bytes == units * tile
+    outside = lambda c: c.gm_to_local_bytes + c.local_to_gm_bytes - c.ws_to_local_bytes - c.local_to_ws_bytes  # noqa: E731
+    assert outside(fused) < outside(gate) + outside(intra), (outside(fused), outside(gate), outside(intra))
     assert fused.cube_macs == intra.cube_macs
 
 

@@ -1,8 +1,9 @@
 """``chunk_kda`` / ``chunk_gated_delta_rule`` with ``FLA_NPU_CPU_IMPL=sim``: stage 1 (gate activation
 + chunk-local cumsum) runs as the Ascend C kernel on the host simulation, the later stages on the
-reference. Forward output, final state and every gradient must still match the float64 gold, with
-tails, varlen (length-1 and zero-length sequences), GVA and every gate form; the kernel must really
-have run (its launch is observed), in forward and again in the backward recompute."""
+reference (float32 calls; a 16-bit call runs the whole chain on kernels, and for KDA stage 1 inside
+the intra-chunk launch). Forward output, final state and every gradient must still match the float64
+gold, with tails, varlen (length-1 and zero-length sequences), GVA and every gate form; the kernel must
+really have run (its launch is observed), in forward and again in the backward recompute."""
 
 from __future__ import annotations
 
@@ -35,8 +36,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("op,sw,chunk_size,cu,dtype", CASES)
-def test_chunk_op_with_simulated_stage1_matches_gold(launches, op, sw, chunk_size, cu, dtype):
+def test_chunk_op_with_simulated_stage1_matches_gold(monkeypatch, launches, op, sw, chunk_size, cu, dtype):
+    in_intra = record_launches(monkeypatch, kernels, "chunk_gate_intra",
+                               before=lambda args, kwargs: args[5] if len(args) > 5 else kwargs.get("activation"))
     check_stage_op_case(op, sw, chunk_size, cu, dtype, seed=7)
     expected = {None: "none", "softplus": "softplus", "lower_bound": "sigmoid"}[sw.gate]
+    if op == "kda" and dtype == BF16:  # the kernel chain: stage 1 in the intra-chunk launch, no recompute on kernels
+        assert in_intra == [expected] and launches == []
+        return
     # forward, plus the backward's recompute unless every intermediate was kept
-    assert launches == [expected] * (1 if sw.disable_recompute else 2)
+    assert launches == [expected] * (1 if sw.disable_recompute else 2) and in_intra == []

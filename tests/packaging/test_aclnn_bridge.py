@@ -713,7 +713,8 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
     aclnn pair of every stage kernel, in order, each launch on what the previous one wrote (the fake
     computes nothing, so the numbers are not looked at). Varlen as on an NPU without
     ``cu_seqlens_cpu``: the chunk tables built on the device, every chunk-layout kernel given the
-    bound on the chunk count, the gate kernel the offsets and the rows of those chunks."""
+    bound on the chunk count, the gate kernel the offsets and the rows of those chunks (KDA: the
+    intra-chunk kernel forms G, given each chunk's length, built on the device too)."""
     import fla_npu
     from fla_npu.ops.common import validate
     from fla_npu.runtime import chunk_pipeline
@@ -740,14 +741,21 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
         entries[-3:] = ["ChunkStateOutput"]
         if op == "gdn" and "stage 2: intra-chunk" not in skipped:
             entries[-2:] = ["ChunkForward"]
+    gate_in = op == "kda" and chunk_pipeline.gate_in_launch(skipped, False, True, torch.bfloat16, 64, K)
+    if gate_in:
+        entries[:2] = ["ChunkGateIntra"]
     calls = fake.calls()
     assert [c.function.decode() for c in calls] == [
         f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]
     assert all(c.stream is None for c in calls[1::2])  # CPU tensors: no stream (an NPU call passes the current one)
-    gate = tensors_of(calls[0])
     NC = 4 if varlen else 2   # varlen: min(T, (T + N (BT - 1)) // BT) = 4 for 3 exact chunks; dense: 2
-    assert (gate[3] is None and gate[4] is None) if not varlen else (
-        list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
-    intra = tensors_of(calls[2])
+    if gate_in:  # q, k, beta, g (raw, token-major chunk layout), A_log, dt_bias, chunk_len
+        intra = tensors_of(calls[0])
+        assert list(intra[3].view_dims)[:4] == [NC, 64, H, K] and list(intra[6].view_dims)[:1] == [NC]
+    else:
+        gate = tensors_of(calls[0])
+        assert (gate[3] is None and gate[4] is None) if not varlen else (
+            list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
+        intra = tensors_of(calls[2])
     assert list(intra[0].view_dims)[:4] == [NC, 64, H, K]   # q in the token-major chunk layout
     assert fake.created == fake.destroyed

@@ -25,7 +25,8 @@ static ChunkIntraProblem Problem(uint32_t BT, uint32_t K, uint32_t form, bool aL
 }
 
 // Every chunk size and K up to 128 fits the UB with the chunk's G and the activation's parameters,
-// which add to chunk_intra's own bytes; the activation's scales are the gate cumsum kernel's (scale 1).
+// which add to chunk_intra's own bytes, and the workspace takes the gate slots; the activation's scales
+// are the gate cumsum kernel's (scale 1).
 static void TestFits() {
     for (uint32_t BT : {16u, 32u, 64u})
         for (uint32_t K : {16u, 64u, 128u})
@@ -40,6 +41,9 @@ static void TestFits() {
                 p.gate_in = false;
                 CHECK(chunk_intra::ComputeTiling(p, &plain, &err) == 0 && plain.gate_in == 0);
                 CHECK(t.ub_bytes_used >= plain.ub_bytes_used + BT * K * 4);
+                // BT > 16: two gate slots (each AIV's activated rows for the other) after chunk_intra's
+                CHECK(chunk_intra::GateSlotElems(t) == (BT > 16 ? BT * K : 0) && chunk_intra::GateSlotElems(plain) == 0);
+                CHECK(t.ws_bytes_per_core == plain.ws_bytes_per_core + 2 * chunk_intra::GateSlotElems(t) * 4);
             }
     // none ignores a given a_log
     ChunkIntraTiling t;

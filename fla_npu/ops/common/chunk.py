@@ -20,7 +20,7 @@ from ...runtime.routing import chunk_route, log_once, use_sim
 from . import chunk_bwd as bwd, chunk_fwd as fwd
 from .activations import L2NORM_EPS, beta_sigmoid_bwd, beta_sigmoid_fwd, compute_dtype, l2norm_bwd, l2norm_fwd
 from .chunk_plan import ChunkPlan
-from .chunk_tensors import ChunkForward, ChunkInputs, expand_heads
+from .chunk_tensors import ChunkForward, ChunkInputs, KernelGate, expand_heads
 from .decay import ChunkDecay
 
 
@@ -53,7 +53,7 @@ def _state_out(s: torch.Tensor, cfg: DeltaRuleConfig, dtype) -> torch.Tensor:
 
 
 def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: ChunkPlan, sim: bool,
-             cube: torch.dtype | None = None, row_scales: bool = False) -> ChunkInputs:
+             cube: torch.dtype | None = None, row_scales: bool = False, gate_in: bool = False) -> ChunkInputs:
     """Pre-processing and chunk layout. With ``sim``, stage 1 (gate activation + chunk-local cumsum)
     runs as the Ascend C kernel (float32 cumsum, as on the device); otherwise the cumsum is
     accumulated in float64. With ``cube`` (the kernel chain's Cube dtype), ``q``, ``k`` and ``v`` come
@@ -62,7 +62,9 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     own heads (the kernels read value head h's from head h / groups: GVA); the token-layout fields
     the backward would read are not formed (it recomputes after the kernels). With ``row_scales`` (the
     kernels apply them: :func:`~fla_npu.runtime.chunk_pipeline.takes_row_scales`) q and k stay as given
-    and ``row_factors`` says how their rows are scaled (l2norm, scale)."""
+    and ``row_factors`` says how their rows are scaled (l2norm, scale). With ``gate_in`` (KDA, the
+    intra-chunk kernel forms G: :func:`~fla_npu.runtime.chunk_pipeline.gate_in_launch`) stage 1 does
+    not run: ``gate`` carries the raw gate in the chunk layout and ``decay`` is ``None``."""
     ct = compute_dtype(q, k, v)
     bf = beta.to(ct)
     bf = bf if cfg.beta_sigmoid_scale is None else beta_sigmoid_fwd(bf, cfg.beta_sigmoid_scale)
@@ -84,11 +86,14 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
             kn, k_rstd = l2norm_fwd(kn)
         qc, kc = (expand_heads(plan.to_chunks(x), groups) for x in (qn * cfg.scale, kn))
         vc = plan.to_chunks(v.to(ct))
-    return ChunkInputs(
-        ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf, q=qc, k=kc, v=vc, b=plan.to_chunks(bf),
-        decay=ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim, token_major=cube is not None), ct,
-                         natural=sim),
-        row_factors=row_factors)
+    decay = gate = None
+    if gate_in:
+        gate = KernelGate(plan.to_chunks(_kernel_gate_input(g, A_log, dt_bias, cfg), token_major=True), plan.chunk_lengths(),
+                          cfg.gate_form, A_log, dt_bias, cfg.lower_bound)
+    else:
+        decay = ChunkDecay(_gate_cumsum(g, A_log, dt_bias, cfg, plan, ct, sim, token_major=cube is not None), ct, natural=sim)
+    return ChunkInputs(ct=ct, groups=groups, qn=qn, kn=kn, q_rstd=q_rstd, k_rstd=k_rstd, beta=bf, q=qc, k=kc, v=vc,
+                       b=plan.to_chunks(bf), decay=decay, row_factors=row_factors, gate=gate)
 
 
 def _normalized(x: torch.Tensor, plan: ChunkPlan, l2norm: bool, scale: float) -> torch.Tensor:
@@ -215,14 +220,16 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
                      "no backward kernels yet", logging.WARNING)
         # The kernels take every head at once; the reference works in head slices to bound its memory.
         slices = _head_slices(q.shape[2], v.shape[2], v.shape[2] if kernels else HEADS_PER_SLICE)
+        keep_h = cfg.return_intermediate_states
+        gate_in = kernels and chunk_pipeline.gate_in_launch(skip, keep_h, cfg.per_key_gate, q.dtype, cfg.chunk_size,
+                                                            q.shape[-1])
         o, final, h, kept = [], [], [], []
         for sl in slices:
             qs, ks, vs, gs, bs, As, Bs, h0s = _slice_inputs(sl, q, k, v, g, beta, A_log, dt_bias, initial_state)
             p = _prepare(qs, ks, vs, gs, bs, As, Bs, cfg, plan, sim, q.dtype if kernels else None,
-                         kernels and chunk_pipeline.takes_row_scales(skip, cfg.return_intermediate_states))
+                         kernels and chunk_pipeline.takes_row_scales(skip, keep_h), gate_in)
             if kernels:
-                oc, f = chunk_pipeline.forward(p, h0s, plan, q.dtype, cfg.state_v_first, skip,
-                                               keep_h=cfg.return_intermediate_states)
+                oc, f = chunk_pipeline.forward(p, h0s, plan, q.dtype, cfg.state_v_first, skip, keep_h=keep_h)
                 final_s = f.final.to(torch.float32) if cfg.output_final_state else None
             else:
                 f = _stages_fwd(p, _state_in(h0s, cfg, p.ct), plan)
@@ -230,7 +237,7 @@ class ChunkDeltaRuleFunction(torch.autograd.Function):
                 final_s = _state_out(f.final, cfg, torch.float32) if cfg.output_final_state else None
             o.append(plan.from_chunks(oc).to(q.dtype))
             final.append(final_s)
-            if cfg.return_intermediate_states:
+            if keep_h:
                 h.append(plan.chunk_grid(_state_out(f.h, cfg, k.dtype)))
             # The backward differentiates the reference stages. After the kernels it recomputes them all
             # (their 16-bit Cube operands would break the cancellations of dA_log); after the reference,
