@@ -126,8 +126,10 @@ def chunk_gate_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, chunk_len: T
 def _chunk_gate_intra_host(values: dict) -> None:
     """Chunk lengths the kernel would read past its chunk (checked when they are on the host)."""
     lens, BT = values["chunk_len"], values["q"].shape[1] if values["q"].dim() == 4 else 0
-    if lens.device.type == "cpu" and lens.numel() and (int(lens.min()) < 0 or int(lens.max()) > BT):
-        raise ValueError(f"chunk_gate_intra: `chunk_len` must lie in [0, BT = {BT}], got {lens.tolist()}")
+    if lens.device.type == "cpu" and lens.numel():
+        low, high = torch.aminmax(lens)
+        if int(low) < 0 or int(high) > BT:
+            raise ValueError(f"chunk_gate_intra: `chunk_len` must lie in [0, BT = {BT}], got {lens.tolist()}")
 
 
 # ---- chunk_state: the Cube dtype the caller picks, the inputs cast to what the kernel reads ------

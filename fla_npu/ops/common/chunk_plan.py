@@ -207,13 +207,10 @@ class ChunkPlan:
     def chunk_lengths(self) -> torch.Tensor:
         """The valid rows of each chunk, ``[NC]`` int32 on the plan's device (no host read: what the
         intra-chunk kernel with the gate in its launch takes as ``chunk_len``)."""
-        device = self.offsets.device
-        if self.dense:
+        if self.dense:  # from the shapes: one copy to the device, no computation there
             NT = self.num_chunks // max(self.B, 1)
-            lengths = torch.full((self.B, NT), self.BT, dtype=torch.int32, device=device)
-            if NT:
-                lengths[:, -1] = self.T - (NT - 1) * self.BT
-            return lengths.reshape(-1)
+            per_seq = [self.BT] * (NT - 1) + [self.T - (NT - 1) * self.BT] if NT else []
+            return torch.tensor(per_seq * self.B, dtype=torch.int32, device=self.offsets.device)
         return (self.slot_token < self.B * self.T).view(self.num_chunks, self.BT).sum(1, dtype=torch.int32)
 
     def chunk_grid(self, xc: torch.Tensor) -> torch.Tensor:
