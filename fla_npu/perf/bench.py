@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import roofline as R, soc_constants as SC
-from .stages import FWD_STAGES, Stage
+from .stages import Stage, fwd_stages
 
 SCHEMA = "fla-npu-bench/1"
 OPS = ("kda", "gdn", "prefix_shared_attention")
@@ -215,7 +215,7 @@ def model_case(case: Case, socs, runs: _StageRuns) -> list[dict]:
     rows = []
     for name in socs:
         soc = SC.soc(name)
-        stages = [model_stage(case.op, s, case.shape, case.dtype, soc, runs) for s in FWD_STAGES[case.op]]
+        stages = [model_stage(case.op, s, case.shape, case.dtype, soc, runs) for s in fwd_stages(case.op, case.shape, case.dtype)]
         modelled = [s for s in stages if s["time_ms"] is not None]
         torch_ops = model_torch_ops(case, soc, runs) if len(modelled) == len(stages) else None
         total = sum(s["time_ms"] for s in modelled) + (torch_ops["time_ms"] if torch_ops else 0.0) if modelled else None

@@ -88,15 +88,22 @@ def units_psa(shape: dict) -> int:
 
 # ---- launchers ------------------------------------------------------------------------------------
 
-def _launch_gate(shape: dict, dtype: str):
-    """Gated DeltaNet's stage 1: -exp(A_log) softplus(g + dt_bias) (KDA's runs in its intra-chunk launch)."""
-    import torch
+def _launch_gate(per_key: bool):
+    def run(shape: dict, dtype: str):
+        import torch
 
-    from ..runtime.kernels import gate_chunk_cumsum
-    g = _gen()
-    x = torch.randn((shape["B"], shape["T"], shape["HV"]), generator=g).to(_torch_dtype(dtype))
-    A_log, dt = torch.rand(shape["HV"], generator=g), torch.randn(shape["HV"], generator=g)
-    gate_chunk_cumsum(x, BT, "softplus", A_log, dt, None, 1.0)
+        from ..runtime.kernels import gate_chunk_cumsum
+        g = _gen()
+        B, T, HV, K = shape["B"], shape["T"], shape["HV"], shape["K"]
+        x = torch.randn((B, T, HV, K) if per_key else (B, T, HV), generator=g).to(_torch_dtype(dtype))
+        A_log = torch.rand(HV, generator=g)
+        if per_key:  # KDA production: the lower-bound (sigmoid) gate with dt_bias per key
+            dt = torch.randn(HV * K, generator=g)
+            gate_chunk_cumsum(x, BT, "sigmoid", A_log, dt, -5.0, 1.0)
+        else:        # GDN: -exp(A_log) softplus(g + dt_bias)
+            dt = torch.randn(HV, generator=g)
+            gate_chunk_cumsum(x, BT, "softplus", A_log, dt, None, 1.0)
+    return run
 
 
 def _chunk_tensors(shape: dict, dtype: str, per_key: bool):
@@ -137,6 +144,19 @@ def _launch_gate_intra(shape: dict, dtype: str):
     A_log, dt = torch.rand(HV, generator=g), torch.randn(HV * K, generator=g)
     lengths = torch.full((NC,), BT, dtype=torch.int32)
     chunk_gate_intra(q, k, beta, raw, lengths, "sigmoid", A_log, dt, -5.0, True, 0.088, True)  # as the chained forward calls it
+
+
+def _launch_intra(shape: dict, dtype: str):
+    """KDA's stage 2 on the gate kernel's G (K above what the gate in its launch takes)."""
+    import torch
+
+    from ..runtime.kernels import chunk_intra
+    q, _, A, e = _chunk_tensors(shape, dtype, True)
+    k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
+    beta = torch.rand(A.shape[:3], generator=_gen(2))
+    G = torch.cumsum(-torch.rand(e.shape, generator=_gen(5)) * 0.1, dim=1)
+    dt = _torch_dtype(dtype)
+    chunk_intra(q, k, beta, G, True, 0.088, dt, dt, True)  # as the chained forward calls it
 
 
 def _launch_state_output(per_key: bool):
@@ -185,20 +205,21 @@ def _launch_psa(shape: dict, dtype: str):
     prefix_shared_attention(q, k, v, D ** -0.5)
 
 
-def _delta_rule_stages(per_key: bool) -> tuple:
+def _delta_rule_stages(per_key: bool, gate_in: bool = True) -> tuple:
     """The launches of the chained forward: KDA's gate cumsum with the intra-chunk kernel in one launch
-    and the fused WY + state + output kernel; Gated DeltaNet's gate cumsum and stages 2-5 in one launch."""
+    (``gate_in``; else apart) and the fused WY + state + output kernel; Gated DeltaNet's gate cumsum and
+    stages 2-5 in one launch."""
     s = scale_delta_rule
+    gate = Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s)
     if not per_key:
-        return (Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate, units_tokens, s),
-                Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward", _launch_forward,
-                      units_chunks, s))
-    return (
-        Stage("chunk_gate_intra", "1-2: gate + chunk-local cumsum + intra-chunk Aqk, Akk", "chunk_gate_intra",
-              _launch_gate_intra, units_chunks, s),
-        Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
-              _launch_state_output(per_key), units_chunks, s),
-    )
+        return (gate, Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward", _launch_forward,
+                            units_chunks, s))
+    state_output = Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
+                         _launch_state_output(per_key), units_chunks, s)
+    if gate_in:
+        return (Stage("chunk_gate_intra", "1-2: gate + chunk-local cumsum + intra-chunk Aqk, Akk", "chunk_gate_intra",
+                      _launch_gate_intra, units_chunks, s), state_output)
+    return (gate, Stage("chunk_intra", "2: intra-chunk Aqk, Akk", "chunk_intra", _launch_intra, units_chunks, s), state_output)
 
 
 def production_inputs(op: str, shape: dict, dtype: str, seed: int = 0, gate_shift: float = 0.0) -> tuple:
@@ -248,7 +269,19 @@ def forward_call(op: str, shape: dict, dtype: str):
     return run
 
 
-# op -> the stages of its forward, in order
+def fwd_stages(op: str, shape: dict, dtype: str) -> tuple:
+    """The stages of the op's forward at ``shape``: :data:`FWD_STAGES`, but KDA's gate cumsum a launch of
+    its own where the intra-chunk kernel cannot take the gate in its launch (K above 128, or a build
+    without that kernel), as :func:`~fla_npu.runtime.chunk_pipeline.gate_in_launch` routes the call."""
+    if op == "kda":
+        from ..runtime import kernels
+        kernel = kernels.get("chunk_gate_intra")
+        if kernel is None or kernel.unsupported(_torch_dtype(dtype), BT, shape["K"]) is not None:
+            return KDA_GATE_APART
+    return FWD_STAGES[op]
+
+
+# op -> the stages of its forward, in order (KDA: with the gate in the intra-chunk launch; fwd_stages)
 FWD_STAGES = {
     "kda": _delta_rule_stages(per_key=True),
     "gdn": _delta_rule_stages(per_key=False),
@@ -257,3 +290,4 @@ FWD_STAGES = {
               units_psa, scale_psa),
     ),
 }
+KDA_GATE_APART = _delta_rule_stages(per_key=True, gate_in=False)  # KDA with K above the gate-in launch's limit

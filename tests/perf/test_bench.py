@@ -141,6 +141,17 @@ def test_stage_without_module_is_reported_without_a_number():
     assert row == {"stage": "x", "title": "x", "status": "reference (no kernel)", "time_ms": None}
 
 
+def test_kda_stages_follow_the_route_of_the_call():
+    """KDA's gate cumsum joins the intra-chunk launch up to K 128 (chunk_pipeline.gate_in_launch) and is
+    a launch of its own above; every stage has its kernel either way."""
+    shape = {"B": 1, "T": 8192, "H": 8, "HV": 8, "V": 128}
+    two, three = S.fwd_stages("kda", {**shape, "K": 128}, "bf16"), S.fwd_stages("kda", {**shape, "K": 256}, "bf16")
+    assert [s.name for s in two] == ["chunk_gate_intra", "chunk_state_output"]
+    assert [s.name for s in three] == ["gate_cumsum", "chunk_intra", "chunk_state_output"]
+    assert all(s.available() is None for s in two + three)
+    assert S.fwd_stages("gdn", {**shape, "K": 128}, "bf16") == S.FWD_STAGES["gdn"]
+
+
 def test_scaled_shapes_keep_what_the_kernels_see():
     s = S.scale_delta_rule({"B": 1, "T": 8192, "H": 16, "HV": 32, "K": 128, "V": 128})
     assert s["HV"] // s["H"] == 2 and s["K"] == 128 and s["T"] == 512
