@@ -30,6 +30,8 @@
 //        written, L's to the inverse slot. Then L's diagonal block inverted (BlockInverse16): X_bb and
 //        the zeros right of it to Akk, -X_bb (KDA: -X_bb diag(beta_b)) and X_bb^T to the inverse slot.
 //        (BT > 16) set Inv
+// With KDA's gate in the launch (chunk_gate_intra_tiling.h) the AIVs form each unit's G themselves from
+// the raw gate (ActivateGate, SumGate), the unit after the one whose operands the AIC multiplies.
 // Ready also tells the AIC that the result slot it is about to fill was read: an AIV sets Ready for
 // unit i (on MTE3) only after it finished unit i - 2, whose result reads (MTE2) precede the output
 // copies (MTE3) that depend on them. The AIC and the AIVs write disjoint parts of Aqk and Akk. The
@@ -474,7 +476,7 @@ class ChunkIntraVector {
                 MulByRow(c, gJ, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
                 CopyOut(q, g_.op[ColumnOperand(base, I, J)], c, n);
             }
-            if (!t_.gate_in) {  // (gate_in: FormGate orders the next writes of gate_ after gJ's copy out)
+            if (!t_.gate_in) {  // (gate_in: ActivateGate orders the next writes of gate_ after gJ's copy out)
                 if (safe) Sync<HardEvent::MTE3_MTE2>();  // gJ's copy out before its buffer is refilled
                 inF_.FreeTensor(gJ);
             }
@@ -572,7 +574,7 @@ class ChunkIntraVector {
     // unit's G itself, where Form then forms the block's base in place (G's rows out by then).
     __aicore__ inline LocalTensor<float> BlockGate(uint32_t J) {
         if (!t_.gate_in) return inF_.template DeQue<float>();
-        Sync<HardEvent::MTE3_V>();  // FormGate's copies of G out
+        Sync<HardEvent::MTE3_V>();  // SumGate's copies of G out
         return gate_.Get<float>()[J * 16 * t_.K];
     }
 
@@ -885,7 +887,7 @@ class ChunkIntraVector {
         const uint32_t K = t_.K;
         const uint64_t qk = QkRowOf(t_, u, 16 * I);
         LocalTensor<float> e = w0_.Get<float>(), x = w1_.Get<float>(), qf = w2_.Get<float>(), kf = w3_.Get<float>();
-        if (t_.gate_in) Sync<HardEvent::MTE3_MTE2>();  // G's rows, written by this AIV (FormGate)
+        if (t_.gate_in) Sync<HardEvent::MTE3_MTE2>();  // G's rows, written by this AIV (SumGate)
         LocalTensor<float> g = CopyInGate(inF_, gG_[GateOf(u, 16 * I)], 16, t_.HV, K);
         CastInRows(inT_, g_.q[qk], qf, 16, K, QkPitchOf(t_));
         CastInRows(inT_, g_.k[qk], kf, 16, K, QkPitchOf(t_));

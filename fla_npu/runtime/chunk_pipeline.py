@@ -119,8 +119,8 @@ def gate_in_launch(skip: dict, keep_h: bool, per_key: bool, dtype: torch.dtype, 
 
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
             skip: dict, keep_h: bool = False) -> tuple[torch.Tensor, ChunkForward]:
-    """Stages 2-5 of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage results. ``T``: the
-    Cube input dtype (float16 / bfloat16); ``h0`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if
+    """Stages 2-5 (with ``p.gate``: 1-5) of one head slice: ``o`` ``[NC, HV, BT, V]`` (T) and the stage
+    results. ``T``: the Cube input dtype (float16 / bfloat16); ``h0`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if
     ``state_v_first``) or ``None``; ``skip``: the stages that run their reference instead
     (:func:`stage_reasons`); ``keep_h``: return the chunk-start states ``h`` (otherwise stages 3, 4
     and 5 on their kernels run as one launch and ``w``, ``u``, ``kg``, ``h`` and ``v_new`` are ``None``). ``final`` is returned in
