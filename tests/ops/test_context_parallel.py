@@ -14,6 +14,7 @@ import importlib.util
 import os
 import socket
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -171,8 +172,7 @@ def _count_sends() -> _Sends:
 def _worker(rank: int, world: int, rendezvous: str, cases: list) -> None:
     torch.set_num_threads(1)
     # A bounded timeout: a rank that dies leaves the others waiting minutes, not gloo's default 30. A
-    # file store, not a TCP one: that one's server lives in rank 0, and a rank still tearing its group
-    # down when rank 0 had finished aborted once ("terminate called without an active exception").
+    # file store, not a TCP one: that one's server lives in rank 0.
     dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(minutes=5))
     try:
@@ -182,13 +182,28 @@ def _worker(rank: int, world: int, rendezvous: str, cases: list) -> None:
                 _run_case(case, rank, world, dist.group.WORLD)
             except AssertionError as e:
                 failures.append(str(e))
-        # Every rank is done with its sends and receives before any tears the group down: a rank that
-        # closed its connections while a peer's last receive was still in flight aborted that peer
-        # (gloo: "terminate called without an active exception").
         dist.barrier()
         assert not failures, "\n".join(failures)
-    finally:
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    # Gloo aborts a rank whose peer closes its connections while the rank's last receive is still in
+    # flight ("terminate called without an active exception"; after a final barrier and with a file
+    # store it still happened, at teardown). So the ranks leave without tearing the group down: each
+    # marks that it is past the barrier, waits for every mark (no gloo operation is in flight then)
+    # and exits at once.
+    _past_all_ranks(rendezvous, rank, world)
+    os._exit(0)
+
+
+def _past_all_ranks(rendezvous: str, rank: int, world: int, timeout_s: float = 300.0) -> None:
+    """Every rank's mark file next to ``rendezvous`` exists (this rank's written first)."""
+    open(f"{rendezvous}.past{rank}", "w").close()
+    deadline = time.monotonic() + timeout_s
+    while not all(os.path.exists(f"{rendezvous}.past{r}") for r in range(world)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank {rank}: not every rank passed the final barrier within {timeout_s:.0f} s")
+        time.sleep(0.01)
 
 
 def _free_port() -> int:
