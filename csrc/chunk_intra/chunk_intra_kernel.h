@@ -70,7 +70,9 @@ struct ChunkIntraGm {
 
 constexpr uint16_t kFlagDone = 2;  // AIC -> AIVs: the results of a unit are in its result slot
 constexpr uint16_t kFlagInv = 3;   // AIVs -> AIC: a unit's inverse slot holds its diagonal blocks (BT > 16)
-constexpr uint16_t kFlagGate = 4;  // AIV <-> AIV (gate in the launch, BT > 16): both activated rows in the gate slot
+// AIV <-> AIV (gate in the launch, BT > 16): both AIVs' activated rows in the gate slot. Mode 1: each AIV
+// of the AI core sets it, then waits for it (CrossCoreSetFlag.md: "模式1: AI Core内部, AIV之间的同步").
+constexpr uint16_t kFlagGate = 4;
 
 // q and k, token-major [NC, BT, HV / groups, K]: the element of row r of value-head unit u, and
 // the distance between rows.
