@@ -115,6 +115,26 @@ def test_equals_the_two_launches(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu
     assert t["has_a_log"] == int(A_log is not None)
 
 
+@pytest.mark.parametrize("BT", [16, 64])
+def test_core_count_invariance(monkeypatch, BT):
+    """1, 3 and 16 AI cores give bit-identical outputs: one core takes every unit in turn (the two gate
+    slots alternating, G of the next unit formed while the Cube works), three an uneven share."""
+    q, k, beta, g, A_log, dt_bias, plan = _inputs(2, 150, 3, 3, 64, BT, BF16, "sigmoid", BF16, (0, 1, 60, 61, 150), seed=3)
+    lengths = plan.chunk_lengths()
+    outs = []
+    for cores in (1, 3, 16):
+        monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))  # vector cores: two per AI core
+        outs.append(kernels.chunk_gate_intra(q, k, beta, g, lengths, "sigmoid", A_log, dt_bias, LOWER_BOUND, True, 0.125, True))
+        launch = kernels.chunk_gate_intra.last_launch()
+        assert launch.ok and kernels.chunk_gate_intra.last_tiling()["block_dim"] == min(cores, g.shape[0] * g.shape[2])
+    for o in outs[1:]:
+        for x, x0 in zip(o, outs[0]):
+            assert torch.equal(x, x0)
+    _, chain = _two_launches(q, k, beta, g, A_log, dt_bias, lengths, "sigmoid", True, 0.125)
+    for x, y in zip(outs[0][:4], chain):
+        assert torch.equal(x, y)
+
+
 def test_exact_diagonal_blocks_read_g_back():
     """Strong gates put the diagonal blocks of the odd heads beyond the Cube's safe span: the vector
     unit computes them exactly from the G rows the launch wrote (read back from GM), bit for bit as
