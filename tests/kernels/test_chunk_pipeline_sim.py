@@ -147,6 +147,10 @@ def test_every_kernel_custom_op_passes_opcheck():
     for l2norm, scale in ((False, 1.0), (True, 0.125)):   # q's and k's l2 norms and scale
         torch.library.opcheck(ops.chunk_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), G, l2norm, scale,
                                                         torch.bfloat16, torch.bfloat16, l2norm))   # akk_beta too
+    raw, lengths = torch.randn(NC, BT, HV, K).to(torch.bfloat16), torch.tensor([BT, 5], dtype=torch.int32)
+    for activation, A_log, lower_bound in (("sigmoid", torch.rand(HV), -5.0), ("none", None, None)):  # the raw gate
+        torch.library.opcheck(ops.chunk_gate_intra.default, (q, q.clone(), torch.rand(NC, HV, BT), raw, lengths, activation,
+                                                             A_log, torch.randn(HV * K), lower_bound, True, 0.125, True))
     s = torch.rand(NC, HV, BT) + 0.5   # the row factors of q and k
     torch.library.opcheck(ops.solve_tril.default, (torch.randn(NC, HV, BT, BT).tril(-1) * 0.1, torch.float16))
     w, u, e_last = (torch.randn(NC, HV, BT, K) * 0.1).to(torch.bfloat16), torch.randn(NC, HV, BT, V), torch.rand(NC, HV, K)
