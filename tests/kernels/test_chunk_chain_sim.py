@@ -140,3 +140,28 @@ def test_keeping_the_chunk_states_takes_the_unfused_chain(monkeypatch, op):
         check_close(name, x, ref_o, BF16)
     for name, x in (("final (fused)", final), ("final (kept states)", final3)):
         check_close(name, x, ref_final, BF16)
+
+
+def test_issue_counters_at_the_benchmark_shape(monkeypatch):
+    """The forward's counters as ``benchmarks/bench_chunk_kernels.py`` prints them ([1, 512, 2, 128, 128]
+    bf16, production switches, no grad, one simulated AI core), pinned: GM bytes outside the kernels'
+    workspaces over the compulsory minimum (targets: 2.5x with what the backward keeps, 1.3x for
+    inference) and the Cube's share of the multiply-adds (target 95 %). A change of either moves the
+    README's numbers with it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_chunk_kernels.py"
+    spec = importlib.util.spec_from_file_location("bench_chunk_kernels", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
+    monkeypatch.setenv("FLA_NPU_SIM_CORES", "2")
+    got = {}
+    for op in ("kda", "gdn"):
+        r = bench.profile_op(op, 512, 2, False)
+        assert r["kernels"] == CHAIN[op]
+        got[op] = (round(r["tensor_ratio"], 3), round(r["cube_share"], 4))
+    assert got == {"kda": (2.498, 0.9513), "gdn": (1.016, 0.9671)}, got
+    assert got["kda"][0] <= 2.5 and got["gdn"][0] <= 1.3 and min(x[1] for x in got.values()) >= 0.95
+
