@@ -5,7 +5,8 @@ OP = {
     "name": "ChunkGateIntra",
     "doc": """KDA's gate activation and chunk-local cumsum with the intra-chunk matrices and the triangular
 inverse (stages 1 and 2 of chunked KDA in one launch; mixed Cube + vector): FlaNpuChunkIntra whose
-vector cores form G from the raw gate (FlaNpuGateChunkCumsum's arithmetic, bit for bit) instead of
+vector cores form G from the raw gate (FlaNpuGateChunkCumsum's activation; the sums per 16-row block,
+then carried: within float32 rounding of its in-order sums) instead of
 reading it, and write it once for the state kernel (FlaNpuChunkStateOutput) with its e_last
 
   q, k, beta     as FlaNpuChunkIntra's (T float16 or bfloat16; beta [NC, HV, BT] float32)

@@ -7,9 +7,10 @@
 // (BlockRowOwner) in 16-row pieces through the G queue, widened to fp32 and activated
 // (gate/gate_activation.h: the gate cumsum kernel's arithmetic), handed to the other AIV through a gate
 // slot of the workspace (two per core: units alternate; a cross-AIV flag meets both sets), the other's
-// pieces read back; rows at or past the chunk's length zeroed, then summed row by row (fp32, in order:
-// the gate cumsum kernel's sums, bit for bit; both AIVs the same, so that they choose the same reference
-// rows). BT 16 (one AIV owns the block row) activates alone. G then stays in the UB for the unit's
+// pieces read back; rows at or past the chunk's length zeroed, then summed (fp32: within each 16-row
+// block in order, the blocks side by side, then each block's total carried into the next: within
+// float32 rounding of the gate cumsum kernel's in-order sums; both AIVs the same, so that they choose the
+// same reference rows). BT 16 (one AIV owns the block row) activates alone. G then stays in the UB for the unit's
 // operands (chunk_intra reads it from GM); each AIV writes its owned block rows of G (padding rows hold
 // the last row's value: their terms are zero) and the owner of the last block row e_last = e^(G[BT -
 // 1]): what the fused state kernel (FlaNpuChunkStateOutput) reads. A diagonal block computed exactly (a

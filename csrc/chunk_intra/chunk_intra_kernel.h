@@ -539,7 +539,7 @@ class ChunkIntraVector {
 
     // Sum: (BT > 16) once both AIVs' sets are met, the other AIV's pieces from the gate slot (written
     // again two units later, after the writer met this AIV's set of the unit between, which follows
-    // these reads); the rows at or past the chunk's length zeroed; the rows summed in order; this
+    // these reads); the rows at or past the chunk's length zeroed; the rows summed (SumRows); this
     // AIV's owned block rows of G and (the owner of the last block row) e_last out.
     __aicore__ inline void SumGate(uint32_t u, uint32_t slot) {
         const uint32_t K = t_.K, BT = t_.BT, n = 16 * K;
@@ -558,10 +558,7 @@ class ChunkIntraVector {
             Duplicate(G[len * K], 0.0f, static_cast<int32_t>((BT - len) * K));
             OrderV();
         }
-        for (uint32_t r = 1; r < BT; ++r) {  // row r reads row r - 1's sum
-            Add(G[r * K], G[r * K], G[(r - 1) * K], static_cast<int32_t>(K));
-            OrderV();
-        }
+        SumRows(G);
         if (BlockRowOwner(t_.nb - 1) == at_.sub) {
             LocalTensor<float> e = outF_.template AllocTensor<float>();
             Exp(e, G[(BT - 1) * K], static_cast<int32_t>(K));
@@ -570,6 +567,31 @@ class ChunkIntraVector {
         Sync<HardEvent::V_MTE3>();
         const DataCopyParams rows16(16, static_cast<uint16_t>(K / 8), 0, static_cast<uint16_t>((GatePitch(t_.HV, K) - K) / 8));
         for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(gG_[GateOf(u, 16 * owned_[o])], G[owned_[o] * n], rows16);
+    }
+
+    // G's rows summed: within each 16-row block in order (the blocks side by side: 15 steps), then each
+    // block's last row carried into the next block (in order of the blocks) — into all its rows where
+    // this AIV owns the block, else into its first, middle and last rows only: the rows it reads
+    // (ChooseReferences; the last one carries on). Both AIVs add the same numbers in the same order, so
+    // the rows both hold are the same bits.
+    __aicore__ inline void SumRows(const LocalTensor<float>& G) {
+        const uint32_t K = t_.K, nb = t_.nb;
+        for (uint32_t r = 1; r < 16; ++r) {  // row r of every block reads row r - 1's sum
+            for (uint32_t b = 0; b < nb; ++b) Add(G[(16 * b + r) * K], G[(16 * b + r) * K], G[(16 * b + r - 1) * K], int32_t(K));
+            OrderV();
+        }
+        const uint8_t rowBlk = static_cast<uint8_t>(K * sizeof(float) / 32);
+        for (uint32_t b = 1; b < nb; ++b) {  // block b - 1's last row is final by now
+            const LocalTensor<float> carry = G[(16 * b - 1) * K];
+            if (BlockRowOwner(b) == at_.sub) {  // every row: the carry read by each repeat (stride 0)
+                for (uint32_t c = 0; c < K; c += kFloatLanes)
+                    Add(G[16 * b * K + c], G[16 * b * K + c], carry[c], K - c < kFloatLanes ? K - c : kFloatLanes, 16,
+                        BinaryRepeatParams(1, 1, 1, rowBlk, rowBlk, 0));
+            } else {
+                for (uint32_t r : {0u, 8u, 15u}) Add(G[(16 * b + r) * K], G[(16 * b + r) * K], carry, int32_t(K));
+            }
+            OrderV();
+        }
     }
 
     // Block J's rows of G: a buffer of inF_ fetched ahead (FetchBlock; Form frees it), or (gate_in) the
