@@ -384,17 +384,17 @@ class ChunkIntraVector {
     // last; the caller frees it), in which the reference row of I is row RefRow(I). Sets midRef_[I]
     // (the same choice on both AIVs: the same rows, the same operations).
     __aicore__ inline LocalTensor<float> ChooseReferences(uint32_t u) {
-        constexpr uint32_t kRows[3] = {0, 8, 15};  // first, middle, last row of a block row
         const uint32_t K = t_.K;
         LocalTensor<float> d = w0_.Get<float>(), f = w1_.Get<float>(), x = w2_.Get<float>();
         LocalTensor<float> r = inR_.template AllocTensor<float>();
         if (t_.gate_in) {  // from the unit's G in the UB
             for (uint32_t I = owned_[0]; I < t_.nb; ++I)
-                for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * I + i) * K], gate_.Get<float>()[(16 * I + kRows[i]) * K], K);
+                for (uint32_t i = 0; i < 3; ++i)
+                    DataCopy(r[(3 * I + i) * K], gate_.Get<float>()[(16 * I + ReferenceRow(i)) * K], K);
             OrderV();
         } else {
             for (uint32_t I = owned_[0]; I < t_.nb; ++I)
-                for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * I + i) * K], gG_[GateOf(u, 16 * I + kRows[i])], K);
+                for (uint32_t i = 0; i < 3; ++i) DataCopy(r[(3 * I + i) * K], gG_[GateOf(u, 16 * I + ReferenceRow(i))], K);
             inR_.EnQue(r);
             r = inR_.template DeQue<float>();
         }
@@ -407,6 +407,9 @@ class ChunkIntraVector {
         }
         return r;
     }
+
+    // The i-th (0..2) of a block row's first, middle and last rows, which ChooseReferences reads.
+    __aicore__ inline static uint32_t ReferenceRow(uint32_t i) { return i == 0 ? 0u : i == 1 ? 8u : 15u; }
 
     // The tiling's safe_span (log2) in G's natural-log units.
     __aicore__ inline float SafeSpan() const { return t_.safe_span * kLn2; }
@@ -588,7 +591,10 @@ class ChunkIntraVector {
                     Add(G[16 * b * K + c], G[16 * b * K + c], carry[c], K - c < kFloatLanes ? K - c : kFloatLanes, 16,
                         BinaryRepeatParams(1, 1, 1, rowBlk, rowBlk, 0));
             } else {
-                for (uint32_t r : {0u, 8u, 15u}) Add(G[(16 * b + r) * K], G[(16 * b + r) * K], carry, int32_t(K));
+                for (uint32_t i = 0; i < 3; ++i) {
+                    const uint32_t row = 16 * b + ReferenceRow(i);
+                    Add(G[row * K], G[row * K], carry, int32_t(K));
+                }
             }
             OrderV();
         }
