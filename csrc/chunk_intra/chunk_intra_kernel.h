@@ -91,11 +91,11 @@ struct OutGm {
 
 // The GM tensors both sides use: q, k, Aqk and Akk (OutGm: each float32 or T, by the tiling),
 // and AI core `block`'s workspace: its two operand slots (KDA), then its two result slots, then its
-// two inverse slots (BT > 16; InvSlot).
+// inverse slots (BT > 16; InvSlot), then its two gate slots (GateSlotElems: the gate in the launch).
 template <class T>
 struct SharedGm {
     GlobalTensor<T> q, k;
-    GlobalTensor<float> op, res, inv;  // op: the KDA operand slots (fp32)
+    GlobalTensor<float> op, res, inv, gate;  // op: the KDA operand slots (fp32)
     OutGm<T> a, akk;
 
     __aicore__ inline void BindAll(const ChunkIntraGm& g, const ChunkIntraTiling& t, uint32_t block) {
@@ -107,7 +107,9 @@ struct SharedGm {
         if (t.Kg != 1) BindSlots(op, g.ws, block, t.ws_bytes_per_core, t.ws_op_elems);
         GmAddr res0 = g.ws + uint64_t(block) * t.ws_bytes_per_core + 2ull * t.ws_op_elems * sizeof(float);
         Bind(2ull * t.ws_res_elems, res, res0);
-        if (t.nb > 1) Bind(uint64_t(kInvSlots) * t.ws_inv_elems, inv, res0 + 2ull * t.ws_res_elems * 4);
+        const GmAddr inv0 = res0 + 2ull * t.ws_res_elems * 4;
+        if (t.nb > 1) Bind(uint64_t(kInvSlots) * t.ws_inv_elems, inv, inv0);
+        if (GateSlotElems(t) != 0) Bind(2ull * GateSlotElems(t), gate, inv0 + uint64_t(kInvSlots) * t.ws_inv_elems * 4);
     }
 };
 
@@ -495,10 +497,6 @@ class ChunkIntraVector {
         Bind(rows * K, gRaw_, a.g);
         Bind(uint64_t(t_.num_units) * K, gELast_, a.eLast);
         Bind(t_.num_units / t_.HV, gLen_, a.len);
-        if (GateSlotElems(t_) != 0) {  // after the operand, result and inverse slots (chunk_intra_tiling.h)
-            const uint64_t before = 2ull * t_.ws_op_elems + 2ull * t_.ws_res_elems + uint64_t(kInvSlots) * t_.ws_inv_elems;
-            Bind(2ull * GateSlotElems(t_), gSlot_, a.ws + uint64_t(at_.block) * t_.ws_bytes_per_core + before * sizeof(float));
-        }
         InitBufs(pipe_, t_.BT * K * sizeof(float), gate_);
         act_.Init(pipe_, K, gate::ActivationForm{t_.gate_form, t_.has_a_log, t_.has_dt_bias, K, 0, t_.coef_scale, t_.out_scale},
                   a.aLog, t_.HV, a.dtBias);
@@ -535,8 +533,7 @@ class ChunkIntraVector {
         }
         if (!split) return;
         Sync<HardEvent::V_MTE3>();
-        for (uint32_t j = 0; j < count; ++j)
-            DataCopy(gSlot_[uint64_t(slot) * GateSlotElems(t_) + mine[j] * n], G[mine[j] * n], n);
+        for (uint32_t j = 0; j < count; ++j) DataCopy(GateSlot(slot)[mine[j] * n], G[mine[j] * n], n);
         CrossCoreSetFlag<1, PIPE_MTE3>(kFlagGate);
     }
 
@@ -553,7 +550,7 @@ class ChunkIntraVector {
             CrossCoreWaitFlag(kFlagGate);
             Sync<HardEvent::V_MTE2>();  // the vector unit's earlier reads of those rows of G
             for (uint32_t p = 0; p < t_.nb; ++p)
-                if (BlockRowOwner(p) != at_.sub) DataCopy(G[p * n], gSlot_[uint64_t(slot) * GateSlotElems(t_) + p * n], n);
+                if (BlockRowOwner(p) != at_.sub) DataCopy(G[p * n], GateSlot(slot)[p * n], n);
             Sync<HardEvent::MTE2_V>();
             Sync<HardEvent::MTE3_V>();  // the sums below rewrite the rows copied out
         }
@@ -599,6 +596,9 @@ class ChunkIntraVector {
             OrderV();
         }
     }
+
+    // Gate slot `slot` (0 or 1) of this core's workspace.
+    __aicore__ inline GlobalTensor<float> GateSlot(uint32_t slot) const { return g_.gate[uint64_t(slot) * GateSlotElems(t_)]; }
 
     // Block J's rows of G: a buffer of inF_ fetched ahead (FetchBlock; Form frees it), or (gate_in) the
     // unit's G itself, where Form then forms the block's base in place (G's rows out by then).
@@ -989,7 +989,7 @@ class ChunkIntraVector {
     uint32_t actHead_ = 0xFFFFFFFFu;  // the value head whose parameters act_ holds
     GlobalTensor<R> gRaw_;
     GlobalTensor<int32_t> gLen_;
-    GlobalTensor<float> gELast_, gSlot_;
+    GlobalTensor<float> gELast_;
 };
 
 // The kernel body: T the Cube input type (q, k), A and O the dtypes of aqk and akk (each float or T).

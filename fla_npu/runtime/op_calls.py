@@ -29,6 +29,15 @@ class OpCall:
 ACTIVATIONS = {"none": 0, "softplus": 1, "sigmoid": 2}
 
 
+def _gate_params(activation: str, A_log: Tensor | None, dt_bias: Tensor | None, lower_bound: float | None) -> dict:
+    """The gate's arguments as the kernels take them: ``gate_form`` from the activation's name, A_log
+    (not for the form without it) and dt_bias flat float32, ``lower_bound`` 0 when not given."""
+    form = ACTIVATIONS[activation]
+    A = None if (A_log is None or form == 0) else A_log.detach().to(torch.float32).contiguous().reshape(-1)
+    b = None if dt_bias is None else dt_bias.detach().to(torch.float32).contiguous().reshape(-1)
+    return {"a_log": A, "dt_bias": b, "gate_form": form, "lower_bound": float(0.0 if lower_bound is None else lower_bound)}
+
+
 def gate_chunk_cumsum(g: Tensor, chunk_size: int, activation: str = "none", A_log: Tensor | None = None,
                       dt_bias: Tensor | None = None, lower_bound: float | None = None, scale: float | None = None,
                       cu_seqlens: Tensor | None = None, chunk_indices: Tensor | None = None) -> Tensor:
@@ -40,12 +49,8 @@ def gate_chunk_cumsum(g: Tensor, chunk_size: int, activation: str = "none", A_lo
     of it; rows past a sequence's end are skipped), both where ``g`` is; without ``chunk_indices``,
     ``cu_seqlens`` must be a CPU tensor and the rows are built from it. A_log and dt_bias are passed
     to the kernel as float32."""
-    form = ACTIVATIONS[activation]
-    A = None if (A_log is None or form == 0) else A_log.detach().to(torch.float32).contiguous().reshape(-1)
-    b = None if dt_bias is None else dt_bias.detach().to(torch.float32).contiguous().reshape(-1)
-    return {"g": g, "a_log": A, "dt_bias": b, "cu_seqlens": cu_seqlens, "chunk_indices": chunk_indices,
-            "chunk_size": int(chunk_size), "gate_form": form, "lower_bound": float(0.0 if lower_bound is None else lower_bound),
-            "scale": float(1.0 if scale is None else scale)}, {}
+    return {"g": g, "cu_seqlens": cu_seqlens, "chunk_indices": chunk_indices, "chunk_size": int(chunk_size),
+            **_gate_params(activation, A_log, dt_bias, lower_bound), "scale": float(1.0 if scale is None else scale)}, {}
 
 
 def _gate_host(values: dict) -> None:
@@ -113,13 +118,10 @@ def chunk_gate_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, chunk_len: T
     or past ``chunk_len[c]`` (``[NC]``, int32, 0..BT) counting as no decay; also returns that G
     (float32, padding rows the last valid row's value) and ``e_last = exp(G[:, -1])`` ``[NC, HV, K]``:
     what :func:`chunk_state_output` takes. KDA only, K up to 128."""
-    form = ACTIVATIONS[activation]
-    A = None if (A_log is None or form == 0) else A_log.detach().to(torch.float32).contiguous().reshape(-1)
-    b = None if dt_bias is None else dt_bias.detach().to(torch.float32).contiguous().reshape(-1)
     raw = g if g.dtype in (torch.float32, q.dtype) else g.to(torch.float32)
-    return {"q": q, "k": k, "beta": beta, "g": raw, "a_log": A, "dt_bias": b, "chunk_len": chunk_len.to(torch.int32),
-            "gate_form": form, "lower_bound": float(0.0 if lower_bound is None else lower_bound),
-            "qk_l2norm": int(bool(qk_l2norm)), "scale": float(scale), "akk_beta": int(bool(akk_beta))}, {
+    return {"q": q, "k": k, "beta": beta, "g": raw, "chunk_len": chunk_len.to(torch.int32),
+            **_gate_params(activation, A_log, dt_bias, lower_bound), "qk_l2norm": int(bool(qk_l2norm)),
+            "scale": float(scale), "akk_beta": int(bool(akk_beta))}, {
         "T": q.dtype, "R": raw.dtype}
 
 

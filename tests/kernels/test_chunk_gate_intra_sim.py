@@ -52,10 +52,6 @@ def _inputs(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu=None, params=True, s
     return q, k, beta.contiguous(), g, A_log, dt_bias, plan
 
 
-def _activation(form):
-    return {"none": "none", "softplus": "softplus", "sigmoid": "sigmoid"}[form]
-
-
 def _lower_bound(form):
     return LOWER_BOUND if form == "sigmoid" else None
 
@@ -65,7 +61,7 @@ def _gate_kernel_G(g, A_log, dt_bias, lengths, form):
     (each chunk a sequence of BT tokens), its rows past a chunk's length set to the last valid row
     (zero for an empty chunk)."""
     NC, BT = g.shape[:2]
-    G = kernels.gate_chunk_cumsum(g, BT, _activation(form), A_log, dt_bias, _lower_bound(form))
+    G = kernels.gate_chunk_cumsum(g, BT, form, A_log, dt_bias, _lower_bound(form))
     last = (lengths.long() - 1).clamp(min=0)
     rows = torch.minimum(torch.arange(BT)[None, :], last[:, None])
     G = G.gather(1, rows.view(NC, BT, 1, 1).expand_as(G)).clone()
@@ -110,7 +106,7 @@ def test_equals_the_two_launches(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu
     q, k, beta, g, A_log, dt_bias, plan = _inputs(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu, params)
     lengths = plan.chunk_lengths()
     assert lengths.dtype == torch.int32 and lengths.shape == (plan.num_chunks,)
-    out = kernels.chunk_gate_intra(q, k, beta, g, lengths, _activation(form), A_log, dt_bias, _lower_bound(form), True,
+    out = kernels.chunk_gate_intra(q, k, beta, g, lengths, form, A_log, dt_bias, _lower_bound(form), True,
                                    K ** -0.5, True)
     launch = kernels.chunk_gate_intra.last_launch()
     assert launch is not None and launch.ok, launch and launch.error
