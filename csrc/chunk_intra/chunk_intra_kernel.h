@@ -49,6 +49,7 @@
 #include "../gate/gate_activation.h"
 #include "../solve_tril/tril_inverse.h"
 #include "chunk_intra_tiling.h"
+#include "kda_blocks.h"
 #include "kernel_operator.h"
 
 namespace fla_npu {
@@ -57,6 +58,7 @@ namespace chunk_intra {
 using namespace AscendC;
 using namespace chunk_cube;
 using namespace vector_io;
+using kda_blocks::ReferenceRow;
 using solve_tril::BlockInverse16;
 using solve_tril::BlockRowMerge;
 using solve_tril::kBlockElems;
@@ -224,7 +226,7 @@ class ChunkIntraCube {
             LoadNz(l1[ColumnAt(I)], op[ColumnAt(I)], 16 * (I + 1), K);
             if (I + 1 == t_.nb) SlotConsumer::Release(slotReused);
             Sync<HardEvent::MTE2_MTE1>();
-            BlockRowProducts(I);
+            kda_blocks::BlockRowProducts(l1, ColumnAt(I), aa_.Get<float>(), bb_.Get<float>(), oc, I, K, BT);
             for (uint32_t p = 0; p < 2; ++p)
                 Fixpipe(g_.res[res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
             if (I == 0) continue;
@@ -236,25 +238,6 @@ class ChunkIntraCube {
 
     // The first element of block row I's column operand, in the operand slot and in L1.
     __aicore__ inline uint64_t ColumnAt(uint32_t I) const { return uint64_t(t_.row_rows + ColOffset(I)) * t_.K; }
-
-    // KDA, block row I: its q and k row operands (16-row bands 2 I and 2 I + 1 of L1, each one run of
-    // L0A's fractals) times the transpose of its column operand (an NZ matrix of its own in L1: one run
-    // of L0B's Zn fractals, no transpose), two fp32 Mmads into L0C (the k part at oc[16 BT]). Orders
-    // itself after the previous Mmads (L0A / L0B) and Fixpipes (L0C).
-    __aicore__ inline void BlockRowProducts(uint32_t I) {
-        constexpr uint32_t c0 = 8;  // floats per fractal row
-        const uint32_t K = t_.K, n = 16 * (I + 1);
-        LocalTensor<float> l1 = l1_.Get<float>(), aa = aa_.Get<float>(), bb = bb_.Get<float>(), oc = oc_.Get<float>();
-        Sync<HardEvent::M_MTE1>();
-        for (uint32_t p = 0; p < 2; ++p) LoadFractals(aa[p * 16 * K], l1[(2 * I + p) * 16 * K], K / c0, false);
-        LoadFractals(bb, l1[ColumnAt(I)], (K / c0) * (n / 16), false);
-        Sync<HardEvent::MTE1_M>();
-        Sync<HardEvent::FIX_M>();
-        for (uint32_t p = 0; p < 2; ++p)
-            Mmad(oc[p * 16 * t_.BT], aa[p * 16 * K], bb,
-                 MmadParams(16, static_cast<uint16_t>(n), static_cast<uint16_t>(K), 0, false, true));
-        Sync<HardEvent::M_FIX>();
-    }
 
     // [q; k] (2 BT rows) from GM times k^T -> result rows [0, BT) q k^T, [BT, 2 BT) k k^T.
     __aicore__ inline void UnitGdn(uint32_t u, uint32_t slot, bool slotReused) {
@@ -400,18 +383,10 @@ class ChunkIntraVector {
             inR_.EnQue(r);
             r = inR_.template DeQue<float>();
         }
-        for (uint32_t I = owned_[0]; I < t_.nb; ++I) {
-            const LocalTensor<float> rows = r[3 * I * K];
-            Sub(d, rows, rows[K], static_cast<int32_t>(K));            // G_first - G_m
-            Sub(d[K], rows[K], rows[2 * K], static_cast<int32_t>(K));  // G_m - G_last
-            OrderV();
-            midRef_[I] = MaxAbs(d, x, f, 2 * K) <= SafeSpan();
-        }
+        for (uint32_t I = owned_[0]; I < t_.nb; ++I)
+            midRef_[I] = kda_blocks::MiddleIsReference(red_.Get<float>(), r[3 * I * K], d, x, f, K, SafeSpan());
         return r;
     }
-
-    // The i-th (0..2) of a block row's first, middle and last rows, which ChooseReferences reads.
-    __aicore__ inline static uint32_t ReferenceRow(uint32_t i) { return i == 0 ? 0u : i == 1 ? 8u : 15u; }
 
     // The tiling's safe_span (log2) in G's natural-log units.
     __aicore__ inline float SafeSpan() const { return t_.safe_span * kLn2; }
@@ -475,7 +450,7 @@ class ChunkIntraVector {
             }
             RowOperands(u, J, base, d, kf, safe);
             if (o + 1 < nOwned_) FetchBlock(u, owned_[o + 1]);  // copied while this block's column operands form
-            if (below) ColumnFactors(d, gr, gr[baseRow * K], J);
+            if (below) kda_blocks::ColumnFactors(d, gr, gr[baseRow * K], J, t_.nb, K);
             for (uint32_t I = J + 1; I < t_.nb; ++I) {
                 auto& q = TwoOperandQueues() ? outC_ : outO_;
                 LocalTensor<float> c = q.template AllocTensor<float>();
@@ -620,21 +595,6 @@ class ChunkIntraVector {
         FetchRows(inT_, g_.q[QkRowOf(t_, u, 16 * J)], 16, K, QkPitchOf(t_));
     }
 
-    // c = e^(G_r - G_b) for the rows r of ChooseReferences' tensor gr (first, middle and last of every
-    // block row below J, natural-log units; gb: G_b): one subtraction (gb read for every row, repeat
-    // stride 0) and one exponential for all of them.
-    __aicore__ inline void ColumnFactors(const LocalTensor<float>& c, const LocalTensor<float>& gr, const LocalTensor<float>& gb,
-                                         uint32_t J) {
-        const uint32_t K = t_.K, rows = 3 * (t_.nb - 1 - J);
-        const uint8_t rowBlk = static_cast<uint8_t>(K * sizeof(float) / 32);
-        const BinaryRepeatParams p(1, 1, 1, rowBlk, rowBlk, 0);
-        OrderV();  // c's previous readers and writers
-        for (uint32_t k = 0; k < K; k += kFloatLanes)
-            Sub(c[k], gr[3 * (J + 1) * K + k], gb[k], K - k < kFloatLanes ? K - k : kFloatLanes, static_cast<uint8_t>(rows), p);
-        OrderV();
-        Exp(c, c, static_cast<int32_t>(rows * K));
-    }
-
     // The first element of block J's column operand rows of block row I in the operand slot at `base`.
     __aicore__ inline uint64_t ColumnOperand(uint64_t base, uint32_t I, uint32_t J) const {
         return base + uint64_t(t_.row_rows + ColOffset(I) + 16 * J) * t_.K;
@@ -670,19 +630,9 @@ class ChunkIntraVector {
         CopyOut(outO_, g_.op[base + uint64_t(32 * I) * K], y, n);
     }
 
-    // max |d| over its first n elements (16 x K unless given; tmp and work: scratch), read back by the
-    // scalar unit.
-    __aicore__ inline float MaxAbs(const LocalTensor<float>& d, const LocalTensor<float>& tmp, const LocalTensor<float>& work,
-                                   uint32_t count = 0) {
-        LocalTensor<float> r = red_.Get<float>();
-        const int32_t n = static_cast<int32_t>(count != 0 ? count : 16 * t_.K);
-        Abs(tmp, d, n);
-        OrderV();
-        ReduceMax(r, tmp, work, n);
-        Sync<HardEvent::V_S>();
-        const float m = r.GetValue(0);
-        Sync<HardEvent::S_V>();  // the next reduction may overwrite r
-        return m;
+    // max |d| over its first 16 x K elements (kda_blocks::MaxAbs; tmp and work: scratch).
+    __aicore__ inline float MaxAbs(const LocalTensor<float>& d, const LocalTensor<float>& tmp, const LocalTensor<float>& work) {
+        return kda_blocks::MaxAbs(red_.Get<float>(), d, tmp, work, 16 * t_.K);
     }
 
     // The factors of x's 16 rows (fp32, K columns: rows [r, r + 16) of unit u of q or k): scale over
@@ -925,23 +875,7 @@ class ChunkIntraVector {
         // the rows' factors again (written by Form), bcB_ free until beta's load
         ScaleRows(qf, OwnFactors(qf, e, gQs_, u, 16 * I, t_.scale, bcG_.Get<float>(), false), 16, K);
         ScaleRows(kf, OwnFactors(kf, e, gKs_, u, 16 * I, 1.0f, bcB_.Get<float>(), false), 16, K);
-        for (uint32_t a = 0; a < 16; ++a) {
-            const uint32_t rows = a + 1, cnt = rows * K;
-            SubFromRow(e, g[a * K], g, rows, K);  // G_a - G_j
-            OrderV();
-            Exp(e, e, cnt);
-            OrderV();
-            Mul(e, e, kf, cnt);  // k_j e^(G_a - G_j)
-            OrderV();
-            MulByRow(x, e, qf[a * K], rows, K);
-            OrderV();
-            RowSums(oa[a * 16], x, rows, K);
-            if (a == 0) continue;
-            OrderV();
-            MulByRow(x, e, kf[a * K], a, K);
-            OrderV();
-            RowSums(ol[a * 16], x, a, K);
-        }
+        kda_blocks::ExactDiagonalRows(e, x, qf, kf, g, oa, ol, K);
         inF_.FreeTensor(g);
     }
 

@@ -18,10 +18,11 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t qk_l2norm, float scale, 
     else bad = chunk_state::TokenMajorHeads(a[0], a[1], a[2], o, lead, &p.groups);
     if (bad == nullptr) {
         const int64_t NC = lead[0], HV = lead[1], BT = lead[2], K = lead[3], V = a[2].d[3];
-        if (!DimsAre(g, {NC, HV, BT, 1}) || a[5].d[2] != 1)
+        const ShapeArg gh = chunk_tiling::GateHeadMajor(g);
+        if (!DimsAre(gh, {NC, HV, BT}) || (gh.d[3] != 1 && gh.d[3] != K) || a[5].d[2] != gh.d[3])
             bad =
-                "`g` must be [NC, HV, BT, 1] and `e_last` [NC, HV, 1]: one decay per row (Gated DeltaNet; the per-key "
-                "decay of KDA is not supported in one launch)";
+                "`g` must be [NC, HV, BT, 1] (Gated DeltaNet) or [NC, BT, HV, K] (KDA, token-major) and `e_last` [NC, HV, "
+                "1 or K] alike";
         else if (const char* gate = chunk_tiling::CheckGate(g, BT, K)) bad = gate;
         else if (!DimsAre(beta, {NC, HV, BT})) bad = "`beta` must be [NC, HV, BT]";
         else if (!SameShape(o, a[2])) bad = "`o` must have the shape of `v` [NC, BT, HV, V] (token-major)";

@@ -15,6 +15,7 @@
 #define FLA_NPU_CHUNK_STATE_KERNEL_H
 
 #include "../chunk_intra/chunk_intra_tiling.h"  // BlockRowOwner: chunk_forward finishes stage 2 as chunk_intra does
+#include "../chunk_intra/kda_blocks.h"          // and forms KDA's operands as it does
 #include "../common/chunk_cube.h"
 #include "../common/vector_io.h"
 #include "../common/wy_rows.h"
@@ -85,15 +86,16 @@ __aicore__ inline void BindWorkspace(GlobalTensor<T>& wsT, GlobalTensor<float>& 
 // The fused kernel's workspace regions of T, where each starts: after S_hi, S_lo [K, v_block], -I
 // [BT, BT] (written once), then OperandSlots slots (a core's j-th chunk uses slot j % OperandSlots:
 // the AIVs form a chunk's operands while the Cube works on the one before; chunk_forward's two
-// chunks before) of qe, X1 and kg [BT, K] (chunk_forward: and q's and k's rows as read, [q; k]
-// [2 BT, K], stage 2's operands).
+// chunks before) of qe, X1 and kg [BT, K] (chunk_forward, GDN: and q's and k's rows as read, [q; k]
+// [2 BT, K], stage 2's operands; KDA's are fp32, Stage2Regions).
 struct WsAt {
     uint64_t negI, qe, x1, kg, qk;
 };
 __aicore__ inline uint32_t OperandSlots(const ChunkStateTiling& t) { return t.intra ? 3 : 2; }
+__aicore__ inline bool KdaIntra(const ChunkStateTiling& t) { return t.intra && t.Kg != 1; }
 __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0) {
     const uint64_t negI = 2ull * t.K * t.v_block, m = uint64_t(t.BT) * t.K;
-    const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * (t.intra ? 5 : 3) * m;
+    const uint64_t qe = negI + uint64_t(t.BT) * t.BT + slot * (t.intra && !KdaIntra(t) ? 5 : 3) * m;
     return WsAt{negI, qe, qe + m, qe + 2 * m, qe + 3 * m};
 }
 
@@ -110,9 +112,11 @@ __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0
 // the operand slots); among the floats, after dS, result slot j % 2 [2 BT, BT] (q k^T rows, then k k^T
 // rows), inverse slot j % 2 (solve_tril::MergeSizesOf's XT, -X_bb, R^T, then L [BT, BT]; BT > 16),
 // then the row factors of q and of k [2, BT] of operand slot j % OperandSlots (what the vector cores
-// formed with the operands).
+// formed with the operands; GDN), then (KDA) the fp32 operand slot j % OperandSlots (KdaOperandElems:
+// chunk_intra's layout). KDA's result slot holds the diagonal blocks of block row I at 512 I (q part,
+// then k part); the AIC writes Aqk's columns left of them to the pair and L's to the inverse slot.
 struct Stage2At {
-    uint64_t aqk, akk, res, inv, l, f;
+    uint64_t aqk, akk, res, inv, l, f, op;
 };
 __aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t j) {
     const uint32_t par = j % 2, slots = OperandSlots(t);
@@ -120,7 +124,8 @@ __aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t j) 
     const uint64_t merges = t.nb > 1 ? solve_tril::MergeSizesOf(t.BT).elems : 0, invElems = t.nb > 1 ? merges + bb : 0;
     const uint64_t res = uint64_t(t.K) * t.v_block, inv = res + 4 * bb + par * invElems;
     const uint64_t f = res + 4 * bb + 2 * invElems + 2ull * (j % slots) * t.BT;
-    return Stage2At{aqk, aqk + bb, res + par * 2 * bb, inv, inv + merges, f};
+    const uint64_t op = res + 4 * bb + 2 * invElems + 2ull * slots * t.BT + uint64_t(j % slots) * KdaOperandElems(t.BT, t.K);
+    return Stage2At{aqk, aqk + bb, res + par * 2 * bb, inv, inv + merges, f, op};
 }
 
 // Where dS starts among the workspace's floats: after wS, or (fused: no wS) at the start.
@@ -161,14 +166,14 @@ class ChunkStateCube {
         // L0A: w, kg^T; fused, Akk and -I first in kg^T's place, qe and Aqk in theirs after the chunk's dS
         // products (chunk_forward: stage 2's products and the merges in w's, the first B tile's and
         // the C tile's places too: CubeBuffersOf)
-        const CubeBuffers cb = CubeBuffersOf(K, BT, sizeof(T), t_.n_tile, t_.intra != 0);
+        const CubeBuffers cb = CubeBuffersOf(K, BT, sizeof(T), t_.n_tile, t_.intra != 0, KdaIntra(t_));
         InitBufs(pipe_, cb.wa, wa_);
         InitBufs(pipe_, (kOut && 2 * BT > K ? 2 * BT : K) * BT * sizeof(T), kga_);  // fused: Akk, -I
         InitBufs(pipe_, cb.b2a, b2a_);
         InitBufs(pipe_, rows0 * t_.n_tile * sizeof(T), b2b_);
         InitBufs(pipe_, cb.oc, oc_);
-        if (kOut && t_.intra) {
-            InitBufs(pipe_, 2 * BT * K * sizeof(T), qk1_);
+        if (kOut && t_.intra) {  // stage 2's operands: GDN's [q; k] in T, KDA's fp32 operand slot
+            InitBufs(pipe_, KdaIntra(t_) ? KdaOperandElems(BT, K) * sizeof(float) : 2 * BT * K * sizeof(T), qk1_);
             if (t_.nb > 1) merge_.Init(pipe_, BT, wa_.Get<float>(), b2a_.Get<float>(), oc_.Get<float>());
         }
     }
@@ -258,6 +263,7 @@ class ChunkStateCube {
     // the AIVs wrote them (flag X): [q; k] (their rows as read, T) into L1 as one NZ matrix, q k^T and
     // k k^T (fp32) into the chunk's result slot, one Mmad each against k^T; flag Stage2.
     __aicore__ inline void Stage2Products(uint32_t j) {
+        if (KdaIntra(t_)) return KdaStage2Products(j);
         const uint32_t BT = t_.BT, K = t_.K, bf = BT / 16;
         LocalTensor<T> qk = qk1_.Get<T>(), wa = wa_.Get<T>(), b2 = b2a_.Get<T>();
         LocalTensor<float> oc = oc_.Get<float>();
@@ -281,11 +287,42 @@ class ChunkStateCube {
         CrossCoreSetFlag<2, PIPE_FIX>(kFlagStage2);
     }
 
+    // chunk_forward, KDA: stage 2's products of the core's j-th chunk once the AIVs wrote its fp32
+    // operands (flag X): block row by block row into L1 (the row operands as 16-row bands, the column
+    // operands an NZ matrix of their own), two fp32 Mmads each (kda_blocks::BlockRowProducts); the
+    // diagonal blocks to the result slot, the columns left of them to the pair's Aqk (rounded once to
+    // T) and L's (without beta, fp32) to the inverse slot's L; flag Stage2.
+    __aicore__ inline void KdaStage2Products(uint32_t j) {
+        const uint32_t BT = t_.BT, K = t_.K;
+        const Stage2At at = Stage2Regions(t_, j);
+        LocalTensor<float> l1 = qk1_.Get<float>(), oc = oc_.Get<float>();
+        CrossCoreWaitFlag(kFlagX);
+        Sync<HardEvent::MTE1_MTE2>();  // the previous products' LoadData have read L1
+        for (uint32_t I = 0; I < t_.nb; ++I) {
+            const uint64_t col = uint64_t(32 * t_.nb + chunk_intra::ColOffset(I)) * K;
+            LoadBands(l1[32 * I * K], gWsF_[at.op + 32 * I * K], 32, K);
+            LoadNz(l1[col], gWsF_[at.op + col], 16 * (I + 1), K);
+            Sync<HardEvent::MTE2_MTE1>();
+            kda_blocks::BlockRowProducts(l1, col, wa_.Get<float>(), b2a_.Get<float>(), oc, I, K, BT);
+            for (uint32_t p = 0; p < 2; ++p)
+                Fixpipe(gWsF_[at.res + 512 * I + 256 * p], oc[p * 16 * BT + 256 * I], FixpipeParamsV220(16, 16, 16, 16, false));
+            if (I == 0) continue;
+            const uint16_t left = static_cast<uint16_t>(16 * I), bt = static_cast<uint16_t>(BT);
+            FixpipeParamsV220 a(left, 16, 16, bt, false);
+            a.quantPre = FixpipeQuant<T>::kMode;
+            Fixpipe<T, float, CFG_ROW_MAJOR>(gWsT_[at.aqk + uint64_t(16 * I) * BT], oc, a);
+            Fixpipe(gWsF_[at.l + uint64_t(16 * I) * BT], oc[16 * BT], FixpipeParamsV220(left, 16, 16, bt, false));
+        }
+        CrossCoreSetFlag<2, PIPE_FIX>(kFlagStage2);
+    }
+
     // chunk_forward: once the AIVs finished stage 2 of the core's j-th chunk (flag Inverse), Akk's
     // blocks left of the diagonal (BT > 16; solve_tril's BlockRowMerge, in T into its pair's Akk).
+    // KDA's L came from this core's Fixpipes.
     __aicore__ inline void Merge(uint32_t j) {
         CrossCoreWaitFlag(kFlagInverse);
         if (t_.nb == 1) return;
+        if (KdaIntra(t_)) Sync<HardEvent::FIX_MTE2>();
         const Stage2At at = Stage2Regions(t_, j);
         const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(t_.BT);
         merge_.Run(gWsF_[at.l], gWsT_[at.akk], gWsF_[at.inv], gWsF_[at.inv + m.nx_off], gWsF_[at.inv + m.rt_off], t_.BT);
@@ -418,10 +455,10 @@ class ChunkStateVector {
         // (Stage2UbOf) through inA_ (the result rows), inE_ (G's rows), inB_ (beta), res_ (the work tiles),
         // outT_ and outF_ (the rows written) and buffers of its own (StartStage2).
         const uint32_t Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, m = t_.vec_rows, qe = kOut ? rv * t_.K : 0;
-        const Stage2Ub x = Stage2UbOf(t_.BT, kOut && t_.intra);
+        const Stage2Ub x = Stage2UbOf(t_.BT, kOut && t_.intra, t_.K, t_.Kg != 1);
         InitBufs(pipe_, rk * Vb * sizeof(float), s_);
         InitQues(pipe_, 1, Max(Max(m * Vb, kOut ? rv * t_.Kg : 0), x.res) * sizeof(float), inA_);
-        InitQues(pipe_, 1, Max(kOut ? 0 : rv * Vb * sizeof(float), qe * sizeof(T)), inB_);
+        InitQues(pipe_, 1, Max(Max(kOut ? 0 : rv * Vb * sizeof(float), qe * sizeof(T)), x.in * sizeof(T)), inB_);
         InitQues(pipe_, 1, Max(Max(rk, kOut ? rv : 0), x.gate) * sizeof(float), inE_);
         if (kOut && t_.Kg != 1) InitQues(pipe_, 1, t_.Kg * sizeof(float), inL_);
         InitBufs(pipe_, Max(Max(rk * 8, kOut ? rv * (t_.qk_scaled || t_.intra ? 25 : 9) : 0), x.bc) * sizeof(float), bc_);
@@ -608,7 +645,7 @@ class ChunkStateVector {
         // too, then the first's stage 2 finished (the later chunks' come during the chunk before).
         if (kOut && first) {
             for (int32_t d = 0; d < (t_.intra ? 2 : 1) && d < left; ++d) {
-                FormOperands(ch + d * t_.HV, r0, (j + d) % S3);
+                Form(ch + d * t_.HV, r0, (j + d) % S3);
                 CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
             }
             if (t_.intra) FinishStage2(ch, j);
@@ -642,7 +679,7 @@ class ChunkStateVector {
         if (kOut && t_.intra && left > 1) FinishStage2(ch + t_.HV, j + 1);
         const int32_t ahead = t_.intra ? 2 : 1;
         if (kOut && left > ahead) {
-            FormOperands(ch + ahead * t_.HV, r0, (j + ahead) % S3);
+            Form(ch + ahead * t_.HV, r0, (j + ahead) % S3);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
         }
         if (!kOut) {
@@ -686,22 +723,25 @@ class ChunkStateVector {
 
     // chunk_forward: the buffers of stage 2's own (the block inverse's, the select masks of the owned
     // block rows) and the block rows this AIV finishes (chunk_intra's BlockRowOwner).
+    // KDA masks the diagonal block only (the same masks for every block row) and reduces (red_).
     __aicore__ inline void StartStage2() {
-        const uint32_t BT = t_.BT;
+        const bool kda = KdaIntra(t_);
+        const uint32_t W = kda ? 16 : t_.BT;
         inv_.Init(pipe_);
-        maskBytes_ = (16 * BT / 8 + 31) / 32 * 32;
+        maskBytes_ = (16 * W / 8 + 31) / 32 * 32;
         InitBufs(pipe_, 4 * maskBytes_, masks_);
+        if (kda) InitBufs(pipe_, 32, red_);
         uint32_t rows[2] = {0, 0};
         for (uint32_t I = 0; I < t_.nb; ++I)
             if (chunk_intra::BlockRowOwner(I) == at_.sub) {
                 owned_[nOwned_] = I;
-                rows[nOwned_++] = 16 * I;
+                rows[nOwned_++] = kda ? 0 : 16 * I;
             }
-        BuildCausalMasks(masks_.Get<uint8_t>(), maskBytes_, BT, rows, nOwned_);
+        BuildCausalMasks(masks_.Get<uint8_t>(), maskBytes_, W, rows, kda ? 1 : nOwned_);
     }
 
-    // chunk_forward, once per core with work: its block rows of both pairs' Akk zeroed (nothing writes
-    // right of a diagonal block later).
+    // chunk_forward, once per core with work: its block rows of both pairs' Akk (KDA: and Aqk) zeroed
+    // (nothing writes right of a diagonal block later).
     __aicore__ inline void ZeroAkkRows() {
         const uint32_t BT = t_.BT;
         LocalTensor<float> z = res_.Get<float>();
@@ -709,8 +749,11 @@ class ChunkStateVector {
         Duplicate(z, 0.0f, static_cast<int32_t>(16 * BT));
         OrderV();
         for (uint32_t j = 0; j < 2; ++j)  // both pairs
-            for (uint32_t o = 0; o < nOwned_; ++o)
-                CastOut(outT_, gWsT_[Stage2Regions(t_, j).akk + uint64_t(16 * owned_[o]) * BT], z, 16 * BT);
+            for (uint32_t o = 0; o < nOwned_; ++o) {
+                const Stage2At at = Stage2Regions(t_, j);
+                CastOut(outT_, gWsT_[at.akk + uint64_t(16 * owned_[o]) * BT], z, 16 * BT);
+                if (KdaIntra(t_)) CastOut(outT_, gWsT_[at.aqk + uint64_t(16 * owned_[o]) * BT], z, 16 * BT);
+            }
         OrderV();  // z's reads before res_ is rewritten
     }
 
@@ -718,7 +761,9 @@ class ChunkStateVector {
     // the result slot (flag Stage2), for the owned block rows (FinishBlockRow); flag Inverse.
     __aicore__ inline void FinishStage2(uint64_t ch, uint32_t j) {
         CrossCoreWaitFlag(kFlagStage2);
-        if (nOwned_ > 0) {  // the chunk's G, then q's and k's row factors, once
+        if (KdaIntra(t_)) {
+            for (uint32_t o = 0; o < nOwned_; ++o) FinishKda(ch, j, owned_[o], o);
+        } else if (nOwned_ > 0) {  // the chunk's G, then q's and k's row factors, once
             const uint32_t BT = t_.BT;
             LocalTensor<float> g = inE_.template AllocTensor<float>();
             DataCopy(g, gG_[ch * BT], BT);
@@ -738,7 +783,7 @@ class ChunkStateVector {
     // inverted (X = (I + L_II)^-1, solve_tril's BlockInverse16): X diag(beta) to the pair's Akk (zero
     // right of it since StartStage2), -X (I > 0) and diag(beta) X^T (I < nb - 1) to the inverse slot.
     __aicore__ inline void FinishBlockRow(uint64_t ch, uint32_t j, uint32_t I, uint32_t o, const LocalTensor<float>& g) {
-        const uint32_t BT = t_.BT, w = 16 * (I + 1), n = 16 * BT, eb = sizeof(T);
+        const uint32_t BT = t_.BT, w = 16 * (I + 1), n = 16 * BT;
         const Stage2At at = Stage2Regions(t_, j);
         const uint64_t row0 = uint64_t(16 * I) * BT;  // the block row's first element in Aqk, Akk and L
         LocalTensor<float> r = inA_.template AllocTensor<float>();
@@ -786,15 +831,228 @@ class ChunkStateVector {
         OrderV();
         MulByRow(oa, x, b, 16, 16);  // X diag(beta)
         OrderV();
-        LocalTensor<T> y = outT_.template AllocTensor<T>();
-        Cast(y, oa, RoundMode::CAST_RINT, solve_tril::kBlockElems);
-        outT_.EnQue(y);
-        y = outT_.template DeQue<T>();
-        DataCopy(gWsT_[at.akk + row0 + 16 * I], y,
-                 DataCopyParams(16, static_cast<uint16_t>(16 * eb / 32), 0, static_cast<uint16_t>((BT - 16) * eb / 32)));
-        outT_.FreeTensor(y);
+        WriteBlock(gWsT_[at.akk + row0 + 16 * I], oa);
         solve_tril::WriteMergeOperands(outF_, outF_, inv_, gWsF_[at.inv], x, nullptr, &bcB, I, BT);  // -X, diag(beta) X^T
         inB_.FreeTensor(b);
+    }
+
+    // The operands of unit ch into operand slot `slot`: KDA in the launch per owned block (FormKda),
+    // else rows [r0, r0 + rows_v) (FormOperands).
+    __aicore__ inline void Form(uint64_t ch, uint32_t r0, uint32_t slot) {
+        if (KdaIntra(t_)) FormKda(ch, slot);
+        else FormOperands(ch, r0, slot);
+    }
+
+    // chunk_forward, KDA: per block J this AIV owns (chunk_intra's BlockRowOwner), its rows of k, q and
+    // G read once give both the state operands' rows (X1, kg, qe: FormOperands' arithmetic, q's and k's
+    // factors formed from the rows) and stage 2's fp32 operands (chunk_intra's Form: the column operand
+    // rows of block J for every block row I >= J, the row operands of J) into operand slot `slot`.
+    // Buffers: inA_ holds G's block, a 16 x K scratch, the reference rows (first, middle, last of each
+    // block row from the first owned one) and the chunk's last row; res_ k and q widened, the exponents
+    // d and their factors f. Records which diagonal blocks the AIVs compute exactly (unsafe_[slot]).
+    __aicore__ inline void FormKda(uint64_t ch, uint32_t slot) {
+        if (nOwned_ == 0) return;
+        const uint32_t K = t_.K, BT = t_.BT, HV = t_.HV, nb = t_.nb, n = 16 * K, unit = static_cast<uint32_t>(ch);
+        const WsAt at = FusedRegions(t_, slot);
+        const uint64_t op = Stage2Regions(t_, slot).op;
+        const DataCopyParams rows16(16, static_cast<uint16_t>(K / 8), static_cast<uint16_t>((GatePitch(HV, K) - K) / 8), 0);
+        LocalTensor<float> w = res_.Get<float>(), kf = w, qf = w[n], d = w[2 * n], f = w[3 * n];
+        LocalTensor<float> bc = bc_.Get<float>(), bcK = bc, bcQ = bc[128], red = red_.Get<float>();
+        LocalTensor<float> a = inA_.template AllocTensor<float>(), g = a, x = a[n], gr = a[2 * n], gl = gr[3 * nb * K];
+        for (uint32_t I = owned_[0]; I < nb; ++I)
+            for (uint32_t i = 0; i < 3; ++i)
+                DataCopy(gr[(3 * I + i) * K], gG_[GateRow(unit, 16 * I + kda_blocks::ReferenceRow(i), HV, BT, K)], K);
+        DataCopy(gl, gG_[GateRow(unit, BT - 1, HV, BT, K)], K);
+        DataCopy(g, gG_[GateRow(unit, 16 * owned_[0], HV, BT, K)], rows16);
+        inA_.EnQue(a);
+        a = inA_.template DeQue<float>();
+        OrderV();  // the previous users of res_
+        for (uint32_t I = owned_[0]; I < nb; ++I)
+            midRef_[I] = kda_blocks::MiddleIsReference(red, gr[3 * I * K], d, x, f, K, SafeSpan());
+        for (uint32_t o = 0; o < nOwned_; ++o) {
+            const uint32_t J = owned_[o];
+            const uint64_t qk = TokenRow(unit, 16 * J, HV, t_.groups, BT, K);
+            if (o > 0) {  // block J's G in place of the previous block's (read and copied out by now)
+                Sync<HardEvent::V_MTE2>();
+                Sync<HardEvent::MTE3_MTE2>();
+                DataCopy(g, gG_[GateRow(unit, 16 * J, HV, BT, K)], rows16);
+                Sync<HardEvent::MTE2_V>();
+            }
+            OrderV();
+            CastInRows(inB_, gK_[qk], kf, 16, K, TokenPitch(HV, t_.groups, K));
+            CastInRows(inB_, gQ_[qk], qf, 16, K, TokenPitch(HV, t_.groups, K));
+            OrderV();
+            BlockFactors(kf, d, f, bcK, 1.0f);
+            BlockFactors(qf, d, f, bcQ, t_.scale);
+            // the state operands: kg = T(k e^(G_last - G)), X1 = -T(k e^G), qe = T(q e^G)
+            SubFromRow(d, gl, g, 16, K);
+            OrderV();
+            Exp(d, d, static_cast<int32_t>(n));
+            OrderV();
+            Mul(d, kf, d, static_cast<int32_t>(n));
+            OrderV();
+            CastOut(outT_, gWsT_[at.kg + uint64_t(16 * J) * K], d, n);
+            Exp(f, g, static_cast<int32_t>(n));
+            OrderV();
+            Mul(d, kf, f, static_cast<int32_t>(n));
+            OrderV();
+            Muls(d, d, -1.0f, static_cast<int32_t>(n));
+            OrderV();
+            CastOut(outT_, gWsT_[at.x1 + uint64_t(16 * J) * K], d, n);
+            OrderV();
+            Mul(d, qf, f, static_cast<int32_t>(n));
+            OrderV();
+            CastOut(outT_, gWsT_[at.qe + uint64_t(16 * J) * K], d, n);
+            OrderV();
+            StageTwoOperands(op, slot, o, g, kf, qf, d, f, x, gr);
+        }
+        inA_.FreeTensor(a);
+    }
+
+    // chunk_forward, KDA: stage 2's operands of owned block J = owned_[o] (chunk_intra's Form, whose
+    // comments say why each factor is bounded): G_r - G_j against its reference row r, the column operand
+    // rows k_j e^(G_r - G_j) (zero when the block is computed exactly), q's and k's row operands times
+    // e^(G_j - G_r), then the base (in g's place) times the column factors of every block row below.
+    __aicore__ inline void StageTwoOperands(uint64_t op, uint32_t slot, uint32_t o, const LocalTensor<float>& g,
+                                            const LocalTensor<float>& kf, const LocalTensor<float>& qf,
+                                            const LocalTensor<float>& d, const LocalTensor<float>& f, const LocalTensor<float>& x,
+                                            const LocalTensor<float>& gr) {
+        const uint32_t K = t_.K, nb = t_.nb, n = 16 * K, J = owned_[o];
+        const bool below = J + 1 < nb;
+        SubFromRow(d, gr[RefRow(J) * K], g, 16, K);  // G_r - G_j
+        OrderV();
+        const bool safe = midRef_[J] || kda_blocks::MaxAbs(red_.Get<float>(), d, x, f, n) <= SafeSpan();
+        unsafe_[slot][o] = !safe;
+        const uint32_t baseRow = safe ? RefRow(J) : 3 * J + 2;  // b's row in gr
+        if (safe) {
+            Exp(f, d, static_cast<int32_t>(n));
+            OrderV();
+            Mul(g, kf, f, static_cast<int32_t>(n));
+            Sync<HardEvent::V_MTE3>();  // out from g as it is: the base stays there
+            DataCopy(gWsF_[op + ColumnOperandAt(J, J)], g, n);
+        } else {
+            LocalTensor<float> z = outF_.template AllocTensor<float>();
+            Duplicate(z, 0.0f, static_cast<int32_t>(n));
+            CopyOut(outF_, gWsF_[op + ColumnOperandAt(J, J)], z, n);
+            if (below) {
+                SubFromRow(f, gr[baseRow * K], g, 16, K);
+                OrderV();
+                Exp(f, f, static_cast<int32_t>(n));
+                OrderV();
+                Mul(g, kf, f, static_cast<int32_t>(n));
+                OrderV();
+            }
+            Muls(f, d, -1.0f, static_cast<int32_t>(n));
+            OrderV();
+            Exp(f, f, static_cast<int32_t>(n));
+            OrderV();
+        }
+        for (uint32_t p = 0; p < 2; ++p) {  // k's row operand, then q's
+            LocalTensor<float> y = outF_.template AllocTensor<float>();
+            const LocalTensor<float>& src = p == 0 ? kf : qf;
+            if (safe) Div(y, src, f, static_cast<int32_t>(n));
+            else Mul(y, src, f, static_cast<int32_t>(n));
+            CopyOut(outF_, gWsF_[op + uint64_t(32 * J + (p == 0 ? 16 : 0)) * K], y, n);
+        }
+        if (!below) return;
+        kda_blocks::ColumnFactors(d, gr, gr[baseRow * K], J, nb, K);
+        for (uint32_t I = J + 1; I < nb; ++I) {
+            LocalTensor<float> c = outF_.template AllocTensor<float>();
+            OrderV();  // the column factors' writers
+            MulByRow(c, g, d[(RefRow(I) - 3 * (J + 1)) * K], 16, K);
+            CopyOut(outF_, gWsF_[op + ColumnOperandAt(I, J)], c, n);
+        }
+    }
+
+    // x (16 rows of K floats, ordered before) times its rows' factors, formed from them (scale over
+    // the l2 norms with qk_l2norm, else scale) and Brcb'd into bc; sq 16 x 64 floats of scratch, f 16.
+    __aicore__ inline void BlockFactors(const LocalTensor<float>& x, const LocalTensor<float>& sq, const LocalTensor<float>& f,
+                                        const LocalTensor<float>& bc, float scale) {
+        const bool l2 = t_.qk_l2norm != 0;
+        RowNormFactors(f, x, sq, l2, scale, 16, t_.K);
+        OrderV();
+        BroadcastRows(bc, f, 16);
+        OrderV();
+        ScaleRows(x, RowScale{l2 || scale != 1.0f, bc}, 16, t_.K);
+    }
+
+    // The tiling's safe_span (log2) in G's natural-log units; the row of FormKda's reference rows that
+    // is block row I's reference row (its middle or first); the first element of block J's column
+    // operand rows of block row I in an operand slot.
+    __aicore__ inline float SafeSpan() const { return chunk_intra::kSafeSpan * kLn2; }
+    __aicore__ inline uint32_t RefRow(uint32_t I) const { return 3 * I + (midRef_[I] ? 1 : 0); }
+    __aicore__ inline uint64_t ColumnOperandAt(uint32_t I, uint32_t J) const {
+        return uint64_t(32 * t_.nb + chunk_intra::ColOffset(I) + 16 * J) * t_.K;
+    }
+
+    // chunk_forward, KDA, owned block row I (owned_[o]) of unit ch, the core's j-th chunk: the Cube
+    // wrote Aqk's and L's columns left of the diagonal block; here the diagonal blocks (the Cube's,
+    // masked, or computed exactly when unsafe), L's rows times beta, Aqk's to the pair, L's inverted
+    // (X = (I + L_II)^-1): X diag(beta) to the pair's Akk, -X diag(beta) (I > 0: the merges' left
+    // factor, L's blocks left of it lacking beta) and diag(beta) X^T to the inverse slot.
+    __aicore__ inline void FinishKda(uint64_t ch, uint32_t j, uint32_t I, uint32_t o) {
+        const uint32_t BT = t_.BT;
+        const Stage2At at = Stage2Regions(t_, j);
+        const uint64_t diag = uint64_t(16 * I) * BT + 16 * I;  // the diagonal block's first element
+        LocalTensor<float> oa = res_.Get<float>()[32 * t_.K], ol = oa[solve_tril::kBlockElems],
+                           x = oa[2 * solve_tril::kBlockElems];
+        LocalTensor<float> bcB = bc_.Get<float>()[256];
+        OrderV();  // the previous users of res_
+        LocalTensor<float> r = CopyIn(inA_, gWsF_[at.res + 512 * I], 512);
+        SelectCausal(oa, ol, r, masks_.Get<uint8_t>(), maskBytes_, 0, solve_tril::kBlockElems);
+        inA_.FreeTensor(r);
+        if (unsafe_[j % OperandSlots(t_)][o]) {  // the Cube's diagonal block is zero there
+            ExactDiagonal(ch, I, oa, ol);
+            OrderV();
+        }
+        LocalTensor<float> b = CopyIn(inB_, gB_[ch * BT + 16 * I], 16);
+        BroadcastRows(bcB, b, 16);
+        OrderV();
+        MulRows(ol, ol, bcB, 16, 16);
+        WriteBlock(gWsT_[at.aqk + diag], oa);
+        OrderV();
+        inv_.Load(ol);
+        inv_.Lower(x);
+        OrderV();
+        MulByRow(oa, x, b, 16, 16);  // X diag(beta)
+        OrderV();
+        WriteBlock(gWsT_[at.akk + diag], oa);
+        if (I > 0) {
+            Muls(b, b, -1.0f, 16);
+            OrderV();
+        }
+        solve_tril::WriteMergeOperands(outF_, outF_, inv_, gWsF_[at.inv], x, I > 0 ? &b : nullptr, &bcB, I, BT);
+        inB_.FreeTensor(b);
+    }
+
+    // chunk_forward, KDA: a diagonal block whose decay spans more than safe_span ln 2, per pair
+    // (kda_blocks::ExactDiagonalRows) from block row I's rows of G, q and k, read again (their factors
+    // formed again) into the zero tiles oa / ol (after the two work tiles of res_ it takes: FinishKda).
+    // q and k widen into inA_'s buffer after G's rows.
+    __aicore__ inline void ExactDiagonal(uint64_t ch, uint32_t I, const LocalTensor<float>& oa, const LocalTensor<float>& ol) {
+        const uint32_t K = t_.K, BT = t_.BT, HV = t_.HV, n = 16 * K, unit = static_cast<uint32_t>(ch);
+        LocalTensor<float> w = res_.Get<float>(), e = w, x = w[n], bc = bc_.Get<float>();
+        const uint64_t qk = TokenRow(unit, 16 * I, HV, t_.groups, BT, K);
+        LocalTensor<float> g = CopyInGate(inA_, gG_[GateRow(unit, 16 * I, HV, BT, K)], 16, HV, K), qf = g[n], kf = g[2 * n];
+        CastInRows(inB_, gQ_[qk], qf, 16, K, TokenPitch(HV, t_.groups, K));
+        CastInRows(inB_, gK_[qk], kf, 16, K, TokenPitch(HV, t_.groups, K));
+        OrderV();
+        BlockFactors(qf, e, x, bc[128], t_.scale);
+        BlockFactors(kf, e, x, bc, 1.0f);
+        kda_blocks::ExactDiagonalRows(e, x, qf, kf, g, oa, ol, K);
+        inA_.FreeTensor(g);
+    }
+
+    // A 16 x 16 block (fp32, ordered before) rounded once to T into a BT-wide matrix of the workspace.
+    __aicore__ inline void WriteBlock(const GlobalTensor<T>& dst, const LocalTensor<float>& src) {
+        const uint32_t eb = sizeof(T);
+        LocalTensor<T> y = outT_.template AllocTensor<T>();
+        Cast(y, src, RoundMode::CAST_RINT, solve_tril::kBlockElems);
+        outT_.EnQue(y);
+        y = outT_.template DeQue<T>();
+        DataCopy(dst, y,
+                 DataCopyParams(16, static_cast<uint16_t>(16 * eb / 32), 0, static_cast<uint16_t>((t_.BT - 16) * eb / 32)));
+        outT_.FreeTensor(y);
     }
 
     // Fused: this AIV's rows [r0, r0 + rows_v) of -I [BT, BT] in T to the workspace, once: zeros, the
@@ -867,9 +1125,13 @@ class ChunkStateVector {
     TQue<QuePosition::VECOUT, 1> outF_;
     TBuf<TPosition::VECCALC> s_, bc_, res_;
     // chunk_forward's stage 2: its own buffers, the owned block rows (at most two: BT <= 64)
-    TBuf<TPosition::VECCALC> masks_;
+    TBuf<TPosition::VECCALC> masks_, red_;
     solve_tril::BlockInverse16 inv_;
     uint32_t maskBytes_ = 0, owned_[2] = {0, 0}, nOwned_ = 0;
+    // KDA's: per operand slot and owned block row, whether its diagonal block is computed exactly; per
+    // block row, whether its reference is its middle row (the chunk being formed)
+    bool unsafe_[3][2] = {{false, false}, {false, false}, {false, false}};
+    bool midRef_[4] = {false, false, false, false};
     GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gQs_, gKs_, gB_;
     GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_, gK_;
     GlobalTensor<int32_t> gCo_;

@@ -21,19 +21,23 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 // broadcasts and factors, with q_scale / k_scale their factors and the Brcb of each), KDA's last row
 // of G and the rows of -I (fp32, then T): each buffer the larger of its uses, as the kernel sizes them.
 //
-// With stage 2 in the launch (intra) some grow to what finishing it takes (Stage2UbOf), the row
-// factors' broadcasts are formed as the given ones would be, and two buffers join: the block
-// inverse's and the select masks of two owned block rows.
+// With stage 2 in the launch (intra) some grow to what forming and finishing it takes (Stage2UbOf),
+// the row factors' broadcasts are formed as the given ones would be, and two buffers join: the block
+// inverse's and the select masks of two owned block rows (KDA: of the diagonal block; and the
+// reductions' 32 bytes).
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
-    const Stage2Ub s2 = Stage2UbOf(p.BT, p.intra);
+    const bool kda = p.Kg != 1;
+    const Stage2Ub s2 = Stage2UbOf(p.BT, p.intra, p.K, kda);
     const struct {
-        uint64_t res, gate, work, rows, bc;
-    } x{s2.res, s2.gate, s2.work, s2.rows, s2.bc};
-    const uint64_t fixed = p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * p.BT / 8) : 0;
-    return Pad32(rk * vb * 4) + Pad32(Max(Max(m * vb, f * rv * p.Kg), x.res) * 4) + Pad32(Max((1 - f) * rv * vb * 4, qe * 2)) +
-           Pad32(Max(Max(rk, f * rv), x.gate) * 4) + (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
+        uint64_t res, gate, work, rows, bc, in;
+    } x{s2.res, s2.gate, s2.work, s2.rows, s2.bc, s2.in};
+    const uint64_t fixed =
+        p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * (kda ? 16 : p.BT) / 8) + (kda ? 32 : 0) : 0;
+    return Pad32(rk * vb * 4) + Pad32(Max(Max(m * vb, f * rv * p.Kg), x.res) * 4) +
+           Pad32(Max(Max((1 - f) * rv * vb * 4, qe * 2), x.in * 2)) + Pad32(Max(Max(rk, f * rv), x.gate) * 4) +
+           (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
            Pad32(Max(Max(rk * 8, f * rv * (p.qk_scaled || p.intra ? 25 : 9)), x.bc) * 4) +
            Pad32(Max(Max(Max(m * vb, 2 * qe), negI), x.work) * 4) + 2 * Pad32(Max(Max(Max(m * vb, qe), negI), x.rows) * 2) +
            Pad32(Max(m * vb, x.rows) * 4) + fixed;
@@ -61,8 +65,11 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->qk_l2norm = p.qk_l2norm;
     t->scale = p.scale;
     t->nb = p.BT / 16;
-    if (p.intra && (p.Kg != 1 || !p.fused_output))
-        return Refuse(err, "stage 2 in the launch takes a scalar decay per row (Gated DeltaNet) only");
+    if (p.intra && !p.fused_output) return Refuse(err, "stage 2 in the launch needs the fused output");
+    if (p.intra && p.Kg != 1 && p.K > kKdaIntraMaxK)
+        return Refuse(err, "a per-key decay (KDA) in one launch takes K up to 128 (its fp32 operands fill L0B)");
+    if (p.intra && p.Kg != 1 && !p.cube_fp32)
+        return Refuse(err, "this SoC's Cube takes no float32 inputs (KDA's stage-2 operands need them)");
     if (p.intra && p.BT > 16 && !p.cube_fp32)
         return Refuse(err, "this SoC's Cube takes no float32 inputs (the merges of the inverse's diagonal blocks need them)");
     t->rows_k = p.K / 2;
@@ -121,24 +128,28 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     // fused: Akk and -I, then Aqk take kg^T's place (wider when 2 BT > K), qe w's. intra: stage 2's
     // products (A: q or k rows in w's place; B: k^T in the first B tile's; C: BT x BT) and the merges
     // (fp32, solve_tril::MergeSizesOf) in those buffers too (CubeBuffers: each the largest of its uses)
-    const CubeBuffers cb = CubeBuffersOf(p.K, p.BT, p.elem_bytes, t->n_tile, p.intra);
+    const bool kda = p.intra && p.Kg != 1;
+    const CubeBuffers cb = CubeBuffersOf(p.K, p.BT, p.elem_bytes, t->n_tile, p.intra, kda);
     t->l0a_bytes_used = cb.wa + (p.fused_output ? Max(p.K, 2 * p.BT) : p.K) * p.BT * p.elem_bytes;
     t->l0b_bytes_used = cb.b2a + rows * t->n_tile * p.elem_bytes;
     t->l0c_bytes_used = cb.oc;
     // w, kg, S and v halves; fused also qe, X1 [BT, K], Aqk, Akk, -I [BT, BT] and v's block [BT, vb];
-    // intra [q; k] [2 BT, K] and the merges' L1
-    t->l1_bytes_used = (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb +
-                        (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0) + (p.intra ? 2 * p.BT * p.K : 0)) *
-                           p.elem_bytes +
-                       (p.intra && p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).l1 : 0);
+    // intra GDN's [q; k] [2 BT, K] (KDA's fp32 operand slot) and the merges' L1
+    t->l1_bytes_used =
+        (2 * p.BT * p.K + 2 * p.K * vb + 2 * p.BT * vb + (p.fused_output ? 2 * p.BT * p.K + 3 * p.BT * p.BT + p.BT * vb : 0) +
+         (p.intra && !kda ? 2 * p.BT * p.K : 0)) *
+            p.elem_bytes +
+        (kda ? KdaOperandElems(p.BT, p.K) * 4 : 0) + (p.intra && p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).l1 : 0);
     if (t->n_tile < 16) return Refuse(err, "L0 too small");
     if (CheckCubeBuffers(*t, p.l0c_bytes, err) != 0) return -1;
-    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg (intra: three, and q, k), two pairs of Aqk, Akk;
-                           // dS, intra's two result and two inverse slots and three slots' row factors (the Cube
-                           // forms v_new's halves)
-        t->ws_t_elems = 2 * p.K * vb + p.BT * p.BT + (p.intra ? 3 * 5 : 2 * 3) * p.BT * p.K + (p.intra ? 4 * p.BT * p.BT : 0);
+    if (p.fused_output) {  // S_hi, S_lo, -I, two slots of qe, X1, kg (intra: three, and GDN's q, k), two pairs of Aqk,
+                           // Akk; dS, intra's two result and two inverse slots and three slots' row factors (KDA:
+                           // and fp32 operands) (the Cube forms v_new's halves)
+        t->ws_t_elems =
+            2 * p.K * vb + p.BT * p.BT + (p.intra ? 3 * (kda ? 3 : 5) : 2 * 3) * p.BT * p.K + (p.intra ? 4 * p.BT * p.BT : 0);
         const uint32_t inv = p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).elems + p.BT * p.BT : 0;
-        t->ws_f_elems = p.K * vb + (p.intra ? 2 * 2 * p.BT * p.BT + 2 * inv + 3 * 2 * p.BT : 0);
+        t->ws_f_elems =
+            p.K * vb + (p.intra ? 2 * 2 * p.BT * p.BT + 2 * inv + 3 * 2 * p.BT : 0) + (kda ? 3 * KdaOperandElems(p.BT, p.K) : 0);
     } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
         t->ws_t_elems = 2 * (p.K + p.BT) * vb;
         t->ws_f_elems = (p.BT + p.K) * vb;

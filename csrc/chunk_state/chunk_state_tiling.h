@@ -108,8 +108,8 @@ struct ChunkStateTiling {
     uint32_t ws_f_elems;   // per core, floats after them: wS [BT, v_block], dS [K, v_block] (fused: dS only)
     uint32_t ws_bytes_per_core;
     uint32_t ub_bytes_used, l1_bytes_used, l0a_bytes_used, l0b_bytes_used, l0c_bytes_used;
-    // chunk_forward (fused and intra: stage 2 in the launch too, GDN): q's and k's rows normalised and
-    // scaled in the kernel, BT / 16 block rows (the workspace regions: chunk_state_kernel.h ForwardRegions)
+    // chunk_forward (fused and intra: stage 2 in the launch too): q's and k's rows normalised and scaled
+    // in the kernel, BT / 16 block rows (the workspace regions: chunk_state_kernel.h Stage2Regions)
     uint32_t intra;
     uint32_t qk_l2norm;
     float scale;
@@ -117,35 +117,57 @@ struct ChunkStateTiling {
 };
 
 // The AIC's buffers whose sizes stage 2 in the launch (intra) changes, in bytes: w's place in L0A (also
-// stage 2's A, q's or k's rows, and the merges' fp32 A), the first B tile (also k^T and the merges' B),
-// the C tile (also a BT x BT product and the merges' C). eb: sizeof(T).
+// stage 2's A: GDN q's or k's rows, KDA a block row's q and k operands in fp32; the merges' fp32 A), the
+// first B tile (also GDN's k^T, KDA's fp32 column operands of a block row, the merges' B), the C tile
+// (also a BT x BT product and the merges' C). eb: sizeof(T); kda: the per-key gate (Kg = K).
 struct CubeBuffers {
     uint32_t wa, b2a, oc;
 };
 FLA_NPU_AICORE inline uint32_t MaxOf(uint32_t a, uint32_t b) { return a > b ? a : b; }
-FLA_NPU_AICORE inline CubeBuffers CubeBuffersOf(uint32_t K, uint32_t BT, uint32_t eb, uint32_t n_tile, bool intra) {
+FLA_NPU_AICORE inline CubeBuffers CubeBuffersOf(uint32_t K, uint32_t BT, uint32_t eb, uint32_t n_tile, bool intra,
+                                                bool kda = false) {
     const uint32_t rows = MaxOf(K, BT);
     CubeBuffers c{BT * K * eb, rows * n_tile * eb, rows * n_tile * 4};
     if (!intra) return c;
     const solve_tril::MergeSizes m = solve_tril::MergeSizesOf(BT);
     const bool merges = BT > 16;
-    c.wa = MaxOf(c.wa, merges ? m.l0a : 0);
-    c.b2a = MaxOf(MaxOf(c.b2a, K * BT * eb), merges ? m.l0b : 0);
-    c.oc = MaxOf(MaxOf(c.oc, BT * BT * 4), merges ? m.l0c : 0);
+    c.wa = MaxOf(MaxOf(c.wa, merges ? m.l0a : 0), kda ? 2 * 16 * K * 4 : 0);
+    c.b2a = MaxOf(MaxOf(c.b2a, K * BT * (kda ? 4 : eb)), merges ? m.l0b : 0);
+    c.oc = MaxOf(MaxOf(MaxOf(c.oc, BT * BT * 4), merges ? m.l0c : 0), kda ? 2 * 16 * BT * 4 : 0);
     return c;
 }
 
-// The AIV buffers whose sizes stage 2 in the launch (intra) raises, in elements: the result rows of a
-// block row (32 x BT floats), G's rows and q's and k's row factors (3 BT floats), the work tiles (the decay, Aqk's and L's rows,
-// the diagonal block and its inverse: 48 BT + 512 floats), the rows written (16 x BT, floats or T) and the broadcasts (G's and
-// beta's rows of a block row: 16 x 8 floats each).
+// The AIV buffers whose sizes stage 2 in the launch (intra) raises, in elements. GDN: the result rows
+// of a block row (32 x BT floats), G's rows and q's and k's row factors (3 BT floats), the work tiles
+// (the decay, Aqk's and L's rows, the diagonal block and its inverse: 48 BT + 512 floats), the rows
+// written (16 x BT, floats or T) and the broadcasts (G's and beta's rows of a block row: 16 x 8 floats
+// each). KDA (kda: Kg = K, operands of 16-row blocks): forming, a block's G, a 16 x K scratch, the
+// reference rows of every block row (first, middle, last) and the chunk's last row ((33 + 3 nb) K
+// floats), finishing, a block's G, q and k widened (48 K): 48 K floats; no gate buffer; four 16 x K work
+// tiles (k and q widened, the exponents and their factors; finishing: two, and a diagonal block's Aqk,
+// L and inverse); 16 x K rows written; the broadcasts of four 16-row factors; a block's rows of q or k
+// as read (16 x K of T: in, GDN none).
 struct Stage2Ub {
-    uint32_t res, gate, work, rows, bc;
+    uint32_t res, gate, work, rows, bc, in;
 };
-FLA_NPU_AICORE inline Stage2Ub Stage2UbOf(uint32_t BT, bool intra) {
-    if (!intra) return Stage2Ub{0, 0, 0, 0, 0};
-    return Stage2Ub{32 * BT, 3 * BT, 48 * BT + 2 * solve_tril::kBlockElems, 16 * BT, 2 * 16 * 8};
+FLA_NPU_AICORE inline Stage2Ub Stage2UbOf(uint32_t BT, bool intra, uint32_t K = 0, bool kda = false) {
+    if (!intra) return Stage2Ub{0, 0, 0, 0, 0, 0};
+    if (kda) {
+        const uint32_t work = MaxOf(64 * K, 32 * K + 3 * solve_tril::kBlockElems);
+        return Stage2Ub{48 * K, 0, work, 16 * K, 4 * 16 * 8, 16 * K};  // (33 + 3 nb) K <= 48 K for BT <= 64
+    }
+    return Stage2Ub{32 * BT, 3 * BT, 48 * BT + 2 * solve_tril::kBlockElems, 16 * BT, 2 * 16 * 8, 0};
 }
+
+// KDA with stage 2 in the launch: the fp32 operand slot of a chunk (chunk_intra's layout: 32 nb row
+// operand rows, then 8 nb (nb + 1) column operand rows, of K floats).
+FLA_NPU_AICORE inline uint32_t KdaOperandElems(uint32_t BT, uint32_t K) {
+    const uint32_t nb = BT / 16;
+    return (32 * nb + 8 * nb * (nb + 1)) * K;
+}
+
+// KDA with stage 2 in the launch keeps K up to this (its fp32 column operands fill L0B's first tile).
+constexpr uint32_t kKdaIntraMaxK = 128;
 
 // GM workspace the kernel uses: one slice per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
@@ -162,7 +184,7 @@ struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     bool h_f32 = true, v_new_f32 = true;
     bool fused_output = false;
     bool qk_scaled = false;  // fused: per-row factors of q and k given
-    bool intra = false;      // fused, chunk_forward: stage 2 in the launch (GDN), beta given, no Akk / Aqk
+    bool intra = false;      // fused, chunk_forward: stage 2 in the launch, beta given, no Akk / Aqk
     bool qk_l2norm = false;  // intra: l2-normalise q's and k's rows in the kernel
     float scale = 1.0f;      // intra: q's rows times scale
 };

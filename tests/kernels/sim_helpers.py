@@ -152,16 +152,42 @@ def state_tokens(B, T, HV, K, V, per_key, gen, groups=1):
     return k, v, beta, g
 
 
-def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=0, groups=1) -> SimpleNamespace:
+def step_gate(kind: str, B, T, HV, Kg, gen):
+    """Per-step log decay (natural log) ``[B, T, HV, Kg]``: "mild" (within the safe span over any 16
+    rows), "wide" (-2.3 to -2.6 per step: 50 to 57 log2 units over a 16-row block, inside bf16's safe
+    span, outside fp16's), "steep" (-3.6 to -4.0 per step: 78 to 87 log2 units over a block, beyond
+    bf16's safe span from the block's first row, within it from its middle row), "strong" (odd heads:
+    down to -8 per step with 5 % at the floor, spans of hundreds of log2 units in a block; even heads
+    mild) or "floor" (every step at GATE_FLOOR)."""
+    mild = -torch.rand(B, T, HV, Kg, generator=gen) * 0.2 - 0.01
+    if kind == "mild":
+        return mild
+    if kind == "wide":
+        return -2.3 - torch.rand(B, T, HV, Kg, generator=gen) * 0.3
+    if kind == "steep":
+        return -3.6 - torch.rand(B, T, HV, Kg, generator=gen) * 0.4
+    if kind == "floor":
+        return torch.full_like(mild, fwd.GATE_FLOOR)
+    strong = -torch.rand(B, T, HV, Kg, generator=gen) * 8.0
+    strong = torch.where(torch.rand(strong.shape, generator=gen) < 0.05, torch.full_like(strong, fwd.GATE_FLOOR), strong)
+    odd = (torch.arange(HV) % 2 == 1).view(1, 1, HV, 1)
+    return torch.where(odd, strong, mild)
+
+
+def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=0, groups=1,
+                gate="mild") -> SimpleNamespace:
     """Inputs of the state kernels (chunk_state, chunk_state_output) in float64 as the reference stages
     2-3 make them from :func:`state_tokens`, in the chunk layout of a ``ChunkPlan`` (tails, varlen):
     ``w``, ``u``, ``kg``, ``e_last``, ``offsets`` (int32 chunk offsets), ``h0`` (float32 ``[N, HV, K, V]``,
     ``[N, HV, V, K]`` with ``v_first``, or None), ``plan``; the chunked keys ``k`` (expanded to the HV
     value heads) and ``k_heads`` (their own HV / groups heads: GVA), ``v``, ``beta``, ``Akk`` and ``decay``
-    (the WY and output operands) and the generator ``gen``, to draw more from."""
+    (the WY and output operands) and the generator ``gen``, to draw more from. ``gate``: a
+    :func:`step_gate` kind in place of :func:`state_tokens`' mild decays."""
     gen = torch.Generator().manual_seed(seed)
     plan = ChunkPlan.build(B, T, BT, None if cu is None else torch.tensor(cu), "cpu")
     k_heads, v, beta, g = (plan.to_chunks(x) for x in state_tokens(B, T, HV, K, V, per_key, gen, groups))
+    if gate != "mild":
+        g = plan.to_chunks(fwd.clamp_gate(step_gate(gate, B, T, HV, K if per_key else 1, gen)).double())
     k = expand_heads(k_heads, groups)
     d = torch.float64
     decay = ChunkDecay(plan.fill_padding(fwd.chunk_local_cumsum(g, d)), d)

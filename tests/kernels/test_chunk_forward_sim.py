@@ -33,10 +33,11 @@ BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 SCALE = 0.25
 
 
-def _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, seed=0):
+def _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, seed=0, kda=False, gate="mild"):
     """The kernel's inputs: q, k token-major [NC, BT, HV / groups, K] and v [NC, BT, HV, V] in ``dtype``;
-    G (GDN head-major [NC, HV, BT, 1], natural log), beta, e_last and h0 float32; the plan."""
-    st = sim_helpers.state_stage(B, T, HV, K, V, BT, False, cu, h0, v_first, seed, groups)
+    G (natural log: GDN head-major [NC, HV, BT, 1], KDA token-major [NC, BT, HV, K]), beta, e_last and h0
+    float32; the plan. ``gate``: sim_helpers.step_gate's kind of per-step decay."""
+    st = sim_helpers.state_stage(B, T, HV, K, V, BT, kda, cu, h0, v_first, seed, groups, gate)
     q = st.plan.to_chunks(torch.randn(B, T, HV // groups, K, generator=st.gen, dtype=torch.float64) * 0.5)
     tm = lambda t: t.transpose(1, 2).contiguous().to(dtype)  # noqa: E731  (token-major)
     return SimpleNamespace(q=tm(q), k=tm(st.k_heads), v=tm(st.v), beta=st.beta.to(FP32).contiguous(),
@@ -67,26 +68,37 @@ def _reference(x, l2norm=True, scale=SCALE):
     return fwd.output_fwd(q, decay, h, Aqk, v_new), final.transpose(-1, -2) if x.v_first else final
 
 
-CASES = [  # (B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm)
-    pytest.param(2, 100, 2, 64, 64, 64, None, False, False, 1, BF16, True, id="bt64-tail"),
-    pytest.param(1, 150, 2, 128, 128, 64, None, True, False, 2, FP16, True, id="bt64-k128-h0-gva-fp16"),
-    pytest.param(1, 200, 4, 128, 128, 64, (0, 1, 1, 70, 129, 200), True, False, 2, BF16, True,
+CASES = [  # (B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm, kda)
+    pytest.param(2, 100, 2, 64, 64, 64, None, False, False, 1, BF16, True, False, id="bt64-tail"),
+    pytest.param(1, 150, 2, 128, 128, 64, None, True, False, 2, FP16, True, False, id="bt64-k128-h0-gva-fp16"),
+    pytest.param(1, 200, 4, 128, 128, 64, (0, 1, 1, 70, 129, 200), True, False, 2, BF16, True, False,
                  id="bt64-varlen-empty-one-h0-gva"),
-    pytest.param(1, 90, 2, 80, 64, 32, (0, 37, 37, 90), True, True, 1, BF16, False, id="bt32-k80-varlen-vfirst-no-norm"),
-    pytest.param(2, 45, 1, 64, 80, 16, None, True, True, 1, FP16, True, id="bt16-v80-vfirst"),
-    pytest.param(1, 100, 2, 32, 32, 16, (0, 37, 37, 100), False, False, 1, FP16, False, id="bt16-k32-varlen-no-norm"),
-    pytest.param(1, 70, 1, 256, 128, 64, None, True, False, 1, BF16, True, id="bt64-k256"),
-    pytest.param(1, 50, 2, 32, 16, 32, None, True, True, 2, BF16, True, id="bt32-v16-one-lane-gva"),
+    pytest.param(1, 90, 2, 80, 64, 32, (0, 37, 37, 90), True, True, 1, BF16, False, False,
+                 id="bt32-k80-varlen-vfirst-no-norm"),
+    pytest.param(2, 45, 1, 64, 80, 16, None, True, True, 1, FP16, True, False, id="bt16-v80-vfirst"),
+    pytest.param(1, 100, 2, 32, 32, 16, (0, 37, 37, 100), False, False, 1, FP16, False, False, id="bt16-k32-varlen-no-norm"),
+    pytest.param(1, 70, 1, 256, 128, 64, None, True, False, 1, BF16, True, False, id="bt64-k256"),
+    pytest.param(1, 50, 2, 32, 16, 32, None, True, True, 2, BF16, True, False, id="bt32-v16-one-lane-gva"),
+    # KDA: the per-key gate (K up to 128)
+    pytest.param(2, 100, 2, 64, 64, 64, None, False, False, 1, BF16, True, True, id="kda-bt64-tail"),
+    pytest.param(1, 150, 2, 128, 128, 64, None, True, False, 2, FP16, True, True, id="kda-bt64-k128-h0-gva-fp16"),
+    pytest.param(1, 200, 4, 128, 128, 64, (0, 1, 1, 70, 129, 200), True, False, 2, BF16, True, True,
+                 id="kda-bt64-varlen-empty-one-h0-gva"),
+    pytest.param(1, 90, 2, 80, 64, 32, (0, 37, 37, 90), True, True, 1, BF16, False, True,
+                 id="kda-bt32-k80-varlen-vfirst-no-norm"),
+    pytest.param(2, 45, 1, 64, 80, 16, None, True, True, 1, FP16, True, True, id="kda-bt16-v80-vfirst"),
+    pytest.param(1, 50, 2, 32, 16, 32, None, True, True, 2, BF16, True, True, id="kda-bt32-v16-one-lane-gva"),
 ]
-ARGS = "B,T,HV,K,V,BT,cu,h0,v_first,groups,dtype,l2norm"
+ARGS = "B,T,HV,K,V,BT,cu,h0,v_first,groups,dtype,l2norm,kda"
 
 
 @pytest.mark.parametrize(ARGS, CASES)
-def test_matches_reference_stages(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm):
-    x = _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype)
+def test_matches_reference_stages(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm, kda):
+    x = _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, kda=kda)
     o, final = _launch(x, l2norm)
     t = kernels.chunk_forward.last_tiling()
     assert (t["intra"], t["groups"], t["N"], t["NC"], t["qk_l2norm"]) == (1, groups, x.plan.num_seqs, x.plan.num_chunks, l2norm)
+    assert t["Kg"] == (K if kda else 1)
     assert o.shape == (x.plan.num_chunks, BT, HV, V) and o.dtype == dtype and final.dtype == FP32
     ref_o, ref_final = _reference(x, l2norm)
     check_close("o", o.transpose(1, 2), ref_o, dtype)
@@ -94,26 +106,43 @@ def test_matches_reference_stages(B, T, HV, K, V, BT, cu, h0, v_first, groups, d
 
 
 @pytest.mark.parametrize(ARGS, CASES)
-def test_matches_the_two_launches(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm):
+def test_matches_the_two_launches(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, l2norm, kda):
     """chunk_intra (Aqk and Akk diag(beta) in the Cube dtype, q's and k's row factors) followed by
-    chunk_state_output: the same products and roundings but for the l2 norms' sums of squares (added by
-    the vector unit here, from the Cube's diagonals there: a float32 rounding apart), so final within
-    float32's tolerance and o equal but where that flips a rounding to the Cube dtype (without the
-    norms: bit for bit)."""
-    x = _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype)
+    chunk_state_output: the same products and roundings. Gated DeltaNet's l2 norms' sums of squares are
+    added by the vector unit here, from the Cube's diagonals there (a float32 rounding apart), so with
+    the norms final within float32's tolerance and o equal but where that flips a rounding to the Cube
+    dtype; without them, and for KDA (both form the norms on the vector unit), bit for bit."""
+    x = _inputs(B, T, HV, K, V, BT, cu, h0, v_first, groups, dtype, kda=kda)
     o, final = _launch(x, l2norm)
     Aqk, Akk, qs, ks = kernels.chunk_intra(x.q, x.k, x.beta, x.G, l2norm, SCALE, dtype, dtype, True)
     o2, final2 = kernels.chunk_state_output(x.q, x.k, x.v, x.G, Akk, Aqk, x.e_last, x.offsets, x.h0, x.v_first, qs, ks)
     check_close("final", final, final2, FP32)
     assert (o != o2).float().mean() < 0.01
-    if not l2norm:
+    if kda or not l2norm:
         assert torch.equal(o, o2) and torch.equal(final, final2)
 
 
-def test_core_count_invariance(monkeypatch):
+@pytest.mark.parametrize("gate", ["strong", "steep", "floor"])
+@pytest.mark.parametrize("BT", [64, 32, 16])
+def test_kda_strong_gates(BT, gate):
+    """KDA's decays beyond the safe span within a block (strong: diagonal blocks computed exactly per
+    pair on the vector unit next to mild heads; steep: middle reference rows; floor: every step at the
+    floor): o and final within the tolerance of the float64 stages, bit for bit the two launches'."""
+    x = _inputs(1, 150, 2, 64, 64, BT, (0, 70, 150), True, False, 1, BF16, seed=7, kda=True, gate=gate)
+    o, final = _launch(x)
+    ref_o, ref_final = _reference(x)
+    check_close("o", o.transpose(1, 2), ref_o, BF16)
+    check_close("final", final, ref_final, BF16)
+    Aqk, Akk, qs, ks = kernels.chunk_intra(x.q, x.k, x.beta, x.G, True, SCALE, BF16, BF16, True)
+    o2, final2 = kernels.chunk_state_output(x.q, x.k, x.v, x.G, Akk, Aqk, x.e_last, x.offsets, x.h0, x.v_first, qs, ks)
+    assert torch.equal(o, o2) and torch.equal(final, final2)
+
+
+@pytest.mark.parametrize("kda", [False, True], ids=["gdn", "kda"])
+def test_core_count_invariance(monkeypatch, kda):
     """1, 3 and 16 AI cores: bit-identical o and final (the V split changes; each V block forms the
     chunk's stage 2 alike)."""
-    x = _inputs(1, 300, 1, 64, 128, 32, (0, 40, 41, 300), True, False, 1, BF16, seed=3)
+    x = _inputs(1, 300, 1, 64, 128, 32, (0, 40, 41, 300), True, False, 1, BF16, seed=3, kda=kda)
     outs, blocks = [], []
     for cores in (1, 3, 16):
         monkeypatch.setenv("FLA_NPU_SIM_CORES", str(2 * cores))
@@ -124,31 +153,39 @@ def test_core_count_invariance(monkeypatch):
         assert torch.equal(o, outs[0][0]) and torch.equal(final, outs[0][1])
 
 
-def test_gm_bytes(monkeypatch):
+@pytest.mark.parametrize("kda", [False, True], ids=["gdn", "kda"])
+def test_gm_bytes(monkeypatch, kda):
     """NC = 16, HV = 4, BT = 64, K = V = 128, one V block per head on 4 cores, GVA (q and k with 2
-    heads): outside the workspace the launch reads q, k, v, G, beta and e_last once per unit (and G's
-    BT floats once more per vector core that finishes stage 2 block rows, and a few scalars) and
-    writes o and final once: Aqk and Akk never leave the workspace."""
+    heads): outside the workspace the launch reads q, k, v, G, beta and e_last once per unit and writes
+    o and final once: Aqk and Akk never leave the workspace. Beyond that: GDN reads G's BT floats once
+    more per vector core that finishes stage 2 block rows, and a few scalars; KDA (mild gates: no block
+    computed exactly) reads per vector core and chunk its reference rows of G (first, middle and last
+    of the block rows from its first owned one: 21 rows of the chunk's two cores) and G's last row (e_last's
+    logarithm, which the state operands' rows need; 2 rows) and its e_last once more per vector core."""
     NC, HV, BT, K, V = 16, 4, 64, 128, 128
-    x = _inputs(1, NC * BT, HV, K, V, BT, None, False, False, 2, BF16, seed=5)
+    x = _inputs(1, NC * BT, HV, K, V, BT, None, False, False, 2, BF16, seed=5, kda=kda)
     monkeypatch.setenv("FLA_NPU_SIM_CORES", "8")
     _launch(x)
     assert kernels.chunk_forward.last_tiling()["num_vb"] == 1
     tot = kernels.chunk_forward.last_launch().totals
-    chunks = NC * HV
-    reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * 4 + BT * 4) + NC * HV * 4  # q, k, v, G, beta; e_last
+    chunks, Kg = NC * HV, K if kda else 1
+    reads = chunks * (2 * BT * K * 2 + BT * V * 2 + BT * Kg * 4 + BT * 4 + Kg * 4)  # q, k, v, G, beta; e_last
     writes = chunks * BT * V * 2 + HV * K * V * 4
     outside = tot.gm_to_local_bytes + tot.local_to_gm_bytes - tot.ws_to_local_bytes - tot.local_to_ws_bytes
-    assert reads + writes <= outside <= reads + writes + chunks * (2 * BT * 4 + 16), (outside, reads + writes)
-    assert outside / (reads + writes) < 1.01
+    extra = chunks * ((21 + 2) * K * 4 + Kg * 4) if kda else chunks * (2 * BT * 4 + 16)
+    assert reads + writes <= outside <= reads + writes + extra, (outside, reads + writes)
+    assert outside / (reads + writes) < (1.12 if kda else 1.01)
 
 
 def test_refusals():
     x = _inputs(1, 64, 2, 64, 64, 64, None, False, False, 1, BF16)
     before = [t.clone() for t in (x.q, x.k, x.v, x.G, x.beta)]
-    Gk = torch.zeros(x.q.shape[0], 64, 2, 64)  # KDA's per-key gate: not in one launch
-    with pytest.raises(KernelError, match="Gated DeltaNet"):
-        kernels.chunk_forward(x.q, x.k, x.v, Gk, x.beta, torch.zeros(1, 2, 64), x.offsets, None, True, SCALE, False)
+    Gk = torch.zeros(x.q.shape[0], 64, 2, 64)  # KDA's per-key gate with GDN's e_last
+    with pytest.raises(KernelError, match="`e_last`"):
+        kernels.chunk_forward(x.q, x.k, x.v, Gk, x.beta, x.e_last, x.offsets, None, True, SCALE, False)
+    y = _inputs(1, 64, 2, 256, 64, 64, None, False, False, 1, BF16, kda=True)  # KDA in one launch: K up to 128
+    with pytest.raises(KernelError, match="K up to 128"):
+        kernels.chunk_forward(y.q, y.k, y.v, y.G, y.beta, y.e_last, y.offsets, None, True, SCALE, False)
     with pytest.raises(KernelError, match="`qk_l2norm`|`beta`"):
         kernels.chunk_forward(x.q, x.k, x.v, x.G, x.beta[:, :, :32], x.e_last, x.offsets, None, True, SCALE, False)
     with pytest.raises(ValueError, match="float16 or torch.bfloat16"):

@@ -30,28 +30,6 @@ from sim_helpers import run_tiling_unit_test
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
-def _gate(kind: str, B, T, HV, Kg, gen):
-    """Per-step log decay (natural log) ``[B, T, HV, Kg]``: "mild" (within the safe span over any 16
-    rows), "wide" (-2.3 to -2.6 per step: 50 to 57 log2 units over a 16-row block, inside bf16's safe
-    span, outside fp16's), "steep" (-3.6 to -4.0 per step: 78 to 87 log2 units over a block, beyond
-    bf16's safe span from the block's first row, within it from its middle row), "strong" (odd heads:
-    down to -8 per step with 5 % at the floor, spans of hundreds of log2 units in a block; even heads
-    mild) or "floor" (every step at GATE_FLOOR)."""
-    mild = -torch.rand(B, T, HV, Kg, generator=gen) * 0.2 - 0.01
-    if kind == "mild":
-        return mild
-    if kind == "wide":
-        return -2.3 - torch.rand(B, T, HV, Kg, generator=gen) * 0.3
-    if kind == "steep":
-        return -3.6 - torch.rand(B, T, HV, Kg, generator=gen) * 0.4
-    if kind == "floor":
-        return torch.full_like(mild, fwd.GATE_FLOOR)
-    strong = -torch.rand(B, T, HV, Kg, generator=gen) * 8.0
-    strong = torch.where(torch.rand(strong.shape, generator=gen) < 0.05, torch.full_like(strong, fwd.GATE_FLOOR), strong)
-    odd = (torch.arange(HV) % 2 == 1).view(1, 1, HV, 1)
-    return torch.where(odd, strong, mild)
-
-
 def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0):
     """Stage-2 inputs in the chunk layout: (q, k, beta, G, plan), q / k in ``dtype``, token-major
     [NC, BT, HV, K] as the kernel reads them (padding rows zero), beta float32 head-major, G (the
@@ -64,7 +42,7 @@ def _stage_inputs(B, T, HV, K, BT, per_key, dtype, gate="mild", cu=None, seed=0)
     q = plan.to_chunks(torch.randn(B, T, HV, K, generator=gen) * K ** -0.5, token_major=True)
     k = plan.to_chunks(torch.nn.functional.normalize(torch.randn(B, T, HV, K, generator=gen), dim=-1), token_major=True)
     beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen))
-    g = plan.to_chunks(fwd.clamp_gate(_gate(gate, B, T, HV, Kg, gen)))
+    g = plan.to_chunks(fwd.clamp_gate(sim_helpers.step_gate(gate, B, T, HV, Kg, gen)))
     G = plan.fill_padding(fwd.chunk_local_cumsum(g, torch.float64)).float()
     return q.to(dtype), k.to(dtype), beta.contiguous(), sim_helpers.kernel_gate(G.contiguous()), plan
 
