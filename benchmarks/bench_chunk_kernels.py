@@ -5,8 +5,8 @@ l2norm in the kernel, safe gate, lower bound -5; GDN: gate, beta sigmoid, q/k l2
 kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` and
 ``fla_npu.profile()``, it prints per op:
 
-- the kernels launched, in order (every stage should be: KDA two launches, stages 1 and 2 with the
-  inverse in one, stages 3-5 in one; Gated DeltaNet two, stage 1, then stages 2-5 in one);
+- the kernels launched, in order (every stage should be: two launches, stage 1, then stages 2-5 in
+  one);
 - the Cube's share of the multiply-adds: ``cube_macs / (cube_macs + vector_ops)``, counting every
   vector element operation as a multiply-add (casts, exponentials and copies included, so the share is
   a lower bound). It depends on the gate for KDA: a 16 x 16 diagonal block of the intra-chunk
@@ -20,8 +20,7 @@ kernel), at a scaled ``T`` and ``H`` (default 512, 2), ``FLA_NPU_CPU_IMPL=sim`` 
   compulsory minimum: read q, k, v, g, beta once, write o and the final state once. ``inference``
   is the no-grad call; ``training`` keeps what the backward needs (today the same kernel chain: the
   backward is the PyTorch reference). Of them, the bytes through the kernels' own GM workspaces (the
-  AIV <-> AIC hand-offs, which a2/a3 make through GM, and the intra-chunk kernel's AIV <-> AIV
-  exchange of activated gate rows; on the device they mostly stay in L2) are
+  AIV <-> AIC hand-offs, which a2/a3 make through GM; on the device they mostly stay in L2) are
   printed apart, with the ratio of the rest (the op's tensors and intermediates);
 - the bytes of the PyTorch operations around the kernels (pre-processing, chunk layout, head
   expansion, dtype casts, decay factors: each its own launch on an NPU), a ``model`` counting every

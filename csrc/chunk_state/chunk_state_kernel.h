@@ -847,9 +847,11 @@ class ChunkStateVector {
     // G read once give both the state operands' rows (X1, kg, qe: FormOperands' arithmetic, q's and k's
     // factors formed from the rows) and stage 2's fp32 operands (chunk_intra's Form: the column operand
     // rows of block J for every block row I >= J, the row operands of J) into operand slot `slot`.
-    // Buffers: inA_ holds G's block, a 16 x K scratch, the reference rows (first, middle, last of each
-    // block row from the first owned one) and the chunk's last row; res_ k and q widened, the exponents
-    // d and their factors f. Records which diagonal blocks the AIVs compute exactly (unsafe_[slot]).
+    // Buffers: inA_ holds G's owned blocks, the reference rows (first, middle, last of each block row
+    // from the first owned one: an owned block's copied from it, the others' read) and the chunk's last
+    // row (copied when this AIV owns the last block); res_ k and q widened, the exponents d and their
+    // factors f; a buffer of outF_ the reductions' scratch. Records which diagonal blocks the AIVs
+    // compute exactly (unsafe_[slot]).
     __aicore__ inline void FormKda(uint64_t ch, uint32_t slot) {
         if (nOwned_ == 0) return;
         const uint32_t K = t_.K, BT = t_.BT, HV = t_.HV, nb = t_.nb, n = 16 * K, unit = static_cast<uint32_t>(ch);
@@ -858,26 +860,29 @@ class ChunkStateVector {
         const DataCopyParams rows16(16, static_cast<uint16_t>(K / 8), static_cast<uint16_t>((GatePitch(HV, K) - K) / 8), 0);
         LocalTensor<float> w = res_.Get<float>(), kf = w, qf = w[n], d = w[2 * n], f = w[3 * n];
         LocalTensor<float> bc = bc_.Get<float>(), bcK = bc, bcQ = bc[128], red = red_.Get<float>();
-        LocalTensor<float> a = inA_.template AllocTensor<float>(), g = a, x = a[n], gr = a[2 * n], gl = gr[3 * nb * K];
+        LocalTensor<float> a = inA_.template AllocTensor<float>(), gr = a[2 * n], gl = gr[3 * nb * K];
+        const bool ownsLast = OwnedIndex(nb - 1) != nOwned_;
+        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(a[o * n], gG_[GateRow(unit, 16 * owned_[o], HV, BT, K)], rows16);
         for (uint32_t I = owned_[0]; I < nb; ++I)
-            for (uint32_t i = 0; i < 3; ++i)
-                DataCopy(gr[(3 * I + i) * K], gG_[GateRow(unit, 16 * I + kda_blocks::ReferenceRow(i), HV, BT, K)], K);
-        DataCopy(gl, gG_[GateRow(unit, BT - 1, HV, BT, K)], K);
-        DataCopy(g, gG_[GateRow(unit, 16 * owned_[0], HV, BT, K)], rows16);
+            if (OwnedIndex(I) == nOwned_)
+                for (uint32_t i = 0; i < 3; ++i)
+                    DataCopy(gr[(3 * I + i) * K], gG_[GateRow(unit, 16 * I + kda_blocks::ReferenceRow(i), HV, BT, K)], K);
+        if (!ownsLast) DataCopy(gl, gG_[GateRow(unit, BT - 1, HV, BT, K)], K);
         inA_.EnQue(a);
         a = inA_.template DeQue<float>();
-        OrderV();  // the previous users of res_
+        OrderV();                               // the previous users of res_
+        for (uint32_t o = 0; o < nOwned_; ++o)  // the owned blocks' rows, UB to UB
+            for (uint32_t i = 0; i < 3; ++i) DataCopy(gr[(3 * owned_[o] + i) * K], a[o * n + kda_blocks::ReferenceRow(i) * K], K);
+        if (ownsLast) DataCopy(gl, a[OwnedIndex(nb - 1) * n + 15 * K], K);
+        OrderV();
+        LocalTensor<float> x = outF_.template AllocTensor<float>();
         for (uint32_t I = owned_[0]; I < nb; ++I)
             midRef_[I] = kda_blocks::MiddleIsReference(red, gr[3 * I * K], d, x, f, K, SafeSpan());
+        outF_.FreeTensor(x);
         for (uint32_t o = 0; o < nOwned_; ++o) {
             const uint32_t J = owned_[o];
             const uint64_t qk = TokenRow(unit, 16 * J, HV, t_.groups, BT, K);
-            if (o > 0) {  // block J's G in place of the previous block's (read and copied out by now)
-                Sync<HardEvent::V_MTE2>();
-                Sync<HardEvent::MTE3_MTE2>();
-                DataCopy(g, gG_[GateRow(unit, 16 * J, HV, BT, K)], rows16);
-                Sync<HardEvent::MTE2_V>();
-            }
+            const LocalTensor<float> g = a[o * n];
             OrderV();
             CastInRows(inB_, gK_[qk], kf, 16, K, TokenPitch(HV, t_.groups, K));
             CastInRows(inB_, gQ_[qk], qf, 16, K, TokenPitch(HV, t_.groups, K));
@@ -904,9 +909,17 @@ class ChunkStateVector {
             OrderV();
             CastOut(outT_, gWsT_[at.qe + uint64_t(16 * J) * K], d, n);
             OrderV();
-            StageTwoOperands(op, slot, o, g, kf, qf, d, f, x, gr);
+            StageTwoOperands(op, slot, o, g, kf, qf, d, f, gr);
         }
+        Sync<HardEvent::MTE3_MTE2>();  // the column operands copied out of G's blocks before inA_ is refilled
         inA_.FreeTensor(a);
+    }
+
+    // The index in owned_ of block row I, or nOwned_ when this AIV does not own it.
+    __aicore__ inline uint32_t OwnedIndex(uint32_t I) const {
+        for (uint32_t o = 0; o < nOwned_; ++o)
+            if (owned_[o] == I) return o;
+        return nOwned_;
     }
 
     // chunk_forward, KDA: stage 2's operands of owned block J = owned_[o] (chunk_intra's Form, whose
@@ -915,13 +928,18 @@ class ChunkStateVector {
     // e^(G_j - G_r), then the base (in g's place) times the column factors of every block row below.
     __aicore__ inline void StageTwoOperands(uint64_t op, uint32_t slot, uint32_t o, const LocalTensor<float>& g,
                                             const LocalTensor<float>& kf, const LocalTensor<float>& qf,
-                                            const LocalTensor<float>& d, const LocalTensor<float>& f, const LocalTensor<float>& x,
+                                            const LocalTensor<float>& d, const LocalTensor<float>& f,
                                             const LocalTensor<float>& gr) {
         const uint32_t K = t_.K, nb = t_.nb, n = 16 * K, J = owned_[o];
         const bool below = J + 1 < nb;
         SubFromRow(d, gr[RefRow(J) * K], g, 16, K);  // G_r - G_j
         OrderV();
-        const bool safe = midRef_[J] || kda_blocks::MaxAbs(red_.Get<float>(), d, x, f, n) <= SafeSpan();
+        bool safe = midRef_[J];  // a middle reference was chosen because the block fits the span from it
+        if (!safe) {
+            LocalTensor<float> x = outF_.template AllocTensor<float>();
+            safe = kda_blocks::MaxAbs(red_.Get<float>(), d, x, f, n) <= SafeSpan();
+            outF_.FreeTensor(x);
+        }
         unsafe_[slot][o] = !safe;
         const uint32_t baseRow = safe ? RefRow(J) : 3 * J + 2;  // b's row in gr
         if (safe) {

@@ -129,23 +129,6 @@ def _row_factors(shape):
 
 # Stages 1-2 and 3-5 (KDA): the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout);
 # active once the build has the kernel.
-def _launch_gate_intra(shape: dict, dtype: str):
-    """KDA's stages 1 and 2 in one launch, with the production gate (the lower-bound sigmoid with A_log
-    and a dt_bias per key, the raw gate in the input dtype) and switches."""
-    import torch
-
-    from ..runtime.kernels import chunk_gate_intra
-    q, _, A, _ = _chunk_tensors(shape, dtype, True)
-    k = q.roll(1, dims=1).contiguous()   # another set of normalised keys
-    NC, HV, K = chunks(shape), shape["HV"], shape["K"]
-    g = _gen(5)
-    beta = torch.rand(A.shape[:3], generator=g)
-    raw = torch.randn(NC, BT, HV, K, generator=g).to(_torch_dtype(dtype))
-    A_log, dt = torch.rand(HV, generator=g), torch.randn(HV * K, generator=g)
-    lengths = torch.full((NC,), BT, dtype=torch.int32)
-    chunk_gate_intra(q, k, beta, raw, lengths, "sigmoid", A_log, dt, -5.0, True, 0.088, True)  # as the chained forward calls it
-
-
 def _launch_intra(shape: dict, dtype: str):
     """KDA's stage 2 on the gate kernel's G (K above what the gate in its launch takes)."""
     import torch
@@ -176,20 +159,22 @@ def _launch_state_output(per_key: bool):
     return run
 
 
-def _launch_forward(shape: dict, dtype: str):
-    """Gated DeltaNet's stages 2-5 in one launch, as the chained forward calls it."""
-    import torch
+def _launch_forward(per_key: bool):
+    def run(shape: dict, dtype: str):
+        """Stages 2-5 in one launch, as the chained forward calls it."""
+        import torch
 
-    from ..runtime.kernels import chunk_forward
-    g = _gen(7)
-    NC, HV = chunks(shape), shape["HV"]
-    e_last = torch.rand(NC, HV, 1, generator=g) * 0.5 + 0.5
-    per_seq = math.ceil(shape["T"] / BT)
-    offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
-    k, v, _, G = _chunk_tensors(shape, dtype, False)
-    q = k.roll(1, dims=1).contiguous()
-    beta = torch.rand(NC, HV, BT, generator=_gen(2))
-    chunk_forward(q, k, v, G, beta, e_last, offsets, None, True, 0.088, False)
+        from ..runtime.kernels import chunk_forward
+        g = _gen(7)
+        NC, HV, K = chunks(shape), shape["HV"], shape["K"]
+        e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
+        per_seq = math.ceil(shape["T"] / BT)
+        offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
+        k, v, _, G = _chunk_tensors(shape, dtype, per_key)
+        q = k.roll(1, dims=1).contiguous()
+        beta = torch.rand(NC, HV, BT, generator=_gen(2))
+        chunk_forward(q, k, v, G, beta, e_last, offsets, None, True, 0.088, False)
+    return run
 
 
 def _launch_psa(shape: dict, dtype: str):
@@ -205,20 +190,17 @@ def _launch_psa(shape: dict, dtype: str):
     prefix_shared_attention(q, k, v, D ** -0.5)
 
 
-def _delta_rule_stages(per_key: bool, gate_in: bool = True) -> tuple:
-    """The launches of the chained forward: KDA's gate cumsum with the intra-chunk kernel in one launch
-    (``gate_in``; else apart) and the fused WY + state + output kernel; Gated DeltaNet's gate cumsum and
-    stages 2-5 in one launch."""
+def _delta_rule_stages(per_key: bool, one_launch: bool = True) -> tuple:
+    """The launches of the chained forward: the gate cumsum, then stages 2-5 in one launch
+    (``one_launch``), else (KDA with K above 128) the intra-chunk kernel and the fused WY + state +
+    output kernel."""
     s = scale_delta_rule
     gate = Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s)
-    if not per_key:
-        return (gate, Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward", _launch_forward,
-                            units_chunks, s))
+    if one_launch:
+        return (gate, Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward",
+                            _launch_forward(per_key), units_chunks, s))
     state_output = Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
                          _launch_state_output(per_key), units_chunks, s)
-    if gate_in:
-        return (Stage("chunk_gate_intra", "1-2: gate + chunk-local cumsum + intra-chunk Aqk, Akk", "chunk_gate_intra",
-                      _launch_gate_intra, units_chunks, s), state_output)
     return (gate, Stage("chunk_intra", "2: intra-chunk Aqk, Akk", "chunk_intra", _launch_intra, units_chunks, s), state_output)
 
 
@@ -270,18 +252,16 @@ def forward_call(op: str, shape: dict, dtype: str):
 
 
 def fwd_stages(op: str, shape: dict, dtype: str) -> tuple:
-    """The stages of the op's forward at ``shape``: :data:`FWD_STAGES`, but KDA's gate cumsum a launch of
-    its own where the intra-chunk kernel cannot take the gate in its launch (K above 128, or a build
-    without that kernel), as :func:`~fla_npu.runtime.chunk_pipeline.gate_in_launch` routes the call."""
-    if op == "kda":
-        from ..runtime import kernels
-        kernel = kernels.get("chunk_gate_intra")
-        if kernel is None or kernel.unsupported(_torch_dtype(dtype), BT, shape["K"]) is not None:
-            return KDA_GATE_APART
+    """The stages of the op's forward at ``shape``: :data:`FWD_STAGES`, but KDA's stages 2-5 in two launches
+    above what one launch takes (K above 128), as :func:`~fla_npu.runtime.chunk_pipeline.runs_one_launch`
+    routes the call."""
+    from ..runtime.chunk_pipeline import ONE_LAUNCH_PER_KEY_MAX_K
+    if op == "kda" and shape["K"] > ONE_LAUNCH_PER_KEY_MAX_K:
+        return KDA_TWO_LAUNCHES
     return FWD_STAGES[op]
 
 
-# op -> the stages of its forward, in order (KDA: with the gate in the intra-chunk launch; fwd_stages)
+# op -> the stages of its forward, in order (fwd_stages)
 FWD_STAGES = {
     "kda": _delta_rule_stages(per_key=True),
     "gdn": _delta_rule_stages(per_key=False),
@@ -290,4 +270,4 @@ FWD_STAGES = {
               units_psa, scale_psa),
     ),
 }
-KDA_GATE_APART = _delta_rule_stages(per_key=True, gate_in=False)  # KDA with K above the gate-in launch's limit
+KDA_TWO_LAUNCHES = _delta_rule_stages(per_key=True, one_launch=False)  # KDA with K above one launch's limit

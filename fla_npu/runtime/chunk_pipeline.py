@@ -7,8 +7,8 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 (:mod:`.torch_ops`), which ``torch.compile`` and graph capture can trace.
 
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
-layout), except for KDA on the fused path (:func:`gate_in_launch`), where the intra-chunk kernel forms
-G from the raw gate in its own launch. Per stage, the Cube inputs are rounded once to the op's 16-bit
+layout), except for KDA on the fused path without the one launch (:func:`gate_in_launch`), where the
+intra-chunk kernel forms G from the raw gate in its own launch. Per stage, the Cube inputs are rounded once to the op's 16-bit
 input dtype ``T``:
 
   1-2  ``Aqk``, ``Akk`` (T), ``q_scale``, ``k_scale``, ``G``, ``e_last`` = chunk_gate_intra(q, k, beta, g,
@@ -23,7 +23,7 @@ input dtype ``T``:
   3-5  ``o`` (T), ``final`` (fp32) = chunk_state_output(q, k, v, G, Akk, Aqk, e_last, chunk_offsets, h0[,
        q_scale, k_scale])
   2-5  ``o`` (T), ``final`` (fp32) = chunk_forward(q, k, v, G, beta, e_last, chunk_offsets, h0, l2norm, scale)
-       (Gated DeltaNet, :func:`runs_one_launch`: Aqk and Akk never in GM)
+       (:func:`runs_one_launch`; KDA with K up to 128: Aqk and Akk never in GM)
 
 With stages 3-5 fused and stage 2 on its kernel (:func:`takes_row_scales`), q and k reach the kernels
 unscaled: the intra-chunk kernel forms the factors of their rows (the l2 norms' reciprocals, q's
@@ -34,9 +34,10 @@ once to T.
 
 Stages 3, 4 and 5 run as one launch (``chunk_state_output``: the same products, final within a
 float32 rounding, none of w, u, kg, h and v_new in GM) unless the caller keeps ``h``
-(``return_intermediate_states``); for Gated DeltaNet stage 2 joins them (``chunk_forward``: its
-scalar decay per row needs no factored operands, the Cube forms q kᵀ and k kᵀ from the rows the
-vector cores read for the WY operands) and ``Aqk`` / ``Akk`` are not returned. ``h`` and ``o`` are
+(``return_intermediate_states``); stage 2 joins them (``chunk_forward``: Gated DeltaNet's Cube forms
+q kᵀ and k kᵀ from the rows the vector cores read for the WY operands; for KDA, K up to 128, the vector
+cores form the intra-chunk kernel's factored operands from the same rows) and ``Aqk`` / ``Akk`` are
+not returned. ``h`` and ``o`` are
 written in T, rounded once: stage 5
 multiplies ``h`` in T on the Cube, and the op returns ``o`` in its input dtype T. q, k, v and KDA's G
 go in and o comes out token-major ``[NC, BT, H, D]`` (for sequences of whole chunks the token layout
@@ -89,13 +90,15 @@ def runs_fused(skip: dict, keep_h: bool) -> bool:
     return not keep_h and not (FUSED_STAGES & skip.keys()) and kernels.get(FUSED_STATE_OUTPUT) is not None
 
 
-ONE_LAUNCH = "chunk_forward"  # stages 2 to 5 in one launch (one decay per row: Gated DeltaNet)
+ONE_LAUNCH = "chunk_forward"  # stages 2 to 5 in one launch
+ONE_LAUNCH_PER_KEY_MAX_K = 128  # KDA's fp32 stage-2 operands in one launch (chunk_state_tiling.h kKdaIntraMaxK)
 
 
-def runs_one_launch(skip: dict, keep_h: bool, per_key: bool) -> bool:
-    """Whether :func:`forward` runs stages 2 to 5 as one launch (``chunk_forward``): Gated DeltaNet
-    (``per_key`` False), every stage on its kernel, ``h`` not kept."""
-    return not per_key and takes_row_scales(skip, keep_h) and kernels.get(ONE_LAUNCH) is not None
+def runs_one_launch(skip: dict, keep_h: bool, per_key: bool, K: int) -> bool:
+    """Whether :func:`forward` runs stages 2 to 5 as one launch (``chunk_forward``): every stage on
+    its kernel, ``h`` not kept, and KDA's per-key gate (``per_key``) with K up to 128."""
+    return ((not per_key or K <= ONE_LAUNCH_PER_KEY_MAX_K) and takes_row_scales(skip, keep_h)
+            and kernels.get(ONE_LAUNCH) is not None)
 
 
 def takes_row_scales(skip: dict, keep_h: bool) -> bool:
@@ -111,10 +114,12 @@ GATE_IN_LAUNCH = "chunk_gate_intra"  # stages 1 and 2 in one launch (KDA's per-k
 def gate_in_launch(skip: dict, keep_h: bool, per_key: bool, dtype: torch.dtype, BT: int, K: int) -> bool:
     """Whether KDA's stage 1 runs in the intra-chunk launch (``chunk_gate_intra``: G formed from the raw
     gate in the kernel, written once for the fused stages 3-5): per-key gate, stages 2-5 on their
-    kernels with 3-5 fused (:func:`takes_row_scales`), and a call that kernel takes (K up to 128)."""
+    kernels with 3-5 fused (:func:`takes_row_scales`) but not in one launch (:func:`runs_one_launch`:
+    it reads q, k and G once, the two launches read q and k twice and Aqk and Akk go through GM), and a
+    call that kernel takes (K up to 128)."""
     kernel = kernels.get(GATE_IN_LAUNCH)
-    return (per_key and takes_row_scales(skip, keep_h) and kernel is not None
-            and kernel.unsupported(dtype, BT, K) is None)
+    return (per_key and takes_row_scales(skip, keep_h) and not runs_one_launch(skip, keep_h, per_key, K)
+            and kernel is not None and kernel.unsupported(dtype, BT, K) is None)
 
 
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
@@ -148,7 +153,7 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     G = d.G_nat
     G = G.transpose(1, 2) if G.shape[-1] != 1 else G
 
-    if runs_one_launch(skip, keep_h, G.shape[-1] != 1):
+    if runs_one_launch(skip, keep_h, G.shape[-1] != 1, q.shape[-1]):
         l2norm, scale = p.row_factors or (False, 1.0)
         o, final = ops.chunk_forward(q, k, v, G, b, d.e_last, plan.offsets, h0, l2norm, scale, state_v_first)
         return o.transpose(1, 2), ChunkForward(None, None, None, None, None, None, None, final)

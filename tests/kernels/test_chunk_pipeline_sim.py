@@ -19,8 +19,7 @@ CHAIN = ("flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuWyFast", "flaNpuChu
 
 def _expected_chain(op: str, dtype: torch.dtype, BT: int, K: int, V: int) -> list:
     """The entry points the chain launches for these facts, in order (stages the build has no kernel for
-    skipped; with every stage on a kernel, Gated DeltaNet: stages 2 to 5 in one launch; KDA: stages 1
-    and 2 in one launch, 3 to 5 in another)."""
+    skipped; with every stage on a kernel, stages 2 to 5 in one launch, for KDA up to K 128)."""
     skip = chunk_pipeline.stage_reasons(dtype, BT, K, V)
     names = {"stage 2: intra-chunk": CHAIN[1:2], "stage 3: WY factors": CHAIN[2:3],
              "stage 4: state recurrence": CHAIN[3:4], "stage 5: output": CHAIN[4:]}
@@ -30,10 +29,8 @@ def _expected_chain(op: str, dtype: torch.dtype, BT: int, K: int, V: int) -> lis
             out.extend(entries)
     if not chunk_pipeline.FUSED_STAGES & skip.keys():  # stages 3-5 in one launch
         out[-3:] = ["flaNpuChunkStateOutput"]
-        if op == "gdn" and "stage 2: intra-chunk" not in skip:
+        if chunk_pipeline.runs_one_launch(skip, False, op == "kda", K):
             out[-2:] = ["flaNpuChunkForward"]
-        if op == "kda" and chunk_pipeline.gate_in_launch(skip, False, True, dtype, BT, K):
-            out[:2] = ["flaNpuChunkGateIntra"]
     return out
 
 
@@ -51,10 +48,10 @@ def test_profile_records_every_launch_of_the_chain(monkeypatch, op):
         # gate (vector only) has none
         assert 0 <= launch["ws_read_bytes"] < launch["gm_read_bytes"] and 0 <= launch["ws_write_bytes"] < launch["gm_write_bytes"]
         assert (launch["ws_read_bytes"] > 0) == (launch["kernel"] != "flaNpuGateChunkCumsum")
-    assert prof.kernels()[0] == ("flaNpuChunkGateIntra" if op == "kda" else "flaNpuGateChunkCumsum")
+    assert prof.kernels()[0] == "flaNpuGateChunkCumsum"
     assert prof.total("gm_read_bytes") == sum(x["gm_read_bytes"] for x in prof.launches)
     cube = [x["cube_macs"] for x in prof.launches
-            if x["kernel"] in ("flaNpuChunkGateIntra", "flaNpuChunkIntra", "flaNpuChunkStateOutput", "flaNpuChunkForward")]
+            if x["kernel"] in ("flaNpuChunkIntra", "flaNpuChunkStateOutput", "flaNpuChunkForward")]
     assert cube and all(c > 0 for c in cube)
 
 

@@ -465,12 +465,15 @@ def test_chunk_forward_forwarded_exactly(bridge, fake):
     call = check_forwarded_exactly(bridge, fake, "flaNpuChunkForward", tensors, 1, 0.125, 1, ints=[1, 1],
                                    floats=[0.125])  # qk_l2norm, scale, state_v_first
     assert tensors_of(call)[7] is None  # no h0: passed as NULL
-    # Refused before any aclnn call: fp32 Cube inputs, KDA's per-key gate, qk_l2norm 2.
+    per_key = (*tensors[:3], -torch.rand(NC, BT, HV, K), tensors[4], torch.rand(NC, HV, K), *tensors[6:])  # KDA
+    call = check_forwarded_exactly(bridge, fake, "flaNpuChunkForward", per_key, 0, 0.5, 1, ints=[0, 1], floats=[0.5])
+    assert list(tensors_of(call)[3].view_dims)[:4] == [NC, BT, HV, K]
+    # Refused before any aclnn call: fp32 Cube inputs, a per-key gate with one e_last per row, qk_l2norm 2.
     as_fp32 = tuple(t.float() if t is not None and t.dtype == torch.bfloat16 else t for t in tensors)
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "float32 Cube inputs are not supported", as_fp32, 1,
                                0.125, 1)
-    per_key = (*tensors[:3], -torch.rand(NC, BT, HV, K), tensors[4], torch.rand(NC, HV, K), *tensors[6:])
-    check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "Gated DeltaNet", per_key, 1, 0.125, 1)
+    mixed = (*per_key[:5], tensors[5], *per_key[6:])
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "`e_last`", mixed, 1, 0.125, 1)
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "`qk_l2norm` must be 0 or 1", tensors, 2, 0.125, 1)
 
 
@@ -737,25 +740,18 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
         ("stage 2: intra-chunk", ("ChunkIntra",)), ("stage 3: WY factors", ("WyFast",)),
         ("stage 4: state recurrence", ("ChunkState",)), ("stage 5: output", ("ChunkOutput",)))
         if stage not in skipped for name in names]
-    if not chunk_pipeline.FUSED_STAGES & skipped.keys():  # one launch for stages 3-5 (GDN: 2-5)
+    if not chunk_pipeline.FUSED_STAGES & skipped.keys():  # one launch for stages 3-5 (with stage 2: 2-5)
         entries[-3:] = ["ChunkStateOutput"]
-        if op == "gdn" and "stage 2: intra-chunk" not in skipped:
+        if chunk_pipeline.runs_one_launch(skipped, False, op == "kda", K):
             entries[-2:] = ["ChunkForward"]
-    gate_in = op == "kda" and chunk_pipeline.gate_in_launch(skipped, False, True, torch.bfloat16, 64, K)
-    if gate_in:
-        entries[:2] = ["ChunkGateIntra"]
     calls = fake.calls()
     assert [c.function.decode() for c in calls] == [
         f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]
     assert all(c.stream is None for c in calls[1::2])  # CPU tensors: no stream (an NPU call passes the current one)
     NC = 4 if varlen else 2   # varlen: min(T, (T + N (BT - 1)) // BT) = 4 for 3 exact chunks; dense: 2
-    if gate_in:  # q, k, beta, g (raw, token-major chunk layout), A_log, dt_bias, chunk_len
-        intra = tensors_of(calls[0])
-        assert list(intra[3].view_dims)[:4] == [NC, 64, H, K] and list(intra[6].view_dims)[:1] == [NC]
-    else:
-        gate = tensors_of(calls[0])
-        assert (gate[3] is None and gate[4] is None) if not varlen else (
-            list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
-        intra = tensors_of(calls[2])
+    gate = tensors_of(calls[0])
+    assert (gate[3] is None and gate[4] is None) if not varlen else (
+        list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
+    intra = tensors_of(calls[2])
     assert list(intra[0].view_dims)[:4] == [NC, 64, H, K]   # q in the token-major chunk layout
     assert fake.created == fake.destroyed
