@@ -83,7 +83,8 @@ CASES = {
     "chunk_forward_opp_test": [
         "registration",
         "gva_h0_bf16", "v_first_f16", "bt32_no_h0_bf16", "bt16_f16", "many_units_f16", "empty_bf16",
-        "refuse_chunk_size", "refuse_k_heads", "refuse_o_shape",
+        "kda_gva_h0_bf16", "kda_bt32_v_first_f16", "kda_bt16_bf16",
+        "refuse_chunk_size", "refuse_k_heads", "refuse_o_shape", "refuse_kda_k256",
     ],
 }
 SOCS = ["a2", "a5"]
