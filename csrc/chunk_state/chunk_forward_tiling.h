@@ -48,6 +48,10 @@ using chunk_tiling::UserWorkspaceBytes;
 const char* TilingFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, int64_t state_v_first, const DeviceFacts& dev,
                              ChunkStateTiling* tiling);
 
+// TilingFromShapes' checks: nullptr and *p (the problem ComputeTiling takes), or the message.
+const char* ProblemFromShapes(const ShapeArg* t, int64_t qk_l2norm, float scale, int64_t state_v_first, const DeviceFacts& dev,
+                              chunk_state::ChunkStateProblem* p);
+
 }  // namespace chunk_forward
 }  // namespace fla_npu
 

@@ -19,6 +19,7 @@
 #include "../common/chunk_cube.h"
 #include "../common/vector_io.h"
 #include "../common/wy_rows.h"
+#include "../gate/gate_activation.h"
 #include "../solve_tril/tril_inverse.h"
 #include "chunk_state_tiling.h"
 #include "kernel_operator.h"
@@ -33,9 +34,12 @@ using namespace vector_io;
 // The kernel's GM arguments (both sides read their own). w, u, kg, h and vNew: the state kernel's;
 // k, v, akk, q, g, aqk and o: the fused kernel's (chunk_state_output.op.py); beta: chunk_forward's
 // (no akk, aqk); the others null.
+// chunk_gate_forward (the tiling's gate_in): g the raw gate, aLog, dtBias and len (chunk_len) its
+// parameters, no eLast.
 struct ChunkStateGm {
     GmAddr w, u, kg, eLast, chunkOffsets, h0, h, vNew, fin, ws;
     GmAddr k, v, akk, q, g, aqk, o, qScale, kScale, beta;
+    GmAddr aLog = nullptr, dtBias = nullptr, len = nullptr;
 };
 
 // Cross-core flags (mode 2), per lane l (ids + 4 l): AIV -> AIC kFlagS (S_hi / S_lo written), kFlagV
@@ -46,6 +50,10 @@ struct ChunkStateGm {
 // slot), AIV -> AIC kFlagInverse (Aqk, Akk's diagonal blocks and the inverse slot written).
 constexpr uint16_t kFlagS = 0, kFlagWs = 1, kFlagV = 2, kFlagDs = 3, kLaneFlags = 4, kFlagX = 8, kFlagI = 9;
 constexpr uint16_t kFlagStage2 = 10, kFlagInverse = 15;  // 11-14: SyncAll's (CrossCoreSetFlag.md)
+// chunk_gate_forward, AIV <-> AIV (mode 1: each AIV of the AI core sets it, then waits for it;
+// CrossCoreSetFlag.md "模式1"): both AIVs' block sums of G in the exchange slot. kFlagWs's id: fused
+// kernels never use it.
+constexpr uint16_t kFlagGate = kFlagWs;
 
 // A unit's columns run as two lanes (multiples of 16; one lane when 16 wide) whose hand-offs
 // interleave: while the Cube works on one lane the vector cores work on the other, so neither
@@ -115,8 +123,12 @@ __aicore__ inline WsAt FusedRegions(const ChunkStateTiling& t, uint32_t slot = 0
 // formed with the operands; GDN), then (KDA) the fp32 operand slot j % OperandSlots (KdaOperandElems:
 // chunk_intra's layout). KDA's result slot holds the diagonal blocks of block row I at 512 I (q part,
 // then k part); the AIC writes Aqk's columns left of them to the pair and L's to the inverse slot.
+// With the gate in the launch (gate_in, GateInElems) three more float regions: exchange slot j % 2 of
+// the block rows' first, middle and last rows of G summed within their block (gx), each vector core's
+// e_last row of operand slot j % OperandSlots (el: its own at el + sub K), and the G blocks of that
+// slot whose diagonal blocks are computed exactly (gb, block J at 16 J K).
 struct Stage2At {
-    uint64_t aqk, akk, res, inv, l, f, op;
+    uint64_t aqk, akk, res, inv, l, f, op, gx, el, gb;
 };
 __aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t j) {
     const uint32_t par = j % 2, slots = OperandSlots(t);
@@ -124,8 +136,19 @@ __aicore__ inline Stage2At Stage2Regions(const ChunkStateTiling& t, uint32_t j) 
     const uint64_t merges = t.nb > 1 ? solve_tril::MergeSizesOf(t.BT).elems : 0, invElems = t.nb > 1 ? merges + bb : 0;
     const uint64_t res = uint64_t(t.K) * t.v_block, inv = res + 4 * bb + par * invElems;
     const uint64_t f = res + 4 * bb + 2 * invElems + 2ull * (j % slots) * t.BT;
-    const uint64_t op = res + 4 * bb + 2 * invElems + 2ull * slots * t.BT + uint64_t(j % slots) * KdaOperandElems(t.BT, t.K);
-    return Stage2At{aqk, aqk + bb, res + par * 2 * bb, inv, inv + merges, f, op};
+    const uint64_t op0 = res + 4 * bb + 2 * invElems + 2ull * slots * t.BT, opElems = KdaOperandElems(t.BT, t.K);
+    const uint64_t op = op0 + uint64_t(j % slots) * opElems, gx0 = op0 + uint64_t(slots) * opElems;
+    const uint64_t gxElems = 3ull * t.nb * t.K, el0 = gx0 + 2 * gxElems, gb0 = el0 + uint64_t(slots) * 2 * t.K;
+    return Stage2At{aqk,
+                    aqk + bb,
+                    res + par * 2 * bb,
+                    inv,
+                    inv + merges,
+                    f,
+                    op,
+                    gx0 + par * gxElems,
+                    el0 + uint64_t(j % slots) * 2 * t.K,
+                    gb0 + uint64_t(j % slots) * t.BT * t.K};
 }
 
 // Where dS starts among the workspace's floats: after wS, or (fused: no wS) at the start.
@@ -422,12 +445,12 @@ class ChunkStateCube {
 };
 
 // ------------------------------------------------------------------------------------------------
-// AIV: the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub BT/2, (sub+1) BT/2)),
-// the hi / lo halves for the Cube and every output. Fused (kOut): its rows of the Cube's operands X1,
-// kg (common/wy_rows.h) and qe (the next chunk's while the Cube works on this one) and -I once;
-// no v_new (the Cube forms its halves), neither h nor v_new written.
+// AIV (R: chunk_gate_forward's raw gate type, else unused): the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub
+// BT/2, (sub+1) BT/2)), the hi / lo halves for the Cube and every output. Fused (kOut): its rows of the Cube's operands X1, kg
+// (common/wy_rows.h) and qe (the next chunk's while the Cube works on this one) and -I once; no v_new (the Cube forms its
+// halves), neither h nor v_new written.
 // ------------------------------------------------------------------------------------------------
-template <class T, bool kOut>
+template <class T, bool kOut, class R = float>
 class ChunkStateVector {
   public:
     __aicore__ inline ChunkStateVector(const ChunkStateGm& a, const ChunkStateTiling& t) : t_(t) {
@@ -437,7 +460,8 @@ class ChunkStateVector {
         if (t_.has_h0) Bind(states, gH0_, a.h0);
         if (kOut) {
             Bind(chunks / t_.groups * t_.BT * t_.K, gQ_, a.q, gK_, a.k);  // q, k: HV / groups heads (GVA)
-            Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
+            if (t_.gate_in) InitGate(a, chunks);
+            else Bind(chunks * t_.BT * t_.Kg, gG_, a.g);
             if (t_.qk_scaled) Bind(chunks / t_.groups * t_.BT, gQs_, a.qScale, gKs_, a.kScale);
             if (t_.intra) Bind(chunks * t_.BT, gB_, a.beta);
         } else {  // h and v_new: bound as float or as T, whichever the output is (the other view gets none)
@@ -645,7 +669,7 @@ class ChunkStateVector {
         // too, then the first's stage 2 finished (the later chunks' come during the chunk before).
         if (kOut && first) {
             for (int32_t d = 0; d < (t_.intra ? 2 : 1) && d < left; ++d) {
-                Form(ch + d * t_.HV, r0, (j + d) % S3);
+                Form(ch + d * t_.HV, r0, j + d);
                 CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
             }
             if (t_.intra) FinishStage2(ch, j);
@@ -679,7 +703,7 @@ class ChunkStateVector {
         if (kOut && t_.intra && left > 1) FinishStage2(ch + t_.HV, j + 1);
         const int32_t ahead = t_.intra ? 2 : 1;
         if (kOut && left > ahead) {
-            Form(ch + ahead * t_.HV, r0, (j + ahead) % S3);
+            Form(ch + ahead * t_.HV, r0, j + ahead);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
         }
         if (!kOut) {
@@ -702,8 +726,13 @@ class ChunkStateVector {
         // 4. Per lane: S = diag(e_last) S + kg^T v_new, one FusedMulAdd per element (the decay's
         // factors into bc_ first: KDA's rows Brcb'd, GDN's one factor in a block every row reads).
         LocalTensor<float> bc = bc_.Get<float>();
-        OrderV();  // the operands' reads of bc_ (step 3) before it is rewritten
-        if (t_.Kg != 1) {
+        OrderV();          // the operands' reads of bc_ (step 3) before it is rewritten
+        if (t_.gate_in) {  // e_last formed with the chunk's operands (FormGate), this AIV's copy
+            Sync<HardEvent::MTE3_MTE2>();
+            LocalTensor<float> e = CopyIn(inE_, gWsF_[Stage2Regions(t_, j).el + at_.sub * K + k0], rk);
+            BroadcastRows(bc, e, rk);
+            inE_.FreeTensor(e);
+        } else if (t_.Kg != 1) {
             LocalTensor<float> e = CopyIn(inE_, gE_[ch * K + k0], rk);
             BroadcastRows(bc, e, rk);
             inE_.FreeTensor(e);
@@ -836,45 +865,40 @@ class ChunkStateVector {
         inB_.FreeTensor(b);
     }
 
-    // The operands of unit ch into operand slot `slot`: KDA in the launch per owned block (FormKda),
-    // else rows [r0, r0 + rows_v) (FormOperands).
-    __aicore__ inline void Form(uint64_t ch, uint32_t r0, uint32_t slot) {
-        if (KdaIntra(t_)) FormKda(ch, slot);
-        else FormOperands(ch, r0, slot);
+    // The operands of unit ch, the core's jj-th chunk, into its operand slot: KDA in the launch per owned
+    // block (FormKda), else rows [r0, r0 + rows_v) (FormOperands).
+    __aicore__ inline void Form(uint64_t ch, uint32_t r0, uint32_t jj) {
+        if (KdaIntra(t_)) FormKda(ch, jj);
+        else FormOperands(ch, r0, jj % OperandSlots(t_));
     }
 
     // chunk_forward, KDA: per block J this AIV owns (chunk_intra's BlockRowOwner), its rows of k, q and
     // G read once give both the state operands' rows (X1, kg, qe: FormOperands' arithmetic, q's and k's
     // factors formed from the rows) and stage 2's fp32 operands (chunk_intra's Form: the column operand
     // rows of block J for every block row I >= J, the row operands of J) into operand slot `slot`.
-    // Buffers: inA_ holds G's owned blocks, the reference rows (first, middle, last of each block row
-    // from the first owned one: an owned block's copied from it, the others' read) and the chunk's last
-    // row (copied when this AIV owns the last block); res_ k and q widened, the exponents d and their
-    // factors f; a buffer of outF_ the reductions' scratch. Records which diagonal blocks the AIVs
-    // compute exactly (unsafe_[slot]).
-    __aicore__ inline void FormKda(uint64_t ch, uint32_t slot) {
-        if (nOwned_ == 0) return;
+    // Buffers: inA_ holds G's owned blocks (LoadGate, or FormGate from the raw gate), the reference rows
+    // (first, middle, last of each block row from the first owned one) and the chunk's last row; res_ k
+    // and q widened, the exponents d and their factors f; a buffer of outF_ the reductions' scratch.
+    // Records which diagonal blocks the AIVs compute exactly (unsafe_[slot]). jj: the core's chunk count.
+    __aicore__ inline void FormKda(uint64_t ch, uint32_t jj) {
         const uint32_t K = t_.K, BT = t_.BT, HV = t_.HV, nb = t_.nb, n = 16 * K, unit = static_cast<uint32_t>(ch);
+        const uint32_t slot = jj % OperandSlots(t_);
+        if (nOwned_ == 0) {  // (BT 16: the second AIV) its e_last row with the gate in the launch
+            if (t_.gate_in) {
+                const uint32_t block0 = 0;
+                LocalTensor<float> a = inA_.template AllocTensor<float>();
+                FormGate(unit, jj, a, &block0, 1);
+                inA_.FreeTensor(a);
+            }
+            return;
+        }
         const WsAt at = FusedRegions(t_, slot);
         const uint64_t op = Stage2Regions(t_, slot).op;
-        const DataCopyParams rows16(16, static_cast<uint16_t>(K / 8), static_cast<uint16_t>((GatePitch(HV, K) - K) / 8), 0);
         LocalTensor<float> w = res_.Get<float>(), kf = w, qf = w[n], d = w[2 * n], f = w[3 * n];
         LocalTensor<float> bc = bc_.Get<float>(), bcK = bc, bcQ = bc[128], red = red_.Get<float>();
         LocalTensor<float> a = inA_.template AllocTensor<float>(), gr = a[2 * n], gl = gr[3 * nb * K];
-        const bool ownsLast = OwnedIndex(nb - 1) != nOwned_;
-        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(a[o * n], gG_[GateRow(unit, 16 * owned_[o], HV, BT, K)], rows16);
-        for (uint32_t I = owned_[0]; I < nb; ++I)
-            if (OwnedIndex(I) == nOwned_)
-                for (uint32_t i = 0; i < 3; ++i)
-                    DataCopy(gr[(3 * I + i) * K], gG_[GateRow(unit, 16 * I + kda_blocks::ReferenceRow(i), HV, BT, K)], K);
-        if (!ownsLast) DataCopy(gl, gG_[GateRow(unit, BT - 1, HV, BT, K)], K);
-        inA_.EnQue(a);
-        a = inA_.template DeQue<float>();
-        OrderV();                               // the previous users of res_
-        for (uint32_t o = 0; o < nOwned_; ++o)  // the owned blocks' rows, UB to UB
-            for (uint32_t i = 0; i < 3; ++i) DataCopy(gr[(3 * owned_[o] + i) * K], a[o * n + kda_blocks::ReferenceRow(i) * K], K);
-        if (ownsLast) DataCopy(gl, a[OwnedIndex(nb - 1) * n + 15 * K], K);
-        OrderV();
+        if (t_.gate_in) FormGate(unit, jj, a, owned_, nOwned_);
+        else LoadGate(unit, a);
         LocalTensor<float> x = outF_.template AllocTensor<float>();
         for (uint32_t I = owned_[0]; I < nb; ++I)
             midRef_[I] = kda_blocks::MiddleIsReference(red, gr[3 * I * K], d, x, f, K, SafeSpan());
@@ -915,6 +939,112 @@ class ChunkStateVector {
         inA_.FreeTensor(a);
     }
 
+    // FormKda's G from GM (the gate kernel's): the owned blocks into a[o 16 K], the reference rows of the
+    // block rows from the first owned one (an owned block's copied from it, the others' read) after them
+    // (gr), then the chunk's last row (gl: copied when this AIV owns the last block).
+    __aicore__ inline void LoadGate(uint32_t unit, LocalTensor<float>& a) {
+        const uint32_t K = t_.K, BT = t_.BT, HV = t_.HV, nb = t_.nb, n = 16 * K;
+        const DataCopyParams rows16(16, static_cast<uint16_t>(K / 8), static_cast<uint16_t>((GatePitch(HV, K) - K) / 8), 0);
+        LocalTensor<float> gr = a[2 * n], gl = gr[3 * nb * K];
+        const bool ownsLast = OwnedIndex(nb - 1) != nOwned_;
+        for (uint32_t o = 0; o < nOwned_; ++o) DataCopy(a[o * n], gG_[GateRow(unit, 16 * owned_[o], HV, BT, K)], rows16);
+        for (uint32_t I = owned_[0]; I < nb; ++I)
+            if (OwnedIndex(I) == nOwned_)
+                for (uint32_t i = 0; i < 3; ++i)
+                    DataCopy(gr[(3 * I + i) * K], gG_[GateRow(unit, 16 * I + kda_blocks::ReferenceRow(i), HV, BT, K)], K);
+        if (!ownsLast) DataCopy(gl, gG_[GateRow(unit, BT - 1, HV, BT, K)], K);
+        inA_.EnQue(a);
+        a = inA_.template DeQue<float>();
+        OrderV();                               // the previous users of res_
+        for (uint32_t o = 0; o < nOwned_; ++o)  // the owned blocks' rows, UB to UB
+            for (uint32_t i = 0; i < 3; ++i) DataCopy(gr[(3 * owned_[o] + i) * K], a[o * n + kda_blocks::ReferenceRow(i) * K], K);
+        if (ownsLast) DataCopy(gl, a[OwnedIndex(nb - 1) * n + 15 * K], K);
+        OrderV();
+    }
+
+    // chunk_gate_forward: FormKda's G from the raw gate, as chunk_gate_intra's vector cores form it
+    // (chunk_intra_kernel.h ActivateGate, SumGate, SumRows; the same operations in the same order, so
+    // the same bits): the raw rows of blocks[0..count) (this AIV's) activated into a[o 16 K], the rows at
+    // or past the chunk's length zeroed, each block summed within (the blocks side by side); the first,
+    // middle and last sums of every block row into gr (BT > 16: the other AIV's through exchange slot jj %
+    // 2, a mode-1 flag meeting both sets; its next write, two chunks later, follows the other's reads,
+    // which precede its set of the chunk between); each block's total carried into the next, in order:
+    // into every row of this AIV's blocks and the three rows of every block in gr; gl = G's last row and
+    // e^gl to this AIV's e_last row of operand slot jj % OperandSlots (its state update reads it).
+    __aicore__ inline void FormGate(uint32_t unit, uint32_t jj, const LocalTensor<float>& a, const uint32_t* blocks,
+                                    uint32_t count) {
+        const uint32_t K = t_.K, BT = t_.BT, HV = t_.HV, nb = t_.nb, n = 16 * K, h = unit % HV;
+        const Stage2At at = Stage2Regions(t_, jj);
+        LocalTensor<float> gr = a[2 * n], gl = gr[3 * nb * K], w = res_.Get<float>();
+        const LocalTensor<float> tmp[3] = {w, w[n], w[2 * n]};
+        OrderV();  // the previous users of res_ and of the activation's parameters
+        if (h != actHead_) {
+            act_.Load(h * K, K, actHead_ != 0xFFFFFFFFu);
+            actHead_ = h;
+        }
+        const int32_t given = gLen_.GetValue(unit / HV);  // clamped: a bad length cannot index past the chunk
+        const uint32_t len = given < 0 ? 0u : given > static_cast<int32_t>(BT) ? BT : static_cast<uint32_t>(given);
+        for (uint32_t o = 0; o < count; ++o) {
+            const uint32_t J = blocks[o];
+            FetchRows(inB_, gRaw_[GateRow(unit, 16 * J, HV, BT, K)], 16, K, GatePitch(HV, K));
+            LocalTensor<R> x = inB_.template DeQue<R>();
+            const LocalTensor<float> y = a[o * n];
+            if constexpr (IsSame<R, float>::value) DataCopy(y, x, n);
+            else Cast(y, x, RoundMode::CAST_NONE, n);
+            inB_.FreeTensor(x);
+            OrderV();
+            act_.Apply(y, 16, K, K, tmp);
+            if (len < 16 * J + 16) {  // padding rows: no decay
+                const uint32_t r0 = len > 16 * J ? len - 16 * J : 0;
+                Duplicate(y[r0 * K], 0.0f, static_cast<int32_t>((16 - r0) * K));
+                OrderV();
+            }
+        }
+        for (uint32_t r = 1; r < 16; ++r) {  // row r of every block reads row r - 1's sum
+            for (uint32_t o = 0; o < count; ++o) Add(a[o * n + r * K], a[o * n + r * K], a[o * n + (r - 1) * K], int32_t(K));
+            OrderV();
+        }
+        for (uint32_t o = 0; o < count; ++o)
+            for (uint32_t i = 0; i < 3; ++i) DataCopy(gr[(3 * blocks[o] + i) * K], a[o * n + kda_blocks::ReferenceRow(i) * K], K);
+        if (nb > 1) {
+            Sync<HardEvent::V_MTE3>();
+            for (uint32_t o = 0; o < count; ++o) DataCopy(gWsF_[at.gx + 3ull * blocks[o] * K], gr[3 * blocks[o] * K], 3 * K);
+            CrossCoreSetFlag<1, PIPE_MTE3>(kFlagGate);
+            CrossCoreWaitFlag(kFlagGate);
+            Sync<HardEvent::V_MTE2>();  // the vector unit's earlier reads of those rows
+            for (uint32_t I = 0; I < nb; ++I)
+                if (OwnedIndex(I) == nOwned_) DataCopy(gr[3 * I * K], gWsF_[at.gx + 3ull * I * K], 3 * K);
+            Sync<HardEvent::MTE2_V>();
+            Sync<HardEvent::MTE3_V>();  // the carries below rewrite the rows copied out
+        }
+        OrderV();
+        const uint8_t rowBlk = static_cast<uint8_t>(K * sizeof(float) / 32);
+        for (uint32_t b = 1; b < nb; ++b) {  // block b - 1's last row is final by now
+            const LocalTensor<float> carry = gr[(3 * (b - 1) + 2) * K];
+            const uint32_t o = OwnedIndex(b);
+            if (o < nOwned_)  // every row of an owned block: the carry read by each repeat (stride 0)
+                for (uint32_t c = 0; c < K; c += kFloatLanes)
+                    Add(a[o * n + c], a[o * n + c], carry[c], K - c < kFloatLanes ? K - c : kFloatLanes, 16,
+                        BinaryRepeatParams(1, 1, 1, rowBlk, rowBlk, 0));
+            for (uint32_t i = 0; i < 3; ++i) Add(gr[(3 * b + i) * K], gr[(3 * b + i) * K], carry, int32_t(K));
+            OrderV();
+        }
+        DataCopy(gl, gr[(3 * (nb - 1) + 2) * K], K);
+        LocalTensor<float> e = outF_.template AllocTensor<float>();
+        Exp(e, gr[(3 * (nb - 1) + 2) * K], static_cast<int32_t>(K));
+        CopyOut(outF_, gWsF_[at.el + at_.sub * K], e, K);
+        OrderV();
+    }
+
+    // chunk_gate_forward, once: the raw gate, the chunk lengths and the activation's parameters.
+    __aicore__ inline void InitGate(const ChunkStateGm& a, uint64_t chunks) {
+        const uint32_t K = t_.K;
+        Bind(chunks * t_.BT * K, gRaw_, a.g);
+        Bind(t_.NC, gLen_, a.len);
+        act_.Init(pipe_, K, gate::ActivationForm{t_.gate_form, t_.has_a_log, t_.has_dt_bias, K, 0, t_.coef_scale, t_.out_scale},
+                  a.aLog, t_.HV, a.dtBias);
+    }
+
     // The index in owned_ of block row I, or nOwned_ when this AIV does not own it.
     __aicore__ inline uint32_t OwnedIndex(uint32_t I) const {
         for (uint32_t o = 0; o < nOwned_; ++o)
@@ -941,6 +1071,11 @@ class ChunkStateVector {
             outF_.FreeTensor(x);
         }
         unsafe_[slot][o] = !safe;
+        if (!safe && t_.gate_in) {  // G's block as FinishKda's exact diagonal block reads it back (no G in GM)
+            Sync<HardEvent::V_MTE3>();
+            DataCopy(gWsF_[Stage2Regions(t_, slot).gb + 16ull * J * K], g, n);
+            Sync<HardEvent::MTE3_V>();  // before the base is formed in its place
+        }
         const uint32_t baseRow = safe ? RefRow(J) : 3 * J + 2;  // b's row in gr
         if (safe) {
             Exp(f, d, static_cast<int32_t>(n));
@@ -1020,7 +1155,7 @@ class ChunkStateVector {
         SelectCausal(oa, ol, r, masks_.Get<uint8_t>(), maskBytes_, 0, solve_tril::kBlockElems);
         inA_.FreeTensor(r);
         if (unsafe_[j % OperandSlots(t_)][o]) {  // the Cube's diagonal block is zero there
-            ExactDiagonal(ch, I, oa, ol);
+            ExactDiagonal(ch, j, I, oa, ol);
             OrderV();
         }
         LocalTensor<float> b = CopyIn(inB_, gB_[ch * BT + 16 * I], 16);
@@ -1047,11 +1182,19 @@ class ChunkStateVector {
     // (kda_blocks::ExactDiagonalRows) from block row I's rows of G, q and k, read again (their factors
     // formed again) into the zero tiles oa / ol (after the two work tiles of res_ it takes: FinishKda).
     // q and k widen into inA_'s buffer after G's rows.
-    __aicore__ inline void ExactDiagonal(uint64_t ch, uint32_t I, const LocalTensor<float>& oa, const LocalTensor<float>& ol) {
+    __aicore__ inline void ExactDiagonal(uint64_t ch, uint32_t j, uint32_t I, const LocalTensor<float>& oa,
+                                         const LocalTensor<float>& ol) {
         const uint32_t K = t_.K, BT = t_.BT, HV = t_.HV, n = 16 * K, unit = static_cast<uint32_t>(ch);
         LocalTensor<float> w = res_.Get<float>(), e = w, x = w[n], bc = bc_.Get<float>();
         const uint64_t qk = TokenRow(unit, 16 * I, HV, t_.groups, BT, K);
-        LocalTensor<float> g = CopyInGate(inA_, gG_[GateRow(unit, 16 * I, HV, BT, K)], 16, HV, K), qf = g[n], kf = g[2 * n];
+        LocalTensor<float> g;
+        if (t_.gate_in) {  // written by this AIV when it formed the chunk (StageTwoOperands)
+            Sync<HardEvent::MTE3_MTE2>();
+            g = CopyIn(inA_, gWsF_[Stage2Regions(t_, j).gb + 16ull * I * K], n);
+        } else {
+            g = CopyInGate(inA_, gG_[GateRow(unit, 16 * I, HV, BT, K)], 16, HV, K);
+        }
+        LocalTensor<float> qf = g[n], kf = g[2 * n];
         CastInRows(inB_, gQ_[qk], qf, 16, K, TokenPitch(HV, t_.groups, K));
         CastInRows(inB_, gK_[qk], kf, 16, K, TokenPitch(HV, t_.groups, K));
         OrderV();
@@ -1151,6 +1294,11 @@ class ChunkStateVector {
     bool unsafe_[3][2] = {{false, false}, {false, false}, {false, false}};
     bool midRef_[4] = {false, false, false, false};
     GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gQs_, gKs_, gB_;
+    // chunk_gate_forward: the activation, the value head whose parameters it holds, the raw gate, the lengths
+    gate::GateActivation act_;
+    uint32_t actHead_ = 0xFFFFFFFFu;
+    GlobalTensor<R> gRaw_;
+    GlobalTensor<int32_t> gLen_;
     GlobalTensor<T> gHt_, gVt_, gWsT_, gQ_, gK_;
     GlobalTensor<int32_t> gCo_;
 };

@@ -2,6 +2,7 @@
 #include "chunk_state_tiling.h"
 
 #include "../common/chunk_shapes.h"
+#include "../gate/gate_cumsum_tiling.h"  // the gate in the launch: its forms and scales
 
 namespace fla_npu {
 namespace chunk_state {
@@ -34,7 +35,8 @@ uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
         uint64_t res, gate, work, rows, bc, in;
     } x{s2.res, s2.gate, s2.work, s2.rows, s2.bc, s2.in};
     const uint64_t fixed =
-        p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * (kda ? 16 : p.BT) / 8) + (kda ? 32 : 0) : 0;
+        (p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * (kda ? 16 : p.BT) / 8) + (kda ? 32 : 0) : 0) +
+        (p.gate_in ? 2 * Pad32(K * 4) + 32 : 0);  // the activation's parameters (gate/gate_activation.h)
     return Pad32(rk * vb * 4) + Pad32(Max(Max(m * vb, f * rv * p.Kg), x.res) * 4) +
            Pad32(Max(Max((1 - f) * rv * vb * 4, qe * 2), x.in * 2)) + Pad32(Max(Max(rk, f * rv), x.gate) * 4) +
            (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
@@ -65,11 +67,21 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
     t->qk_l2norm = p.qk_l2norm;
     t->scale = p.scale;
     t->nb = p.BT / 16;
+    t->gate_in = p.gate_in ? 1u : 0u;
+    t->gate_form = p.gate_in ? p.gate_form : 0u;
+    t->has_a_log = p.gate_in && p.has_a_log && p.gate_form != gate::kGateNone ? 1u : 0u;
+    t->has_dt_bias = p.gate_in && p.has_dt_bias ? 1u : 0u;
+    t->coef_scale = p.gate_in ? gate::CoefScale(p.gate_form, 1.0f) : 0.0f;
+    t->out_scale = p.gate_in ? gate::OutScale(p.gate_form, p.lower_bound, 1.0f) : 0.0f;
     if (p.intra && !p.fused_output) return Refuse(err, "stage 2 in the launch needs the fused output");
     if (p.intra && p.Kg != 1 && p.K > kKdaIntraMaxK)
         return Refuse(err, "a per-key decay (KDA) in one launch takes K up to 128 (its fp32 operands fill L0B)");
     if (p.intra && p.Kg != 1 && !p.cube_fp32)
         return Refuse(err, "this SoC's Cube takes no float32 inputs (KDA's stage-2 operands need them)");
+    if (p.gate_in && (!p.intra || p.Kg == 1))
+        return Refuse(err, "the gate in the launch takes KDA's per-key gate with stage 2 in the launch");
+    if (p.gate_in && (p.gate_form > gate::kGateSigmoid || (p.gate_form == gate::kGateSoftplus && !p.has_a_log)))
+        return Refuse(err, "`gate_form` must be 0 (none), 1 (softplus, with `a_log`) or 2 (sigmoid)");
     if (p.intra && p.BT > 16 && !p.cube_fp32)
         return Refuse(err, "this SoC's Cube takes no float32 inputs (the merges of the inverse's diagonal blocks need them)");
     t->rows_k = p.K / 2;
@@ -148,8 +160,8 @@ int ComputeTiling(const ChunkStateProblem& p, ChunkStateTiling* t, const char** 
         t->ws_t_elems =
             2 * p.K * vb + p.BT * p.BT + (p.intra ? 3 * (kda ? 3 : 5) : 2 * 3) * p.BT * p.K + (p.intra ? 4 * p.BT * p.BT : 0);
         const uint32_t inv = p.BT > 16 ? solve_tril::MergeSizesOf(p.BT).elems + p.BT * p.BT : 0;
-        t->ws_f_elems =
-            p.K * vb + (p.intra ? 2 * 2 * p.BT * p.BT + 2 * inv + 3 * 2 * p.BT : 0) + (kda ? 3 * KdaOperandElems(p.BT, p.K) : 0);
+        t->ws_f_elems = p.K * vb + (p.intra ? 2 * 2 * p.BT * p.BT + 2 * inv + 3 * 2 * p.BT : 0) +
+                        (kda ? 3 * KdaOperandElems(p.BT, p.K) : 0) + (p.gate_in ? GateInElems(p.BT, p.K) : 0);
     } else {  // S_hi, S_lo, v_hi, v_lo; wS, dS
         t->ws_t_elems = 2 * (p.K + p.BT) * vb;
         t->ws_f_elems = (p.BT + p.K) * vb;

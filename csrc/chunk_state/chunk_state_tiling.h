@@ -114,6 +114,12 @@ struct ChunkStateTiling {
     uint32_t qk_l2norm;
     float scale;
     uint32_t nb;
+    // chunk_gate_forward (intra, KDA): g is the raw gate, G and e_last formed in the launch (the
+    // activation: gate_cumsum_tiling.h's GateForm, parameters and scales)
+    uint32_t gate_in;
+    uint32_t gate_form;
+    uint32_t has_a_log, has_dt_bias;
+    float coef_scale, out_scale;
 };
 
 // The AIC's buffers whose sizes stage 2 in the launch (intra) changes, in bytes: w's place in L0A (also
@@ -146,7 +152,7 @@ FLA_NPU_AICORE inline CubeBuffers CubeBuffersOf(uint32_t K, uint32_t BT, uint32_
 // floats), finishing, a block's G, q and k widened (48 K): 48 K floats; no gate buffer; four 16 x K work
 // tiles (k and q widened, the exponents and their factors; finishing: two, and a diagonal block's Aqk,
 // L and inverse); 16 x K rows written; the broadcasts of four 16-row factors; a block's rows of q or k
-// as read (16 x K of T: in, GDN none).
+// as read, or of the raw gate in float32 (32 x K elements of T: in, GDN none).
 struct Stage2Ub {
     uint32_t res, gate, work, rows, bc, in;
 };
@@ -154,7 +160,7 @@ FLA_NPU_AICORE inline Stage2Ub Stage2UbOf(uint32_t BT, bool intra, uint32_t K = 
     if (!intra) return Stage2Ub{0, 0, 0, 0, 0, 0};
     if (kda) {
         const uint32_t work = MaxOf(64 * K, 32 * K + 3 * solve_tril::kBlockElems);
-        return Stage2Ub{48 * K, 0, work, 16 * K, 4 * 16 * 8, 16 * K};  // (33 + 3 nb) K <= 48 K for BT <= 64
+        return Stage2Ub{48 * K, 0, work, 16 * K, 4 * 16 * 8, 32 * K};  // (33 + 3 nb) K <= 48 K for BT <= 64
     }
     return Stage2Ub{32 * BT, 3 * BT, 48 * BT + 2 * solve_tril::kBlockElems, 16 * BT, 2 * 16 * 8, 0};
 }
@@ -168,6 +174,12 @@ FLA_NPU_AICORE inline uint32_t KdaOperandElems(uint32_t BT, uint32_t K) {
 
 // KDA with stage 2 in the launch keeps K up to this (its fp32 column operands fill L0B's first tile).
 constexpr uint32_t kKdaIntraMaxK = 128;
+
+// KDA with the gate in the launch (gate_in), floats of the workspace after the fp32 operand slots: two
+// exchange slots of the block rows' first, middle and last rows of G summed within their block (3 nb K
+// each; a core's chunks alternate), then per operand slot each vector core's e_last row (2 K), then
+// per operand slot the G blocks its exactly computed diagonal blocks read back (BT K).
+FLA_NPU_AICORE inline uint32_t GateInElems(uint32_t BT, uint32_t K) { return 2 * 3 * (BT / 16) * K + 3 * 2 * K + 3 * BT * K; }
 
 // GM workspace the kernel uses: one slice per launched AI core.
 using chunk_tiling::UserWorkspaceBytes;
@@ -187,6 +199,11 @@ struct ChunkStateProblem : chunk_tiling::HeadsProblem {
     bool intra = false;      // fused, chunk_forward: stage 2 in the launch, beta given, no Akk / Aqk
     bool qk_l2norm = false;  // intra: l2-normalise q's and k's rows in the kernel
     float scale = 1.0f;      // intra: q's rows times scale
+    // intra, KDA: g the raw gate, activated as gate_form says (chunk_gate_forward_tiling.h)
+    bool gate_in = false;
+    uint32_t gate_form = 0;
+    bool has_a_log = false, has_dt_bias = false;
+    float lower_bound = 0.0f;
 };
 
 // Fill *t for problem p. Returns 0, or a negative code with a message in *err (static string).

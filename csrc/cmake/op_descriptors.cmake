@@ -5,7 +5,7 @@ set(FLA_NPU_OP_DESCRIPTORS gate/gate_cumsum.op.py prefix_shared_attention/prefix
                            chunk_output/chunk_output.op.py wy_fast/wy_fast.op.py solve_tril/solve_tril.op.py
                            chunk_state/chunk_state.op.py chunk_intra/chunk_intra.op.py
                            chunk_state/chunk_state_output.op.py chunk_state/chunk_forward.op.py
-                           chunk_intra/chunk_gate_intra.op.py)
+                           chunk_intra/chunk_gate_intra.op.py chunk_state/chunk_gate_forward.op.py)
 
 # fla_npu_generate(<python> <csrc dir> <tool> <args>...): runs tools/<tool> at configure time; a
 # failure stops the configure with the generator's message.

@@ -126,12 +126,16 @@ def chunk_gate_intra(q: Tensor, k: Tensor, beta: Tensor, g: Tensor, chunk_len: T
 
 
 def _chunk_gate_intra_host(values: dict) -> None:
-    """Chunk lengths the kernel would read past its chunk (checked when they are on the host)."""
-    lens, BT = values["chunk_len"], values["q"].shape[1] if values["q"].dim() == 4 else 0
+    _check_chunk_len("chunk_gate_intra", values["chunk_len"], values["q"])
+
+
+def _check_chunk_len(op: str, lens: Tensor, q: Tensor) -> None:
+    """Chunk lengths outside [0, BT] (BT: q's chunk size; checked when they are on the host)."""
+    BT = q.shape[1] if q.dim() == 4 else 0
     if lens.device.type == "cpu" and lens.numel():
         low, high = torch.aminmax(lens)
         if int(low) < 0 or int(high) > BT:
-            raise ValueError(f"chunk_gate_intra: `chunk_len` must lie in [0, BT = {BT}], got {lens.tolist()}")
+            raise ValueError(f"{op}: `chunk_len` must lie in [0, BT = {BT}], got {lens.tolist()}")
 
 
 # ---- chunk_state: the Cube dtype the caller picks, the inputs cast to what the kernel reads ------
@@ -238,6 +242,30 @@ def _chunk_forward_host(values: dict) -> None:
     _check_chunk_offsets("chunk_forward", values["chunk_offsets"], values["beta"].shape[0])
 
 
+# ---- chunk_gate_forward: KDA's stages 1 to 5 in one launch ------------------------------------------
+def chunk_gate_forward(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, chunk_len: Tensor, chunk_offsets: Tensor,
+                       activation: str = "none", A_log: Tensor | None = None, dt_bias: Tensor | None = None,
+                       lower_bound: float | None = None, h0: Tensor | None = None, qk_l2norm: bool = False,
+                       scale: float = 1.0, state_v_first: bool = False) -> tuple[Tensor, Tensor]:
+    """The kernel's call: :func:`chunk_forward` on the G and e_last that :func:`chunk_gate_intra` forms
+    from the raw per-key gate ``g`` (``[NC, BT, HV, K]``, token-major chunk layout; float32 or k's dtype,
+    other dtypes cast to float32) with ``activation``, ``A_log``, ``dt_bias``, ``lower_bound`` and
+    ``chunk_len`` (``[NC]``, int32, 0..BT) as there, in one launch: neither G nor e_last in GM. Returns
+    ``o`` ``[NC, BT, HV, V]`` (token-major, in k's dtype) and ``final`` (float32). KDA only, K up to 128;
+    the other arguments as :func:`chunk_forward`'s."""
+    T, f32 = _state_cube_dtype("chunk_gate_forward", k, chunk_offsets), torch.float32
+    raw = g if g.dtype in (f32, T) else g.to(f32)
+    return {"q": q.to(T), "k": k, "v": v.to(T), "g": raw, "beta": beta.to(f32), "chunk_len": chunk_len.to(torch.int32),
+            "chunk_offsets": chunk_offsets, "h0": None if h0 is None else h0.to(f32),
+            **_gate_params(activation, A_log, dt_bias, lower_bound), "qk_l2norm": int(bool(qk_l2norm)),
+            "scale": float(scale), "state_v_first": int(bool(state_v_first))}, {"T": T, "R": raw.dtype}
+
+
+def _chunk_gate_forward_host(values: dict) -> None:
+    _check_chunk_offsets("chunk_gate_forward", values["chunk_offsets"], values["beta"].shape[0])
+    _check_chunk_len("chunk_gate_forward", values["chunk_len"], values["k"])
+
+
 OP_CALLS = {
     "gate_chunk_cumsum": OpCall(gate_chunk_cumsum, _gate_host),
     "chunk_intra": OpCall(chunk_intra),
@@ -245,4 +273,5 @@ OP_CALLS = {
     "chunk_state": OpCall(chunk_state, _chunk_state_host),
     "chunk_state_output": OpCall(chunk_state_output, _chunk_state_output_host),
     "chunk_forward": OpCall(chunk_forward, _chunk_forward_host),
+    "chunk_gate_forward": OpCall(chunk_gate_forward, _chunk_gate_forward_host),
 }

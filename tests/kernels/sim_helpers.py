@@ -174,6 +174,28 @@ def step_gate(kind: str, B, T, HV, Kg, gen):
     return torch.where(odd, strong, mild)
 
 
+def raw_gate_inputs(B, T, HV, HQ, K, BT, dtype, form, raw_dtype, cu=None, params=True, seed=0):
+    """(q, k, beta, g, A_log, dt_bias, plan): q, k token-major [NC, BT, HQ, K] in ``dtype``, beta
+    [NC, HV, BT], the raw gate g token-major [NC, BT, HV, K] in ``raw_dtype`` (form "none": per-step log
+    decays, the odd heads' strong enough to need the exact diagonal path; else raw values, |g| up to ~6)."""
+    gen = torch.Generator().manual_seed(seed)
+    plan = ChunkPlan.build(B, T, BT, None if cu is None else torch.tensor(cu), "cpu")
+    q = plan.to_chunks(torch.randn(B, T, HQ, K, generator=gen) * K ** -0.5, token_major=True).to(dtype)
+    k = plan.to_chunks(torch.nn.functional.normalize(torch.randn(B, T, HQ, K, generator=gen), dim=-1),
+                       token_major=True).to(dtype)
+    beta = plan.to_chunks(torch.rand(B, T, HV, generator=gen))
+    if form == "none":
+        raw = -torch.rand(B, T, HV, K, generator=gen) * torch.where(torch.arange(HV) % 2 == 1, 16.0, 0.2).view(1, 1, HV, 1)
+    else:
+        raw = torch.randn(B, T, HV, K, generator=gen) * 2.0
+    g = plan.to_chunks(raw, token_major=True).to(raw_dtype)
+    A_log = torch.rand(HV, generator=gen) * 2.0 - 1.0 if params and form != "none" else None
+    # dt_bias: form "none" adds it to the log decays, which must stay <= 0
+    bias = -torch.rand(HV * K, generator=gen) * 0.05 if form == "none" else torch.randn(HV * K, generator=gen) * 0.5
+    dt_bias = bias if params else None
+    return q, k, beta.contiguous(), g, A_log, dt_bias, plan
+
+
 def state_stage(B, T, HV, K, V, BT, per_key, cu=None, h0=False, v_first=False, seed=0, groups=1,
                 gate="mild") -> SimpleNamespace:
     """Inputs of the state kernels (chunk_state, chunk_state_output) in float64 as the reference stages

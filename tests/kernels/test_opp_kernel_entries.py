@@ -86,6 +86,11 @@ CASES = {
         "kda_gva_h0_bf16", "kda_bt32_v_first_f16", "kda_bt16_bf16",
         "refuse_chunk_size", "refuse_k_heads", "refuse_o_shape", "refuse_kda_k256",
     ],
+    "chunk_gate_forward_opp_test": [
+        "registration",
+        "sigmoid_gva_h0_bf16", "softplus_bt32_f16_raw_f16", "none_bt16_bf16_raw_bf16", "empty_bf16",
+        "refuse_softplus_without_a_log", "refuse_head_dim", "refuse_o_shape",
+    ],
 }
 SOCS = ["a2", "a5"]
 

@@ -46,10 +46,10 @@ typedef struct FakeCall {
     int32_t num_floats;
     int32_t status; /* what the fake returned */
     double floats[4];
-    void* workspace;          /* launch: as received */
-    uint64_t workspace_size;  /* GetWorkspaceSize: as returned; launch: as received */
-    void* executor;           /* GetWorkspaceSize: as returned; launch: as received */
-    void* stream;             /* launch: as received */
+    void* workspace;         /* launch: as received */
+    uint64_t workspace_size; /* GetWorkspaceSize: as returned; launch: as received */
+    void* executor;          /* GetWorkspaceSize: as returned; launch: as received */
+    void* stream;            /* launch: as received */
 } FakeCall;
 
 typedef struct FakeExecutor {
@@ -76,9 +76,9 @@ static struct {
     int32_t status;
 } g_statuses[FAKE_MAX_STATUSES];
 static int32_t g_num_statuses;
-static int32_t g_init_calls;          /* aclnnInit, over the process (not reset) */
-static int32_t g_init_status;         /* what aclnnInit returns */
-static int32_t g_executor_bad_calls;  /* repeatable/destroy on an unknown or freed executor, destroy of a non-repeatable one */
+static int32_t g_init_calls;         /* aclnnInit, over the process (not reset) */
+static int32_t g_init_status;        /* what aclnnInit returns */
+static int32_t g_executor_bad_calls; /* repeatable/destroy on an unknown or freed executor, destroy of a non-repeatable one */
 
 /* ---- control and inspection (tests) ----------------------------------------------------------- */
 
@@ -257,8 +257,8 @@ static int32_t second_phase(const char* op, void* workspace, uint64_t workspace_
     FakeCall* c = record(op);
     int32_t status = status_of(op);
     FakeExecutor* e = (FakeExecutor*)executor;
-    if (status == 0 && (e < g_executors || e >= g_executors + g_num_executors || strcmp(e->op, op) != 0 || e->launched ||
-                        e->freed))
+    if (status == 0 &&
+        (e < g_executors || e >= g_executors + g_num_executors || strcmp(e->op, op) != 0 || e->launched || e->freed))
         status = 161002; /* not an executor of this op, launched twice, or freed */
     if (e >= g_executors && e < g_executors + g_num_executors) {
         e->launched = 1;
@@ -337,9 +337,9 @@ EXPORT int32_t aclnnFlaNpuChunkOutput(void* workspace, uint64_t workspace_size, 
     return second_phase("aclnnFlaNpuChunkOutput", workspace, workspace_size, executor, stream);
 }
 
-EXPORT int32_t aclnnFlaNpuWyFastGetWorkspaceSize(const void* k, const void* v, const void* beta, const void* akk,
-                                                 const void* g, const void* w, const void* u, const void* kg,
-                                                 uint64_t* workspace_size, void** executor) {
+EXPORT int32_t aclnnFlaNpuWyFastGetWorkspaceSize(const void* k, const void* v, const void* beta, const void* akk, const void* g,
+                                                 const void* w, const void* u, const void* kg, uint64_t* workspace_size,
+                                                 void** executor) {
     FakeCall* c = record("aclnnFlaNpuWyFastGetWorkspaceSize");
     add_tensor(c, k);
     add_tensor(c, v);
@@ -368,9 +368,9 @@ EXPORT int32_t aclnnFlaNpuSolveTril(void* workspace, uint64_t workspace_size, vo
 }
 
 EXPORT int32_t aclnnFlaNpuChunkStateGetWorkspaceSize(const void* w, const void* u, const void* kg, const void* e_last,
-                                                     const void* chunk_offsets, const void* h0, const void* h,
-                                                     const void* v_new, const void* final_state, int64_t state_v_first,
-                                                     uint64_t* workspace_size, void** executor) {
+                                                     const void* chunk_offsets, const void* h0, const void* h, const void* v_new,
+                                                     const void* final_state, int64_t state_v_first, uint64_t* workspace_size,
+                                                     void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkStateGetWorkspaceSize");
     add_tensor(c, w);
     add_tensor(c, u);
@@ -448,8 +448,7 @@ EXPORT int32_t aclnnFlaNpuChunkStateOutputGetWorkspaceSize(const void* q, const 
                                                            const void* akk, const void* aqk, const void* e_last,
                                                            const void* chunk_offsets, const void* h0, const void* q_scale,
                                                            const void* k_scale, const void* o, const void* final_state,
-                                                           int64_t state_v_first,
-                                                           uint64_t* workspace_size, void** executor) {
+                                                           int64_t state_v_first, uint64_t* workspace_size, void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkStateOutputGetWorkspaceSize");
     add_tensor(c, q);
     add_tensor(c, k);
@@ -478,8 +477,8 @@ EXPORT int32_t aclnnFlaNpuChunkStateOutput(void* workspace, uint64_t workspace_s
 EXPORT int32_t aclnnFlaNpuChunkForwardGetWorkspaceSize(const void* q, const void* k, const void* v, const void* g,
                                                        const void* beta, const void* e_last, const void* chunk_offsets,
                                                        const void* h0, int64_t qk_l2norm, double scale, const void* o,
-                                                       const void* final_state, int64_t state_v_first,
-                                                       uint64_t* workspace_size, void** executor) {
+                                                       const void* final_state, int64_t state_v_first, uint64_t* workspace_size,
+                                                       void** executor) {
     FakeCall* c = record("aclnnFlaNpuChunkForwardGetWorkspaceSize");
     add_tensor(c, q);
     add_tensor(c, k);
@@ -503,4 +502,29 @@ EXPORT int32_t aclnnFlaNpuChunkForwardGetWorkspaceSize(const void* q, const void
 
 EXPORT int32_t aclnnFlaNpuChunkForward(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
     return second_phase("aclnnFlaNpuChunkForward", workspace, workspace_size, executor, stream);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkGateForwardGetWorkspaceSize(const void* q, const void* k, const void* v, const void* g,
+                                                           const void* beta, const void* a_log, const void* dt_bias,
+                                                           const void* chunk_len, const void* chunk_offsets, const void* h0,
+                                                           int64_t gate_form, double lower_bound, int64_t qk_l2norm, double scale,
+                                                           const void* o, const void* final_state, int64_t state_v_first,
+                                                           uint64_t* workspace_size, void** executor) {
+    FakeCall* c = record("aclnnFlaNpuChunkGateForwardGetWorkspaceSize");
+    const void* tensors[] = {q, k, v, g, beta, a_log, dt_bias, chunk_len, chunk_offsets, h0, o, final_state};
+    for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); ++i) add_tensor(c, tensors[i]);
+    if (c != NULL) {
+        c->num_ints = 3;
+        c->ints[0] = gate_form;
+        c->ints[1] = qk_l2norm;
+        c->ints[2] = state_v_first;
+        c->num_floats = 2;
+        c->floats[0] = lower_bound;
+        c->floats[1] = scale;
+    }
+    return first_phase(c, "aclnnFlaNpuChunkGateForward", workspace_size, executor);
+}
+
+EXPORT int32_t aclnnFlaNpuChunkGateForward(void* workspace, uint64_t workspace_size, void* executor, void* stream) {
+    return second_phase("aclnnFlaNpuChunkGateForward", workspace, workspace_size, executor, stream);
 }

@@ -477,6 +477,37 @@ def test_chunk_forward_forwarded_exactly(bridge, fake):
     check_refused_before_aclnn(bridge, fake, "flaNpuChunkForward", "`qk_l2norm` must be 0 or 1", tensors, 2, 0.125, 1)
 
 
+def test_chunk_gate_forward_forwarded_exactly(bridge, fake):
+    NC, HV, HQ, BT, K, V, N_ = 3, 4, 2, 32, 64, 80, 2
+    offsets = torch.tensor([0, 1, 3], dtype=torch.int32)
+    qk = lambda: torch.randn(NC, BT, HQ, K).bfloat16()  # noqa: E731
+    # q, k, v, g (raw, per key), beta, a_log, dt_bias, chunk_len, chunk_offsets, h0, o, final
+    tensors = (qk(), qk(), torch.randn(NC, BT, HV, V).bfloat16(), torch.randn(NC, BT, HV, K), torch.rand(NC, HV, BT),
+               torch.randn(HV), torch.randn(HV * K), torch.tensor([32, 32, 5], dtype=torch.int32), offsets,
+               torch.randn(N_, HV, K, V), torch.empty(NC, BT, HV, V).bfloat16(), torch.empty(N_, HV, K, V))
+    # gate_form, lower_bound, qk_l2norm, scale, state_v_first
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkGateForward", tensors, 2, -5.0, 1, 0.125, 0, ints=[2, 1, 0],
+                            floats=[-5.0, 0.125])
+    # no dt_bias and no h0: NULL; the form none reads no A_log: a given one is passed as NULL
+    bare = (*tensors[:6], None, *tensors[7:9], None, *tensors[10:])
+    check_forwarded_exactly(bridge, fake, "flaNpuChunkGateForward", bare, 2, -5.0, 1, 0.125, 0, ints=[2, 1, 0],
+                            floats=[-5.0, 0.125])
+    fake.reset()
+    st, _, ex, _ = entry_ws(bridge, "flaNpuChunkGateForward", bare, 0, 0.0, 1, 0.125, 0)
+    assert st == 0, err(bridge)
+    [call] = fake.calls()
+    assert tensors_of(call)[5:7] == [None, None] and list(call.ints)[:1] == [0]
+    bridge.flaNpuDestroyExecutor(ex)
+    # Refused before any aclnn call: softplus without A_log, Gated DeltaNet's gate, a 16-bit gate of another dtype.
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkGateForward", "needs `a_log`", (*tensors[:5], None, *tensors[6:]),
+                               1, 0.0, 1, 0.125, 0)
+    gdn = (*tensors[:3], torch.randn(NC, HV, BT, 1), *tensors[4:])
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkGateForward", "`g`", gdn, 2, -5.0, 1, 0.125, 0)
+    half = (*tensors[:3], tensors[3].half(), *tensors[4:])
+    check_refused_before_aclnn(bridge, fake, "flaNpuChunkGateForward", "`g` must be float32 or the dtype of `k`", half, 2,
+                               -5.0, 1, 0.125, 0)
+
+
 def test_chunk_intra_forwarded_exactly(bridge, fake):
     NC, HV, BT, K = 3, 2, 64, 128
     tensors = (torch.randn(NC, BT, HV, K).bfloat16(), torch.randn(NC, BT, HV, K).bfloat16(), torch.rand(NC, HV, BT),

@@ -1,0 +1,44 @@
+// Host tiling of KDA's chunked forward in one launch; see chunk_gate_forward_tiling.h.
+#include "chunk_gate_forward_tiling.h"
+
+#include "../common/chunk_shapes.h"
+#include "../gate/gate_cumsum_tiling.h"
+#include "chunk_forward_tiling.h"
+
+namespace fla_npu {
+namespace chunk_gate_forward {
+
+// The messages are the C entry point's (include/fla_npu/kernels.h).
+const char* TilingFromShapes(const ShapeArg* a, int64_t gate_form, float lower_bound, int64_t qk_l2norm, float scale,
+                             int64_t state_v_first, const DeviceFacts& dev, ChunkStateTiling* tiling) {
+    const ShapeArg &g = a[3], &a_log = a[5], &dt_bias = a[6], &len = a[7];
+    if (g.ndim != 4 || g.d[3] == 1)
+        return "`g` must be the raw per-key gate [NC, BT, HV, K] (KDA; Gated DeltaNet's one-per-row gate is taken by "
+               "FlaNpuChunkForward)";
+    // chunk_forward's tensors, in its order: q, k, v, g, beta, e_last (one row of K per chunk and head, as
+    // this launch forms it), chunk_offsets, h0, o, final
+    ShapeArg e_last;
+    e_last.ndim = 3;
+    e_last.d[0] = g.d[0];
+    e_last.d[1] = g.d[2];
+    e_last.d[2] = g.d[3];
+    e_last.numel = g.d[0] * g.d[2] * g.d[3];
+    const ShapeArg forward[10] = {a[0], a[1], a[2], g, a[4], e_last, a[8], a[9], a[10], a[11]};
+    chunk_state::ChunkStateProblem p;
+    if (const char* bad = chunk_forward::ProblemFromShapes(forward, qk_l2norm, scale, state_v_first, dev, &p)) return bad;
+    const int64_t NC = g.d[0], HV = g.d[2], K = g.d[3];
+    if (gate_form < 0 || gate_form > gate::kGateSigmoid) return "`gate_form` must be 0 (none), 1 (softplus) or 2 (sigmoid)";
+    if (gate_form == gate::kGateSoftplus && !a_log.present()) return "the softplus gate (`gate_form` 1) needs `a_log`";
+    if (a_log.present() && a_log.numel != HV) return "`a_log` must have HV elements (one per value head)";
+    if (dt_bias.present() && dt_bias.numel != HV * K) return "`dt_bias` must have HV * K elements";
+    if (len.ndim != 1 || len.d[0] != NC) return "`chunk_len` must be [NC] (the valid rows of each chunk)";
+    p.gate_in = true;
+    p.gate_form = static_cast<uint32_t>(gate_form);
+    p.has_a_log = a_log.present();
+    p.has_dt_bias = dt_bias.present();
+    p.lower_bound = lower_bound;
+    return TilingOrMessage(p, tiling);
+}
+
+}  // namespace chunk_gate_forward
+}  // namespace fla_npu
