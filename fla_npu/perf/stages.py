@@ -190,11 +190,33 @@ def _launch_psa(shape: dict, dtype: str):
     prefix_shared_attention(q, k, v, D ** -0.5)
 
 
+def _launch_gate_forward(shape: dict, dtype: str):
+    """KDA's stages 1 to 5 in one launch, with the production gate (the lower-bound sigmoid with A_log
+    and a dt_bias per key, the raw gate in the input dtype) and switches, as the chained forward calls it."""
+    import torch
+
+    from ..runtime.kernels import chunk_gate_forward
+    NC, HV, K = chunks(shape), shape["HV"], shape["K"]
+    per_seq = math.ceil(shape["T"] / BT)
+    offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
+    k, v, _, _ = _chunk_tensors(shape, dtype, True)
+    q = k.roll(1, dims=1).contiguous()
+    g = _gen(5)
+    beta = torch.rand(NC, HV, BT, generator=g)
+    raw = torch.randn(NC, BT, HV, K, generator=g).to(_torch_dtype(dtype))
+    A_log, dt = torch.rand(HV, generator=g), torch.randn(HV * K, generator=g)
+    lengths = torch.full((NC,), BT, dtype=torch.int32)
+    chunk_gate_forward(q, k, v, raw, beta, lengths, offsets, "sigmoid", A_log, dt, -5.0, None, True, 0.088, False)
+
+
 def _delta_rule_stages(per_key: bool, one_launch: bool = True) -> tuple:
-    """The launches of the chained forward: the gate cumsum, then stages 2-5 in one launch
-    (``one_launch``), else (KDA with K above 128) the intra-chunk kernel and the fused WY + state +
-    output kernel."""
+    """The launches of the chained forward: KDA's stages 1-5 in one launch (``one_launch``); Gated
+    DeltaNet's gate cumsum, then stages 2-5 in one launch; KDA with K above 128 the gate cumsum, the
+    intra-chunk kernel and the fused WY + state + output kernel."""
     s = scale_delta_rule
+    if per_key and one_launch:
+        return (Stage("chunk_gate_forward", "1-5: gate + intra-chunk + WY + state + output", "chunk_gate_forward",
+                      _launch_gate_forward, units_chunks, s),)
     gate = Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s)
     if one_launch:
         return (gate, Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward",

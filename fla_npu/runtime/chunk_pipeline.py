@@ -7,12 +7,11 @@ knows the target. Every kernel is called through its ``torch.ops.fla_npu`` custo
 (:mod:`.torch_ops`), which ``torch.compile`` and graph capture can trace.
 
 Stage 1 (gate cumsum) runs before, in the pre-processing (its kernel takes the raw gate in the token
-layout), except for KDA on the fused path without the one launch (:func:`gate_in_launch`), where the
-intra-chunk kernel forms G from the raw gate in its own launch. Per stage, the Cube inputs are rounded once to the op's 16-bit
-input dtype ``T``:
+layout), except for KDA in one launch (:func:`gate_in_launch`), whose kernel forms G from the raw
+gate itself. Per stage, the Cube inputs are rounded once to the op's 16-bit input dtype ``T``:
 
-  1-2  ``Aqk``, ``Akk`` (T), ``q_scale``, ``k_scale``, ``G``, ``e_last`` = chunk_gate_intra(q, k, beta, g,
-       chunk_len, activation, A_log, dt_bias, lower_bound, l2norm, scale)  (KDA; then 3-5 fused)
+  1-5  ``o`` (T), ``final`` (fp32) = chunk_gate_forward(q, k, v, g, beta, chunk_len, chunk_offsets,
+       activation, A_log, dt_bias, lower_bound, h0, l2norm, scale)  (KDA, K up to 128)
 
   2  ``Aqk``, ``Akk`` (T), ``q_scale``, ``k_scale`` = chunk_intra(q, k, beta, G, l2norm, scale)
      (``Akk = (I + L)^-1``, the triangular inverse in the same launch: L never leaves the kernel;
@@ -108,18 +107,16 @@ def takes_row_scales(skip: dict, keep_h: bool) -> bool:
     return runs_fused(skip, keep_h) and "stage 2: intra-chunk" not in skip
 
 
-GATE_IN_LAUNCH = "chunk_gate_intra"  # stages 1 and 2 in one launch (KDA's per-key gate)
+GATE_IN_LAUNCH = "chunk_gate_forward"  # stages 1 to 5 in one launch (KDA's per-key gate)
 
 
 def gate_in_launch(skip: dict, keep_h: bool, per_key: bool, dtype: torch.dtype, BT: int, K: int) -> bool:
-    """Whether KDA's stage 1 runs in the intra-chunk launch (``chunk_gate_intra``: G formed from the raw
-    gate in the kernel, written once for the fused stages 3-5): per-key gate, stages 2-5 on their
-    kernels with 3-5 fused (:func:`takes_row_scales`) but not in one launch (:func:`runs_one_launch`:
-    it reads q, k and G once, the two launches read q and k twice and Aqk and Akk go through GM), and a
-    call that kernel takes (K up to 128)."""
+    """Whether KDA's stage 1 runs in the one launch of stages 2-5 too (``chunk_gate_forward``: G and
+    e_last formed from the raw gate in the kernel, never in GM): per-key gate, stages 2-5 in one launch
+    (:func:`runs_one_launch`) and a call that kernel takes (K up to 128)."""
     kernel = kernels.get(GATE_IN_LAUNCH)
-    return (per_key and takes_row_scales(skip, keep_h) and not runs_one_launch(skip, keep_h, per_key, K)
-            and kernel is not None and kernel.unsupported(dtype, BT, K) is None)
+    return (per_key and runs_one_launch(skip, keep_h, per_key, K) and kernel is not None
+            and kernel.unsupported(dtype, BT, K) is None)
 
 
 def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.dtype, state_v_first: bool,
@@ -136,13 +133,12 @@ def forward(p: ChunkInputs, h0: torch.Tensor | None, plan: ChunkPlan, T: torch.d
     f32 = torch.float32
     q, k, v = p.q.to(T), p.k.to(T), p.v.to(T)   # in T already (the chain's pre-processing rounds them once)
     b = p.b.to(f32)
-    if p.gate is not None:  # KDA, stages 1 and 2 in one launch: its G (token-major) and e_last to stages 3-5
+    if p.gate is not None:  # KDA, stages 1 to 5 in one launch, from the raw gate
         l2norm, scale = p.row_factors
         x = p.gate
-        Aqk, akk_b, q_scale, k_scale, G, e_last = ops.chunk_gate_intra(q, k, b, x.g, x.chunk_len, x.activation, x.A_log,
-                                                                       x.dt_bias, x.lower_bound, l2norm, scale, True)
-        o, final = ops.chunk_state_output(q, k, v, G, akk_b, Aqk, e_last, plan.offsets, h0, state_v_first, q_scale, k_scale)
-        return o.transpose(1, 2), ChunkForward(Aqk, None, None, None, None, None, None, final)
+        o, final = ops.chunk_gate_forward(q, k, v, x.g, b, x.chunk_len, plan.offsets, x.activation, x.A_log, x.dt_bias,
+                                          x.lower_bound, h0, l2norm, scale, state_v_first)
+        return o.transpose(1, 2), ChunkForward(None, None, None, None, None, None, None, final)
     d = p.decay
     # token-major [NC, BT, H, D], q and k with HV / groups heads: the kernels read value head h's from
     # head h / groups (GVA); a reference stage takes them head-major and expanded

@@ -19,7 +19,8 @@ CHAIN = ("flaNpuGateChunkCumsum", "flaNpuChunkIntra", "flaNpuWyFast", "flaNpuChu
 
 def _expected_chain(op: str, dtype: torch.dtype, BT: int, K: int, V: int) -> list:
     """The entry points the chain launches for these facts, in order (stages the build has no kernel for
-    skipped; with every stage on a kernel, stages 2 to 5 in one launch, for KDA up to K 128)."""
+    skipped; with every stage on a kernel, stages 2 to 5 in one launch, KDA's with stage 1 too (K up to
+    128))."""
     skip = chunk_pipeline.stage_reasons(dtype, BT, K, V)
     names = {"stage 2: intra-chunk": CHAIN[1:2], "stage 3: WY factors": CHAIN[2:3],
              "stage 4: state recurrence": CHAIN[3:4], "stage 5: output": CHAIN[4:]}
@@ -31,6 +32,8 @@ def _expected_chain(op: str, dtype: torch.dtype, BT: int, K: int, V: int) -> lis
         out[-3:] = ["flaNpuChunkStateOutput"]
         if chunk_pipeline.runs_one_launch(skip, False, op == "kda", K):
             out[-2:] = ["flaNpuChunkForward"]
+        if op == "kda" and chunk_pipeline.gate_in_launch(skip, False, True, dtype, BT, K):
+            out[:] = ["flaNpuChunkGateForward"]
     return out
 
 
@@ -48,10 +51,10 @@ def test_profile_records_every_launch_of_the_chain(monkeypatch, op):
         # gate (vector only) has none
         assert 0 <= launch["ws_read_bytes"] < launch["gm_read_bytes"] and 0 <= launch["ws_write_bytes"] < launch["gm_write_bytes"]
         assert (launch["ws_read_bytes"] > 0) == (launch["kernel"] != "flaNpuGateChunkCumsum")
-    assert prof.kernels()[0] == "flaNpuGateChunkCumsum"
+    assert prof.kernels()[0] == ("flaNpuChunkGateForward" if op == "kda" else "flaNpuGateChunkCumsum")
     assert prof.total("gm_read_bytes") == sum(x["gm_read_bytes"] for x in prof.launches)
     cube = [x["cube_macs"] for x in prof.launches
-            if x["kernel"] in ("flaNpuChunkIntra", "flaNpuChunkStateOutput", "flaNpuChunkForward")]
+            if x["kernel"] in ("flaNpuChunkIntra", "flaNpuChunkStateOutput", "flaNpuChunkForward", "flaNpuChunkGateForward")]
     assert cube and all(c > 0 for c in cube)
 
 
@@ -162,6 +165,12 @@ def test_every_kernel_custom_op_passes_opcheck():
     torch.library.opcheck(ops.chunk_state_output.default, (*args[:-2], s, s.clone()))   # q's and k's row factors
     o, final = ops.chunk_state_output(*args)
     assert o.shape == (NC, BT, HV, V) and final.shape == (2, HV, V, K)  # o token-major; state_v_first
+    vt = torch.randn(NC, BT, HV, V).to(torch.bfloat16)   # the whole KDA forward from the raw gate
+    args = (q, q.clone(), vt, raw, torch.rand(NC, HV, BT), lengths, offsets, "sigmoid", torch.rand(HV), torch.randn(HV * K),
+            -5.0, h0, True, 0.125, True)
+    torch.library.opcheck(ops.chunk_gate_forward.default, args)
+    o, final = ops.chunk_gate_forward(*args)
+    assert o.shape == (NC, BT, HV, V) and final.shape == (2, HV, V, K)
     q, kv = torch.randn(1, 2, 3, 64).to(torch.bfloat16), torch.randn(1, 5, 64).to(torch.bfloat16)
     torch.library.opcheck(ops.prefix_shared_attention.default, (q, kv, kv.clone(), 0.125))
 

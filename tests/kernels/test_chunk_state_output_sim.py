@@ -231,9 +231,9 @@ def test_unit_row_factors_change_nothing():
 @pytest.fixture
 def launches(monkeypatch):
     """Route the chunk ops to the simulated kernels and record the fused kernel's launches (stages 3-5)
-    and the one launch's (stages 2-5, chunk_forward), as (kernel, dtype)."""
+    and the one launch's (stages 2-5, chunk_forward; KDA's 1-5, chunk_gate_forward), as (kernel, dtype)."""
     calls = []
-    for name in ("chunk_state_output", "chunk_forward"):
+    for name in ("chunk_state_output", "chunk_forward", "chunk_gate_forward"):
         sim_helpers.record_launches(monkeypatch, kernels, name, before=lambda args, kwargs, n=name: (n, args[0].dtype),
                                     calls=calls)
     return calls
@@ -243,7 +243,8 @@ def launches(monkeypatch):
 def test_chunk_op_with_simulated_state_and_output_matches_gold(launches, op, sw, chunk_size, cu, dtype, K, V):
     sim_helpers.check_stage_op_case(op, sw, chunk_size, cu, dtype, K, V)
     # In the forward only (the backward recomputes what it needs with the reference, never o).
-    assert launches == [("chunk_forward", dtype)]  # every case K <= 128, no states kept: stages 2-5 in one launch
+    # every case K <= 128, no states kept: stages 2-5 in one launch (KDA's with stage 1)
+    assert launches == [("chunk_gate_forward" if op == "kda" else "chunk_forward", dtype)]
 
 
 @pytest.mark.parametrize("keep", [False, True], ids=["recompute", "disable_recompute"])
@@ -270,4 +271,4 @@ def test_chunk_op_float32_keeps_reference_output(launches, caplog, monkeypatch):
 def test_verify_sim_row_runs_the_fused_kernel(launches):
     """`fla-npu verify`'s sim implementation covers stages 2 to 5: its first bf16 KDA and GDN rows pass."""
     sim_helpers.verify_sim_first_rows()
-    assert set(launches) == {("chunk_forward", BF16)}
+    assert set(launches) == {("chunk_gate_forward", BF16), ("chunk_forward", BF16)}

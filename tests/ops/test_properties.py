@@ -110,10 +110,10 @@ def test_random_valid_calls_match_the_gold_10000(op, kind):
 def test_random_calls_on_the_simulated_kernels(op, monkeypatch):
     """Random valid chunked calls the kernels take (16-bit, K and V multiples of 16, every switch,
     varlen, GVA, gates down to -inf, initial states) with ``FLA_NPU_CPU_IMPL=sim``: the forward on the
-    kernel launches (checked with ``fla_npu.profile()``: stage 2 in the one launch of stages 2-5, or KDA's
-    on the intra-chunk kernel when the states are kept or K exceeds 128), outputs,
+    kernel launches (checked with ``fla_npu.profile()``: stage 2 in the one launch of stages 2-5, KDA's
+    of 1-5, or on the intra-chunk kernel when the states are kept or K exceeds 128), outputs,
     states and gradients (the backward on the reference) against the float64 gold as above."""
-    stage2 = ("flaNpuChunkForward", "flaNpuChunkIntra") if op == "kda" else ("flaNpuChunkForward",)
+    stage2 = ("flaNpuChunkGateForward", "flaNpuChunkIntra") if op == "kda" else ("flaNpuChunkForward",)
     monkeypatch.setenv("FLA_NPU_CPU_IMPL", "sim")
 
     @settings(max_examples=KERNEL_EXAMPLES, **_SETTINGS)

@@ -775,14 +775,21 @@ def test_chunk_op_runs_its_kernel_chain_through_the_operator_package(bridge, fak
         entries[-3:] = ["ChunkStateOutput"]
         if chunk_pipeline.runs_one_launch(skipped, False, op == "kda", K):
             entries[-2:] = ["ChunkForward"]
+    gate_in = op == "kda" and chunk_pipeline.gate_in_launch(skipped, False, True, torch.bfloat16, 64, K)
+    if gate_in:
+        entries[:] = ["ChunkGateForward"]
     calls = fake.calls()
     assert [c.function.decode() for c in calls] == [
         f"aclnnFlaNpu{e}{phase}" for e in entries for phase in ("GetWorkspaceSize", "")]
     assert all(c.stream is None for c in calls[1::2])  # CPU tensors: no stream (an NPU call passes the current one)
     NC = 4 if varlen else 2   # varlen: min(T, (T + N (BT - 1)) // BT) = 4 for 3 exact chunks; dense: 2
-    gate = tensors_of(calls[0])
-    assert (gate[3] is None and gate[4] is None) if not varlen else (
-        list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
-    intra = tensors_of(calls[2])
+    if gate_in:  # q, k, v, g (raw, token-major chunk layout), beta, A_log, dt_bias, chunk_len, chunk_offsets
+        intra = tensors_of(calls[0])
+        assert list(intra[3].view_dims)[:4] == [NC, 64, H, K] and list(intra[7].view_dims)[:1] == [NC]
+    else:
+        gate = tensors_of(calls[0])
+        assert (gate[3] is None and gate[4] is None) if not varlen else (
+            list(gate[3].view_dims)[:1] == [4] and list(gate[4].view_dims)[:2] == [NC, 2])
+        intra = tensors_of(calls[2])
     assert list(intra[0].view_dims)[:4] == [NC, 64, H, K]   # q in the token-major chunk layout
     assert fake.created == fake.destroyed

@@ -54,9 +54,7 @@ def test_bench_rows_follow_the_schema(headline_run):
                 assert s["stage"] in r["stages_without_kernel"]
             else:
                 _check(s, MODEL_STAGE)
-                # (chunk, head) units; the gate cumsum's (token, head)
-                assert s["status"] == "model" and s["time_ms"] > 0
-                assert s["units"] == (8192 * 96 if s["stage"] == "gate_cumsum" else 128 * 96)
+                assert s["status"] == "model" and s["time_ms"] > 0 and s["units"] == 128 * 96  # (chunk, head) units
         modelled = [s["time_ms"] for s in r["stages"] if s["time_ms"] is not None]
         # the PyTorch operations around the kernels: modelled from their bytes and launches, part of the total
         t = r["torch_ops"]
@@ -85,9 +83,9 @@ def test_bench_prints_the_headline(headline_run, capsys):
     assert "KDA forward [1,8192,96,128] bf16 on a2" in text and "(model)" in text
     assert "roofline floor: 0.630 ms" in text
     assert "54.0 ms (published figure, 910B3)" in text and "8.800 ms (published figure, 910B3)" in text
-    # Every stage of the chunked forward has a kernel: the modelled chain is its two launches (1 and 2-5).
-    assert "for 2 of 2 stages (no kernel yet: none)" in text
-    for stage in ("1: gate + chunk-local cumsum", "2-5: intra-chunk + WY + state + output", "PyTorch ops around them"):
+    # Every stage of the chunked forward has a kernel: the modelled chain is its one launch (1-5).
+    assert "for 1 of 1 stages (no kernel yet: none)" in text
+    for stage in ("1-5: gate + intra-chunk + WY + state + output", "PyTorch ops around them"):
         assert stage in text, stage
 
 
@@ -138,17 +136,17 @@ def test_roofline_of_the_kda_headline():
 def test_stage_without_module_is_reported_without_a_number():
     st = S.Stage("x", "x", "fla_npu.runtime.no_such_kernel", lambda s, d: None, S.units_chunks, S.scale_delta_rule)
     assert st.available() == "reference (no kernel)"
-    assert S.FWD_STAGES["kda"][1].available() == "reference (no kernel)" or S.FWD_STAGES["kda"][1].launch is not None
+    assert S.FWD_STAGES["kda"][0].available() == "reference (no kernel)" or S.FWD_STAGES["kda"][0].launch is not None
     row = B.model_stage("kda", st, {"B": 1, "T": 64, "H": 1, "HV": 1, "K": 16, "V": 16}, "bf16", SC.soc("a2"), B._StageRuns())
     assert row == {"stage": "x", "title": "x", "status": "reference (no kernel)", "time_ms": None}
 
 
 def test_kda_stages_follow_the_route_of_the_call():
-    """KDA's stages 2-5 in one launch up to K 128 (chunk_pipeline.runs_one_launch), in two above; every
+    """KDA's stages 1-5 in one launch up to K 128 (chunk_pipeline.gate_in_launch), in three above; every
     stage has its kernel either way."""
     shape = {"B": 1, "T": 8192, "H": 8, "HV": 8, "V": 128}
     two, three = S.fwd_stages("kda", {**shape, "K": 128}, "bf16"), S.fwd_stages("kda", {**shape, "K": 256}, "bf16")
-    assert [s.name for s in two] == ["gate_cumsum", "chunk_forward"]
+    assert [s.name for s in two] == ["chunk_gate_forward"]
     assert [s.name for s in three] == ["gate_cumsum", "chunk_intra", "chunk_state_output"]
     assert all(s.available() is None for s in two + three)
     assert S.fwd_stages("gdn", {**shape, "K": 128}, "bf16") == S.FWD_STAGES["gdn"]

@@ -63,7 +63,7 @@ def _prepare(q, k, v, g, beta, A_log, dt_bias, cfg: DeltaRuleConfig, plan: Chunk
     the backward would read are not formed (it recomputes after the kernels). With ``row_scales`` (the
     kernels apply them: :func:`~fla_npu.runtime.chunk_pipeline.takes_row_scales`) q and k stay as given
     and ``row_factors`` says how their rows are scaled (l2norm, scale). With ``gate_in`` (KDA, the
-    intra-chunk kernel forms G: :func:`~fla_npu.runtime.chunk_pipeline.gate_in_launch`) stage 1 does
+    one launch forms G: :func:`~fla_npu.runtime.chunk_pipeline.gate_in_launch`) stage 1 does
     not run: ``gate`` carries the raw gate in the chunk layout and ``decay`` is ``None``."""
     ct = compute_dtype(q, k, v)
     bf = beta.to(ct)

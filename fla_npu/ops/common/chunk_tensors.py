@@ -5,9 +5,9 @@ inputs in the chunk layout ``[NC, HV, BT, D]`` (:class:`ChunkInputs`) and the st
 ====  ==================  ==========================  ======================================================
  no.  name                reference (chunk_fwd.py)     kernel (fla_npu/runtime/, csrc/)
 ====  ==================  ==========================  ======================================================
-  1   gate cumsum         ``chunk_local_cumsum``       ``gate`` (GateChunkCumsum; KDA: in stage 2's launch)
-  2   intra-chunk         ``chunk_intra_fwd``          ``chunk_intra`` (the inverse in its launch; KDA with
-                                                       stage 1: ``chunk_gate_intra``)
+  1   gate cumsum         ``chunk_local_cumsum``       ``gate`` (GateChunkCumsum; KDA: in the one launch)
+  2   intra-chunk         ``chunk_intra_fwd``          ``chunk_intra`` (the inverse in its launch; with 3-5:
+                                                       ``chunk_forward``, KDA with 1: ``chunk_gate_forward``)
   3   WY factors          ``wy_fwd``                   ``wy_fast`` (or with 4, 5: ``chunk_state_output``)
   4   state recurrence    ``state_fwd``                ``chunk_state``
   5   output              ``output_fwd``               ``chunk_output``
@@ -25,8 +25,8 @@ from .decay import ChunkDecay
 
 @dataclass
 class KernelGate:
-    """KDA's raw gate, for the intra-chunk kernel that forms ``G`` in its launch (``chunk_gate_intra``:
-    stages 1 and 2 in one launch) instead of stage 1 running before."""
+    """KDA's raw gate, for the one launch that forms ``G`` itself (``chunk_gate_forward``: stages 1 to 5)
+    instead of stage 1 running before."""
     g: torch.Tensor                 # [NC, BT, HV, K] token-major chunk layout, capped as stage 1's kernel takes it
     chunk_len: torch.Tensor         # [NC] int32: each chunk's valid rows
     activation: str                 # "none", "softplus" or "sigmoid"
@@ -54,7 +54,7 @@ class ChunkInputs:
                                     #   when the intra-chunk kernel forms G (gate)
     row_factors: tuple[bool, float] | None = None  # kernels: (l2norm, scale) of q's and k's rows, which the
                                                    #   intra-chunk kernel applies (q and k unscaled); None: scaled
-    gate: KernelGate | None = None  # kernels, KDA: the raw gate when stage 1 runs in the intra-chunk launch
+    gate: KernelGate | None = None  # kernels, KDA: the raw gate when stage 1 runs in the one launch
 
 
 def expand_heads(xc: torch.Tensor, groups: int) -> torch.Tensor:
