@@ -2,7 +2,6 @@
 #include "chunk_gate_intra_tiling.h"
 
 #include "../common/chunk_shapes.h"
-#include "../gate/gate_cumsum_tiling.h"
 
 namespace fla_npu {
 namespace chunk_gate_intra {
@@ -19,11 +18,7 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t gate_form, float lower_b
         return "`g` must be the raw per-key gate [NC, BT, HV, K] (KDA; Gated DeltaNet's one-per-row gate is taken by "
                "FlaNpuChunkForward)";
     const int64_t NC = g.d[0], HV = g.d[2], K = g.d[3];
-    if (gate_form < 0 || gate_form > gate::kGateSigmoid) return "`gate_form` must be 0 (none), 1 (softplus) or 2 (sigmoid)";
-    if (gate_form == gate::kGateSoftplus && !a_log.present()) return "the softplus gate (`gate_form` 1) needs `a_log`";
-    if (a_log.present() && a_log.numel != HV) return "`a_log` must have HV elements (one per value head)";
-    if (dt_bias.present() && dt_bias.numel != HV * K) return "`dt_bias` must have HV * K elements";
-    if (len.ndim != 1 || len.d[0] != NC) return "`chunk_len` must be [NC] (the valid rows of each chunk)";
+    if (const char* bad = chunk_tiling::RawGateArgs(gate_form, a_log, dt_bias, len, NC, HV, K)) return bad;
     if (!SameShape(G, g)) return "`gate` must have the shape of `g` [NC, BT, HV, K]";
     if (e_last.ndim != 3 || !DimsAre(e_last, {NC, HV, K})) return "`e_last` must be [NC, HV, K]";
     p.gate_in = true;

@@ -2,7 +2,6 @@
 #include "chunk_gate_forward_tiling.h"
 
 #include "../common/chunk_shapes.h"
-#include "../gate/gate_cumsum_tiling.h"
 #include "chunk_forward_tiling.h"
 
 namespace fla_npu {
@@ -27,11 +26,7 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t gate_form, float lower_b
     chunk_state::ChunkStateProblem p;
     if (const char* bad = chunk_forward::ProblemFromShapes(forward, qk_l2norm, scale, state_v_first, dev, &p)) return bad;
     const int64_t NC = g.d[0], HV = g.d[2], K = g.d[3];
-    if (gate_form < 0 || gate_form > gate::kGateSigmoid) return "`gate_form` must be 0 (none), 1 (softplus) or 2 (sigmoid)";
-    if (gate_form == gate::kGateSoftplus && !a_log.present()) return "the softplus gate (`gate_form` 1) needs `a_log`";
-    if (a_log.present() && a_log.numel != HV) return "`a_log` must have HV elements (one per value head)";
-    if (dt_bias.present() && dt_bias.numel != HV * K) return "`dt_bias` must have HV * K elements";
-    if (len.ndim != 1 || len.d[0] != NC) return "`chunk_len` must be [NC] (the valid rows of each chunk)";
+    if (const char* bad = chunk_tiling::RawGateArgs(gate_form, a_log, dt_bias, len, NC, HV, K)) return bad;
     p.gate_in = true;
     p.gate_form = static_cast<uint32_t>(gate_form);
     p.has_a_log = a_log.present();

@@ -656,7 +656,6 @@ class ChunkStateVector {
     // unit's chunks, `left` of them from this one on (itself included).
     __aicore__ inline void Chunk(uint32_t c, const Unit& u, uint32_t j, bool first, int32_t left) {
         const uint32_t BT = t_.BT, K = t_.K, V = t_.V, Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v;
-        const uint32_t S3 = OperandSlots(t_);
         const uint32_t k0 = at_.sub * rk, r0 = at_.sub * rv;
         const Lanes L = SplitLanes(u.vw);
         const uint64_t ch = uint64_t(c) * t_.HV + u.h, hOff = (ch * K + k0) * V + u.v0, vOff = (ch * BT + r0) * V + u.v0;

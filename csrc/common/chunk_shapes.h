@@ -7,6 +7,7 @@
 
 #include <initializer_list>
 
+#include "../gate/gate_cumsum_tiling.h"  // the gate forms (RawGateArgs)
 #include "chunk_tiling.h"
 #include "shape_args.h"
 
@@ -153,6 +154,19 @@ template <typename Problem, typename Tiling>
 const char* TilingOfShapes(const ShapeArg* a, const DeviceFacts& dev, Tiling* tiling) {
     Problem p;
     return TilingOrMessage(ProblemFromShapes(a, dev, &p), p, tiling);
+}
+
+// The checks of a launch that takes KDA's raw gate in the chunk layout with the gate's parameters
+// (chunk_gate_intra, chunk_gate_forward; the messages are their C entry points'): gate_form 0..2
+// (softplus needs a_log), a_log [HV], dt_bias HV * K elements, chunk_len [NC]. nullptr, or the message.
+inline const char* RawGateArgs(int64_t gate_form, const ShapeArg& a_log, const ShapeArg& dt_bias, const ShapeArg& len, int64_t NC,
+                               int64_t HV, int64_t K) {
+    if (gate_form < 0 || gate_form > gate::kGateSigmoid) return "`gate_form` must be 0 (none), 1 (softplus) or 2 (sigmoid)";
+    if (gate_form == gate::kGateSoftplus && !a_log.present()) return "the softplus gate (`gate_form` 1) needs `a_log`";
+    if (a_log.present() && a_log.numel != HV) return "`a_log` must have HV elements (one per value head)";
+    if (dt_bias.present() && dt_bias.numel != HV * K) return "`dt_bias` must have HV * K elements";
+    if (len.ndim != 1 || len.d[0] != NC) return "`chunk_len` must be [NC] (the valid rows of each chunk)";
+    return nullptr;
 }
 
 }  // namespace chunk_tiling

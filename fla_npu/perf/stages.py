@@ -142,19 +142,24 @@ def _launch_intra(shape: dict, dtype: str):
     chunk_intra(q, k, beta, G, True, 0.088, dt, dt, True)  # as the chained forward calls it
 
 
+def _state_inputs(shape: dict, dtype: str, per_key: bool) -> tuple:
+    """The inputs the state kernels share as the chained forward passes them: ``(q, k, v, A, G, e_last,
+    offsets)`` (e_last ``[NC, HV, K or 1]`` in (0.5, 1), offsets of dense sequences of whole chunks)."""
+    import torch
+
+    NC, HV, K = chunks(shape), shape["HV"], shape["K"]
+    e_last = torch.rand(NC, HV, K if per_key else 1, generator=_gen(7)) * 0.5 + 0.5
+    per_seq = math.ceil(shape["T"] / BT)
+    offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
+    k, v, A, G = _chunk_tensors(shape, dtype, per_key)
+    return k.roll(1, dims=1).contiguous(), k, v, A, G, e_last, offsets
+
+
 def _launch_state_output(per_key: bool):
     def run(shape: dict, dtype: str):
-        import torch
-
         from ..runtime.kernels import chunk_state_output
-        g = _gen(7)
-        NC, HV, K = chunks(shape), shape["HV"], shape["K"]
-        e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
-        per_seq = math.ceil(shape["T"] / BT)
-        offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
-        k, v, A, G = _chunk_tensors(shape, dtype, per_key)
-        q = k.roll(1, dims=1).contiguous()
-        f = _row_factors((NC, HV, BT))
+        q, k, v, A, G, e_last, offsets = _state_inputs(shape, dtype, per_key)
+        f = _row_factors((chunks(shape), shape["HV"], BT))
         chunk_state_output(q, k, v, G, A, A, e_last, offsets, None, False, f, f.clone())  # as the chained forward calls it
     return run
 
@@ -165,14 +170,8 @@ def _launch_forward(per_key: bool):
         import torch
 
         from ..runtime.kernels import chunk_forward
-        g = _gen(7)
-        NC, HV, K = chunks(shape), shape["HV"], shape["K"]
-        e_last = torch.rand(NC, HV, K if per_key else 1, generator=g) * 0.5 + 0.5
-        per_seq = math.ceil(shape["T"] / BT)
-        offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
-        k, v, _, G = _chunk_tensors(shape, dtype, per_key)
-        q = k.roll(1, dims=1).contiguous()
-        beta = torch.rand(NC, HV, BT, generator=_gen(2))
+        q, k, v, _, G, e_last, offsets = _state_inputs(shape, dtype, per_key)
+        beta = torch.rand(chunks(shape), shape["HV"], BT, generator=_gen(2))
         chunk_forward(q, k, v, G, beta, e_last, offsets, None, True, 0.088, False)
     return run
 
@@ -197,10 +196,7 @@ def _launch_gate_forward(shape: dict, dtype: str):
 
     from ..runtime.kernels import chunk_gate_forward
     NC, HV, K = chunks(shape), shape["HV"], shape["K"]
-    per_seq = math.ceil(shape["T"] / BT)
-    offsets = torch.arange(0, (shape["B"] + 1) * per_seq, per_seq, dtype=torch.int32)
-    k, v, _, _ = _chunk_tensors(shape, dtype, True)
-    q = k.roll(1, dims=1).contiguous()
+    q, k, v, _, _, _, offsets = _state_inputs(shape, dtype, True)
     g = _gen(5)
     beta = torch.rand(NC, HV, BT, generator=g)
     raw = torch.randn(NC, BT, HV, K, generator=g).to(_torch_dtype(dtype))
