@@ -1,4 +1,4 @@
-// Host tiling of the chunked Gated DeltaNet forward's stages 2 to 5 in one launch (chunk_forward.op.py):
+// Host tiling of the chunked KDA / Gated DeltaNet forward's stages 2 to 5 in one launch (chunk_forward.op.py):
 // the fused state kernel's tiling (chunk_state_tiling.h) with stage 2 in the launch (intra: the
 // workspace's stage-2 regions, the buffers that finishing it takes). Plain C++: no Ascend C, no CANN,
 // no simulation.
@@ -27,8 +27,17 @@
 // device a race between the cores on GM is not seen by the simulation: these reuse distances are
 // the argument, checked chunk by chunk in chunk_state_kernel.h's comments.
 //
-// Limits: chunk_state's, with a scalar decay per row (Kg = 1) only; BT 32 and 64 need a Cube that
-// takes float32 (the merges).
+// KDA (a per-key decay, Kg = K): its stage 2 needs factored operands (chunk_intra_tiling.h), so the
+// vector cores read each block they own (chunk_intra's BlockRowOwner) of k, q and G once and form from
+// it both the state operands' rows and chunk_intra's fp32 operands (operand slot j % 3, KdaOperandElems;
+// the reference rows of the block rows they do not own read apart); the Cube multiplies them block row
+// by block row, writes the columns left of each diagonal block to the pair's Aqk (T) and L's to the
+// inverse slot, the diagonal blocks to the result slot; the vector cores mask those (or compute them
+// exactly, per pair, when their decay exceeds the safe span) and invert them. Bit for bit chunk_intra
+// (akk_beta) followed by chunk_state_output: the same operations in the same order.
+//
+// Limits: chunk_state's; KDA K up to 128 (kKdaIntraMaxK); BT 32 and 64 need a Cube that takes float32
+// (the merges), KDA every BT (its operands).
 #ifndef FLA_NPU_CHUNK_FORWARD_TILING_H
 #define FLA_NPU_CHUNK_FORWARD_TILING_H
 

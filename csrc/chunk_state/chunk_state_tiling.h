@@ -147,7 +147,7 @@ FLA_NPU_AICORE inline CubeBuffers CubeBuffersOf(uint32_t K, uint32_t BT, uint32_
 // of a block row (32 x BT floats), G's rows and q's and k's row factors (3 BT floats), the work tiles
 // (the decay, Aqk's and L's rows, the diagonal block and its inverse: 48 BT + 512 floats), the rows
 // written (16 x BT, floats or T) and the broadcasts (G's and beta's rows of a block row: 16 x 8 floats
-// each). KDA (kda: Kg = K, operands of 16-row blocks): forming, a block's G, a 16 x K scratch, the
+// each). KDA (kda: Kg = K, operands of 16-row blocks): forming, the two owned blocks' G, the
 // reference rows of every block row (first, middle, last) and the chunk's last row ((33 + 3 nb) K
 // floats), finishing, a block's G, q and k widened (48 K): 48 K floats; no gate buffer; four 16 x K work
 // tiles (k and q widened, the exponents and their factors; finishing: two, and a diagonal block's Aqk,
