@@ -758,7 +758,7 @@ class ChunkStateVector {
         inv_.Init(pipe_);
         maskBytes_ = (16 * W / 8 + 31) / 32 * 32;
         InitBufs(pipe_, 4 * maskBytes_, masks_);
-        if (kda) InitBufs(pipe_, 32, red_);
+        if (kda) InitBufs(pipe_, 4 * 2 * 32, red_);  // ChooseReferences' results, a 32-byte block each
         uint32_t rows[2] = {0, 0};
         for (uint32_t I = 0; I < t_.nb; ++I)
             if (chunk_intra::BlockRowOwner(I) == at_.sub) {
@@ -894,14 +894,11 @@ class ChunkStateVector {
         const WsAt at = FusedRegions(t_, slot);
         const uint64_t op = Stage2Regions(t_, slot).op;
         LocalTensor<float> w = res_.Get<float>(), kf = w, qf = w[n], d = w[2 * n], f = w[3 * n];
-        LocalTensor<float> bc = bc_.Get<float>(), bcK = bc, bcQ = bc[128], red = red_.Get<float>();
+        LocalTensor<float> bc = bc_.Get<float>(), bcK = bc, bcQ = bc[128];
         LocalTensor<float> a = inA_.template AllocTensor<float>(), gr = a[2 * n], gl = gr[3 * nb * K];
         if (t_.gate_in) FormGate(unit, jj, a, owned_, nOwned_);
         else LoadGate(unit, a);
-        LocalTensor<float> x = outF_.template AllocTensor<float>();
-        for (uint32_t I = owned_[0]; I < nb; ++I)
-            midRef_[I] = kda_blocks::MiddleIsReference(red, gr[3 * I * K], d, x, f, K, SafeSpan());
-        outF_.FreeTensor(x);
+        ChooseReferences(gr, d, f);
         for (uint32_t o = 0; o < nOwned_; ++o) {
             const uint32_t J = owned_[o];
             const uint64_t qk = TokenRow(unit, 16 * J, HV, t_.groups, BT, K);
@@ -1044,6 +1041,38 @@ class ChunkStateVector {
                   a.aLog, t_.HV, a.dtBias);
     }
 
+    // Every reference decision of the chunk with one read back by the scalar unit (chunk_intra's
+    // ChooseReferences and Form make them one block row at a time): per block row I from this AIV's
+    // first, over the columns, the largest |G_first - G_m| and |G_m - G_last| (midRef_[I]: its middle
+    // row m the reference when within the span) and |G_first - G_last| (firstSafe_[I]: with the first
+    // row as reference the diagonal block within the span, so on the Cube). G does not increase along
+    // the chunk, so the last is chunk_intra's largest |G_r - G_j| over the whole block, the same float:
+    // the same decisions. gr: FormKda's reference rows; d 3 x 4 K floats and work 16 K of scratch.
+    __aicore__ inline void ChooseReferences(const LocalTensor<float>& gr, const LocalTensor<float>& d,
+                                            const LocalTensor<float>& work) {
+        const uint32_t K = t_.K, I0 = owned_[0], rows = t_.nb - I0;
+        LocalTensor<float> red = red_.Get<float>();
+        for (uint32_t q = 0; q < rows; ++q) {
+            const LocalTensor<float> g = gr[3 * (I0 + q) * K], e = d[3 * q * K];
+            Sub(e, g, g[K], static_cast<int32_t>(K));             // G_first - G_m
+            Sub(e[K], g[K], g[2 * K], static_cast<int32_t>(K));   // G_m - G_last
+            Sub(e[2 * K], g, g[2 * K], static_cast<int32_t>(K));  // G_first - G_last
+        }
+        OrderV();
+        Abs(d, d, static_cast<int32_t>(3 * rows * K));
+        OrderV();
+        for (uint32_t q = 0; q < rows; ++q) {  // each reduction its own work region and result block
+            ReduceMax(red[16 * q], d[3 * q * K], work[4 * q * K], static_cast<int32_t>(2 * K));
+            ReduceMax(red[16 * q + 8], d[(3 * q + 2) * K], work[(4 * q + 2) * K], static_cast<int32_t>(K));
+        }
+        Sync<HardEvent::V_S>();
+        for (uint32_t q = 0; q < rows; ++q) {
+            midRef_[I0 + q] = red.GetValue(16 * q) <= SafeSpan();
+            firstSafe_[I0 + q] = red.GetValue(16 * q + 8) <= SafeSpan();
+        }
+        Sync<HardEvent::S_V>();  // the next chunk's reductions may overwrite red
+    }
+
     // The index in owned_ of block row I, or nOwned_ when this AIV does not own it.
     __aicore__ inline uint32_t OwnedIndex(uint32_t I) const {
         for (uint32_t o = 0; o < nOwned_; ++o)
@@ -1063,12 +1092,7 @@ class ChunkStateVector {
         const bool below = J + 1 < nb;
         SubFromRow(d, gr[RefRow(J) * K], g, 16, K);  // G_r - G_j
         OrderV();
-        bool safe = midRef_[J];  // a middle reference was chosen because the block fits the span from it
-        if (!safe) {
-            LocalTensor<float> x = outF_.template AllocTensor<float>();
-            safe = kda_blocks::MaxAbs(red_.Get<float>(), d, x, f, n) <= SafeSpan();
-            outF_.FreeTensor(x);
-        }
+        const bool safe = midRef_[J] || firstSafe_[J];
         unsafe_[slot][o] = !safe;
         if (!safe && t_.gate_in) {  // G's block as FinishKda's exact diagonal block reads it back (no G in GM)
             Sync<HardEvent::V_MTE3>();
@@ -1292,6 +1316,7 @@ class ChunkStateVector {
     // block row, whether its reference is its middle row (the chunk being formed)
     bool unsafe_[3][2] = {{false, false}, {false, false}, {false, false}};
     bool midRef_[4] = {false, false, false, false};
+    bool firstSafe_[4] = {false, false, false, false};  // [block row]: the first row as reference fits the span
     GlobalTensor<float> gU_, gE_, gH0_, gHf_, gVf_, gFin_, gWsF_, gG_, gQs_, gKs_, gB_;
     // chunk_gate_forward: the activation, the value head whose parameters it holds, the raw gate, the lengths
     gate::GateActivation act_;

@@ -24,8 +24,8 @@ constexpr uint64_t kUnitOverhead = 32;  // in V columns
 //
 // With stage 2 in the launch (intra) some grow to what forming and finishing it takes (Stage2UbOf),
 // the row factors' broadcasts are formed as the given ones would be, and two buffers join: the block
-// inverse's and the select masks of two owned block rows (KDA: of the diagonal block; and the
-// reductions' 32 bytes).
+// inverse's and the select masks of two owned block rows (KDA: of the diagonal block; and eight
+// reductions' results, 32 bytes each).
 uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
     const uint64_t K = p.K, rk = K / 2, rv = p.BT / 2, m = Max(p.K / 2, p.BT / 2), f = p.fused_output ? 1 : 0;
     const uint64_t qe = f * rv * K, negI = f * rv * p.BT;
@@ -35,7 +35,7 @@ uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
         uint64_t res, gate, work, rows, bc, in;
     } x{s2.res, s2.gate, s2.work, s2.rows, s2.bc, s2.in};
     const uint64_t fixed =
-        (p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * (kda ? 16 : p.BT) / 8) + (kda ? 32 : 0) : 0) +
+        (p.intra ? solve_tril::kBlockElems * (32 + 2 * 4) + 4 * Pad32(16 * (kda ? 16 : p.BT) / 8) + (kda ? 4 * 2 * 32 : 0) : 0) +
         (p.gate_in ? 2 * Pad32(K * 4) + 32 : 0);  // the activation's parameters (gate/gate_activation.h)
     return Pad32(rk * vb * 4) + Pad32(Max(Max(m * vb, f * rv * p.Kg), x.res) * 4) +
            Pad32(Max(Max((1 - f) * rv * vb * 4, qe * 2), x.in * 2)) + Pad32(Max(Max(rk, f * rv), x.gate) * 4) +
