@@ -695,16 +695,19 @@ class ChunkStateVector {
         }
 
         // 3. Fused: the next chunk's operands into the other slot while the Cube works on this one (the
-        // slot is free: the Cube read it before the previous chunk's dS flags); chunk_forward: the next
-        // chunk's stage 2 finished (its products came during the chunk before), then the operands of
-        // the chunk after it (the slot the Cube read before the previous chunk's dS flags). Unfused,
-        // per lane: v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out (rounded once when T: v_hi).
-        if (kOut && t_.intra && left > 1) FinishStage2(ch + t_.HV, j + 1);
+        // slot is free: the Cube read it before the previous chunk's dS flags); chunk_forward: the
+        // operands of the chunk after the next (the slot the Cube read before the previous chunk's dS
+        // flags), then the next chunk's stage 2 finished (its products came during the chunk before).
+        // In that order the Cube's products of the chunk after the next do not wait for this finish:
+        // forming after finishing put the Cube's stage-2 products and both vector steps in one chain
+        // per chunk. Unfused, per lane: v_new = u - w S (fp32); v_hi, v_lo to the Cube, then v_new out
+        // (rounded once when T: v_hi).
         const int32_t ahead = t_.intra ? 2 : 1;
         if (kOut && left > ahead) {
             Form(ch + ahead * t_.HV, r0, j + ahead);
             CrossCoreSetFlag<2, PIPE_MTE3>(kFlagX);
         }
+        if (kOut && t_.intra && left > 1) FinishStage2(ch + t_.HV, j + 1);
         if (!kOut) {
             a = inA_.template DeQue<float>();
             for (uint32_t l = 0; l < L.n; ++l) {
