@@ -19,8 +19,10 @@
 // Then per chunk c (a core's j-th):
 //   AIC  wait Inverse, merges(c); WY(c); per lane v_new and dS (wait S, set dS);
 //        wait X, stage 2's products of c + 2 (set Stage2); o(c)
-//   AIV  S's halves (set S); wait Stage2, finish stage 2 of c + 1 (set Inverse);
-//        form c + 2's operands (set X); wait dS, S update
+//   AIV  S's halves (set S); form c + 2's operands (set X);
+//        wait Stage2, finish stage 2 of c + 1 (set Inverse); wait dS, S update
+// (forming before finishing: the Cube's products of c + 2 then wait for the form only, not also for
+// the finish of c + 1, which waits for the Cube's products of c + 1.)
 // No cycle: each wait is on a flag set earlier in the other side's order. Regions (each rewritten only
 // after the flags that follow its last read): three operand slots (j % 3: qe, X1, kg, [q; k] and the
 // row factors), two result slots, two inverse slots and two pairs of Aqk and Akk (j % 2). On the
