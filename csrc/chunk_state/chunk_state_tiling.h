@@ -165,6 +165,13 @@ FLA_NPU_AICORE inline Stage2Ub Stage2UbOf(uint32_t BT, bool intra, uint32_t K = 
     return Stage2Ub{32 * BT, 3 * BT, 48 * BT + 2 * solve_tril::kBlockElems, 16 * BT, 2 * 16 * 8, 0};
 }
 
+// The fused kernels' fp32 output buffers (two, so that a copy out runs while the next result forms),
+// floats each: half of the unfused kernel's one (rows m x V block vb), at least the final state of a
+// lane (rk rows of S, a lane at most (vb / 16 + 1) / 2 x 16 columns: Lanes) and stage 2's rows.
+FLA_NPU_AICORE inline uint32_t FusedOutFElems(uint32_t rk, uint32_t m, uint32_t vb, uint32_t rows) {
+    return MaxOf(MaxOf(m * vb / 2, rk * ((vb / 16 + 1) / 2 * 16)), rows);
+}
+
 // KDA with stage 2 in the launch: the fp32 operand slot of a chunk (chunk_intra's layout: 32 nb row
 // operand rows, then 8 nb (nb + 1) column operand rows, of K floats).
 FLA_NPU_AICORE inline uint32_t KdaOperandElems(uint32_t BT, uint32_t K) {
