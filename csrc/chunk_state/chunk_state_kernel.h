@@ -491,7 +491,7 @@ class ChunkStateVector {
         InitQues(pipe_, 2, Max(Max(Max(m * Vb, qe), negI), x.rows) * sizeof(T),
                  outT_);  // x_hi held for the output while x_lo goes out
         // fused: two buffers, so that a copy out runs while the next result forms (FusedOutFElems)
-        if (kOut) InitQues(pipe_, 2, FusedOutFElems(t_.rows_k, t_.vec_rows, Vb, x.rows) * sizeof(float), outF_);
+        if (kOut) InitQues(pipe_, 2, FusedOutFElems(t_.vec_rows, Vb, x.rows) * sizeof(float), outF_);
         else InitQues(pipe_, 1, Max(m * Vb, x.rows) * sizeof(float), outF_);
         if (kOut && t_.intra) StartStage2();
     }

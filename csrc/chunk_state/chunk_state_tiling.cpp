@@ -42,7 +42,7 @@ uint64_t UbBytes(const ChunkStateProblem& p, uint32_t vb) {
            (f && p.Kg != 1 ? Pad32(uint64_t(p.Kg) * 4) : 0) +
            Pad32(Max(Max(rk * 8, f * rv * (p.qk_scaled || p.intra ? 25 : 9)), x.bc) * 4) +
            Pad32(Max(Max(Max(m * vb, 2 * qe), negI), x.work) * 4) + 2 * Pad32(Max(Max(Max(m * vb, qe), negI), x.rows) * 2) +
-           (f ? 2 * Pad32(uint64_t(FusedOutFElems(p.K / 2, m, vb, x.rows)) * 4) : Pad32(Max(m * vb, x.rows) * 4)) + fixed;
+           (f ? 2 * Pad32(uint64_t(FusedOutFElems(m, vb, x.rows)) * 4) : Pad32(Max(m * vb, x.rows) * 4)) + fixed;
 }
 }  // namespace
 

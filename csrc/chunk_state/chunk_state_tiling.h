@@ -166,10 +166,11 @@ FLA_NPU_AICORE inline Stage2Ub Stage2UbOf(uint32_t BT, bool intra, uint32_t K = 
 }
 
 // The fused kernels' fp32 output buffers (two, so that a copy out runs while the next result forms),
-// floats each: half of the unfused kernel's one (rows m x V block vb), at least the final state of a
-// lane (rk rows of S, a lane at most (vb / 16 + 1) / 2 x 16 columns: Lanes) and stage 2's rows.
-FLA_NPU_AICORE inline uint32_t FusedOutFElems(uint32_t rk, uint32_t m, uint32_t vb, uint32_t rows) {
-    return MaxOf(MaxOf(m * vb / 2, rk * ((vb / 16 + 1) / 2 * 16)), rows);
+// floats each: a lane's final state (m = vec_rows rows: with state_v_first spread 8 floats per element
+// over m / 8 rows at a time; a lane at most (vb / 16 + 1) / 2 x 16 columns: Lanes), at least half of
+// the unfused kernel's one (m x vb), and stage 2's rows.
+FLA_NPU_AICORE inline uint32_t FusedOutFElems(uint32_t m, uint32_t vb, uint32_t rows) {
+    return MaxOf(m * ((vb / 16 + 1) / 2 * 16), rows);
 }
 
 // KDA with stage 2 in the launch: the fp32 operand slot of a chunk (chunk_intra's layout: 32 nb row
