@@ -445,10 +445,11 @@ class ChunkStateCube {
 };
 
 // ------------------------------------------------------------------------------------------------
-// AIV (R: chunk_gate_forward's raw gate type, else unused): the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub
-// BT/2, (sub+1) BT/2)), the hi / lo halves for the Cube and every output. Fused (kOut): its rows of the Cube's operands X1, kg
-// (common/wy_rows.h) and qe (the next chunk's while the Cube works on this one) and -I once; no v_new (the Cube forms its
-// halves), neither h nor v_new written.
+// AIV: the fp32 state (rows [sub K/2, (sub+1) K/2) of S), v_new (rows [sub BT/2, (sub+1) BT/2)),
+// the hi / lo halves for the Cube and every output. Fused (kOut): its rows of the Cube's operands X1,
+// kg (common/wy_rows.h) and qe (the next chunk's while the Cube works on this one) and -I once;
+// no v_new (the Cube forms its halves), neither h nor v_new written. R: chunk_gate_forward's raw gate
+// type (else unused).
 // ------------------------------------------------------------------------------------------------
 template <class T, bool kOut, class R = float>
 class ChunkStateVector {
@@ -476,8 +477,9 @@ class ChunkStateVector {
         // The fused kernel's rows of the operands (chunk_state_tiling.cpp's UbBytes: the same sizes) pass
         // through inB_ (k, q), inA_ (G), inL_ (G's last row), inE_ (the row factors), res_ (two fp32 R x K
         // pieces), outT_ and bc_ (wy_rows::Scratch's broadcasts and factors). chunk_forward's stage 2
-        // (Stage2UbOf) through inA_ (the result rows), inE_ (G's rows), inB_ (beta), res_ (the work tiles),
-        // outT_ and outF_ (the rows written) and buffers of its own (StartStage2).
+        // (Stage2UbOf) through inA_ (the result rows; KDA: G's blocks and reference rows), inE_ (G's
+        // rows), inB_ (beta; KDA: k, q and the raw gate), res_ (the work tiles), outT_ and outF_ (the rows
+        // written) and buffers of its own (StartStage2).
         const uint32_t Vb = t_.v_block, rk = t_.rows_k, rv = t_.rows_v, m = t_.vec_rows, qe = kOut ? rv * t_.K : 0;
         const Stage2Ub x = Stage2UbOf(t_.BT, kOut && t_.intra, t_.K, t_.Kg != 1);
         InitBufs(pipe_, rk * Vb * sizeof(float), s_);
