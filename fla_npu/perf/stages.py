@@ -127,7 +127,7 @@ def _row_factors(shape):
     return torch.rand(shape, generator=_gen(8)) + 0.5
 
 
-# Stages 1-2 and 3-5 (KDA): the calls of fla_npu.runtime.chunk_pipeline.forward (the chunk layout);
+# The launches of fla_npu.runtime.chunk_pipeline.forward (the chunk layout), as it makes them; each
 # active once the build has the kernel.
 def _launch_intra(shape: dict, dtype: str):
     """KDA's stage 2 on the gate kernel's G (K above what the gate in its launch takes)."""
