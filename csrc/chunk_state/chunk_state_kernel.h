@@ -911,9 +911,7 @@ class ChunkStateVector {
             const uint64_t qk = TokenRow(unit, 16 * J, HV, t_.groups, BT, K);
             const LocalTensor<float> g = a[o * n];
             OrderV();
-            CastInRows(inB_, gK_[qk], kf, 16, K, TokenPitch(HV, t_.groups, K));
-            CastInRows(inB_, gQ_[qk], qf, 16, K, TokenPitch(HV, t_.groups, K));
-            OrderV();
+            WidenKeyRows(qk, kf, qf);
             BlockFactors(kf, d, f, bcK, 1.0f);
             BlockFactors(qf, d, f, bcQ, t_.scale);
             // the state operands: kg = T(k e^(G_last - G)), X1 = -T(k e^G), qe = T(q e^G)
@@ -1078,6 +1076,23 @@ class ChunkStateVector {
             firstSafe_[I0 + q] = red.GetValue(16 * q + 8) <= SafeSpan();
         }
         Sync<HardEvent::S_V>();  // the next chunk's reductions may overwrite red
+    }
+
+    // kf, qf (fp32) = the 16 rows of k and of q from element qk (token-major), fetched together through
+    // one buffer of inB_ (one wait for both), widened exactly; ordered after.
+    __aicore__ inline void WidenKeyRows(uint64_t qk, const LocalTensor<float>& kf, const LocalTensor<float>& qf) {
+        const uint32_t K = t_.K, n = 16 * K, perBlock = 32 / sizeof(T);
+        const DataCopyParams rows(16, static_cast<uint16_t>(K / perBlock),
+                                  static_cast<uint16_t>((TokenPitch(t_.HV, t_.groups, K) - K) / perBlock), 0);
+        LocalTensor<T> x = inB_.template AllocTensor<T>();
+        DataCopy(x, gK_[qk], rows);
+        DataCopy(x[n], gQ_[qk], rows);
+        inB_.EnQue(x);
+        x = inB_.template DeQue<T>();
+        Cast(kf, x, RoundMode::CAST_NONE, n);
+        Cast(qf, x[n], RoundMode::CAST_NONE, n);
+        inB_.FreeTensor(x);
+        OrderV();
     }
 
     // The index in owned_ of block row I, or nOwned_ when this AIV does not own it.
