@@ -18,14 +18,9 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t gate_form, float lower_b
         return "`g` must be the raw per-key gate [NC, BT, HV, K] (KDA; Gated DeltaNet's one-per-row gate is taken by "
                "FlaNpuChunkForward)";
     const int64_t NC = g.d[0], HV = g.d[2], K = g.d[3];
-    if (const char* bad = chunk_tiling::RawGateArgs(gate_form, a_log, dt_bias, len, NC, HV, K)) return bad;
+    if (const char* bad = chunk_tiling::RawGateProblem(gate_form, lower_bound, a_log, dt_bias, len, NC, HV, K, &p)) return bad;
     if (!SameShape(G, g)) return "`gate` must have the shape of `g` [NC, BT, HV, K]";
     if (e_last.ndim != 3 || !DimsAre(e_last, {NC, HV, K})) return "`e_last` must be [NC, HV, K]";
-    p.gate_in = true;
-    p.gate_form = static_cast<uint32_t>(gate_form);
-    p.has_a_log = a_log.present();
-    p.has_dt_bias = dt_bias.present();
-    p.lower_bound = lower_bound;
     return TilingOrMessage(p, tiling);
 }
 

@@ -1,8 +1,8 @@
 // Checks and tiling of KDA's one-launch forward's C entry point (flaNpuChunkGateForward,
 // include/fla_npu/kernels.h). The entry points around them are generated from chunk_gate_forward.op.py
 // by csrc/tools/gen_op_entry.py.
-#include "../common/api_common.h"
 #include "chunk_gate_forward_entry.h"
+#include "forward_host_checks.h"
 
 namespace fla_npu {
 namespace chunk_gate_forward {
@@ -16,16 +16,9 @@ int ValidateAndTile(const FlaNpuTensor* q, const FlaNpuTensor* k, const FlaNpuTe
                     const FlaNpuTensor* chunk_len, const FlaNpuTensor* chunk_offsets, const FlaNpuTensor* h0, int32_t gate_form,
                     float lower_bound, int32_t qk_l2norm, float scale, const FlaNpuTensor* o, const FlaNpuTensor* final,
                     int32_t state_v_first, EntryCall* call) {
-    if (state_v_first != 0 && state_v_first != 1) return Invalid("`state_v_first` must be 0 or 1");
     // The descriptor's dtypes here; strides, shapes, the attributes and the tiling: TilingFromShapes,
     // the operator package's hook.
-    if (k->dtype == FLA_NPU_FLOAT32)
-        return Invalid(
-            "float32 Cube inputs are not supported: q, k and v must be float16 or bfloat16 (the Cube's "
-            "transposing loads exist for 2-byte types only)");
-    if (!CheckDtype(kEntry, "k", k, {FLA_NPU_FLOAT16, FLA_NPU_BFLOAT16})) return FLA_NPU_ERR_INVALID_ARGUMENT;
-    for (const FlaNpuTensor* x : {q, v, o})
-        if (x->dtype != k->dtype) return Invalid("`q`, `k`, `v` and `o` must have one dtype");
+    if (const int rc = chunk_state::CheckForwardCubeArgs(kEntry, q, k, v, o, state_v_first)) return rc;
     if (g->dtype != FLA_NPU_FLOAT32 && g->dtype != k->dtype) return Invalid("`g` must be float32 or the dtype of `k`");
     for (const FlaNpuTensor* x : {beta, final})
         if (x->dtype != FLA_NPU_FLOAT32) return Invalid("`beta` and `final` must be float32");

@@ -26,12 +26,7 @@ const char* TilingFromShapes(const ShapeArg* a, int64_t gate_form, float lower_b
     chunk_state::ChunkStateProblem p;
     if (const char* bad = chunk_forward::ProblemFromShapes(forward, qk_l2norm, scale, state_v_first, dev, &p)) return bad;
     const int64_t NC = g.d[0], HV = g.d[2], K = g.d[3];
-    if (const char* bad = chunk_tiling::RawGateArgs(gate_form, a_log, dt_bias, len, NC, HV, K)) return bad;
-    p.gate_in = true;
-    p.gate_form = static_cast<uint32_t>(gate_form);
-    p.has_a_log = a_log.present();
-    p.has_dt_bias = dt_bias.present();
-    p.lower_bound = lower_bound;
+    if (const char* bad = chunk_tiling::RawGateProblem(gate_form, lower_bound, a_log, dt_bias, len, NC, HV, K, &p)) return bad;
     return TilingOrMessage(p, tiling);
 }
 

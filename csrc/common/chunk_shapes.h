@@ -7,7 +7,7 @@
 
 #include <initializer_list>
 
-#include "../gate/gate_cumsum_tiling.h"  // the gate forms (RawGateArgs)
+#include "../gate/gate_cumsum_tiling.h"  // the gate forms (RawGateProblem)
 #include "chunk_tiling.h"
 #include "shape_args.h"
 
@@ -158,14 +158,21 @@ const char* TilingOfShapes(const ShapeArg* a, const DeviceFacts& dev, Tiling* ti
 
 // The checks of a launch that takes KDA's raw gate in the chunk layout with the gate's parameters
 // (chunk_gate_intra, chunk_gate_forward; the messages are their C entry points'): gate_form 0..2
-// (softplus needs a_log), a_log [HV], dt_bias HV * K elements, chunk_len [NC]. nullptr, or the message.
-inline const char* RawGateArgs(int64_t gate_form, const ShapeArg& a_log, const ShapeArg& dt_bias, const ShapeArg& len, int64_t NC,
-                               int64_t HV, int64_t K) {
+// (softplus needs a_log), a_log [HV], dt_bias HV * K elements, chunk_len [NC]; then the problem's gate
+// fields (gate_in, gate_form, has_a_log, has_dt_bias, lower_bound). nullptr, or the message.
+template <class Problem>
+inline const char* RawGateProblem(int64_t gate_form, float lower_bound, const ShapeArg& a_log, const ShapeArg& dt_bias,
+                                  const ShapeArg& len, int64_t NC, int64_t HV, int64_t K, Problem* p) {
     if (gate_form < 0 || gate_form > gate::kGateSigmoid) return "`gate_form` must be 0 (none), 1 (softplus) or 2 (sigmoid)";
     if (gate_form == gate::kGateSoftplus && !a_log.present()) return "the softplus gate (`gate_form` 1) needs `a_log`";
     if (a_log.present() && a_log.numel != HV) return "`a_log` must have HV elements (one per value head)";
     if (dt_bias.present() && dt_bias.numel != HV * K) return "`dt_bias` must have HV * K elements";
     if (len.ndim != 1 || len.d[0] != NC) return "`chunk_len` must be [NC] (the valid rows of each chunk)";
+    p->gate_in = true;
+    p->gate_form = static_cast<uint32_t>(gate_form);
+    p->has_a_log = a_log.present();
+    p->has_dt_bias = dt_bias.present();
+    p->lower_bound = lower_bound;
     return nullptr;
 }
 

@@ -164,16 +164,15 @@ def _launch_state_output(per_key: bool):
     return run
 
 
-def _launch_forward(per_key: bool):
-    def run(shape: dict, dtype: str):
-        """Stages 2-5 in one launch, as the chained forward calls it."""
-        import torch
+def _launch_forward(shape: dict, dtype: str):
+    """Gated DeltaNet's stages 2-5 in one launch, as the chained forward calls it (KDA's take the gate in
+    too: _launch_gate_forward)."""
+    import torch
 
-        from ..runtime.kernels import chunk_forward
-        q, k, v, _, G, e_last, offsets = _state_inputs(shape, dtype, per_key)
-        beta = torch.rand(chunks(shape), shape["HV"], BT, generator=_gen(2))
-        chunk_forward(q, k, v, G, beta, e_last, offsets, None, True, 0.088, False)
-    return run
+    from ..runtime.kernels import chunk_forward
+    q, k, v, _, G, e_last, offsets = _state_inputs(shape, dtype, False)
+    beta = torch.rand(chunks(shape), shape["HV"], BT, generator=_gen(2))
+    chunk_forward(q, k, v, G, beta, e_last, offsets, None, True, 0.088, False)
 
 
 def _launch_psa(shape: dict, dtype: str):
@@ -216,7 +215,7 @@ def _delta_rule_stages(per_key: bool, one_launch: bool = True) -> tuple:
     gate = Stage("gate_cumsum", "1: gate + chunk-local cumsum", "gate_chunk_cumsum", _launch_gate(per_key), units_tokens, s)
     if one_launch:
         return (gate, Stage("chunk_forward", "2-5: intra-chunk + WY + state + output", "chunk_forward",
-                            _launch_forward(per_key), units_chunks, s))
+                            _launch_forward, units_chunks, s))
     state_output = Stage("chunk_state_output", "3-5: WY + state + output", "chunk_state_output",
                          _launch_state_output(per_key), units_chunks, s)
     return (gate, Stage("chunk_intra", "2: intra-chunk Aqk, Akk", "chunk_intra", _launch_intra, units_chunks, s), state_output)

@@ -12,6 +12,7 @@ using chunk_intra::ChunkIntraProblem;
 using chunk_intra::ChunkIntraTiling;
 using tiling_test::Arg;
 using tiling_test::Names;
+using tiling_test::Numbered;
 
 static ChunkIntraProblem Problem(uint32_t BT, uint32_t K, uint32_t form, bool aLog, bool dtBias) {
     auto p = tiling_test::UnitsProblem<ChunkIntraProblem>(5, 3, BT, 4);
@@ -62,13 +63,6 @@ static void TestRefusals() {
     CHECK(chunk_intra::ComputeTiling(Problem(64, 128, 3, false, false), &t, &err) != 0 && Names(err, "gate_form"));
     CHECK(chunk_intra::ComputeTiling(Problem(64, 128, gate::kGateSoftplus, false, false), &t, &err) != 0 &&
           Names(err, "gate_form"));
-}
-
-static ShapeArg Numbered(std::initializer_list<int64_t> dims, int32_t dtype) {
-    ShapeArg a = Arg(dims, dtype);
-    a.numel = 1;
-    for (int64_t d : dims) a.numel *= d;
-    return a;
 }
 
 // The operator package's hook: chunk_intra's checks, then the gate's tensors and attributes.

@@ -13,6 +13,7 @@ using chunk_state::ChunkStateProblem;
 using chunk_state::ChunkStateTiling;
 using tiling_test::Arg;
 using tiling_test::Names;
+using tiling_test::Numbered;
 
 static ChunkStateProblem Problem(uint32_t BT, uint32_t K, uint32_t V, uint32_t form, bool aLog, const soc::SocFacts& s) {
     ChunkStateProblem p = state_test::Problem(2, 4, 5, BT, K, V, K, 1, s);
@@ -57,13 +58,6 @@ static void TestRefusals() {
     CHECK(chunk_state::ComputeTiling(Problem(64, 128, 128, 3, false, soc::kA2), &t, &err) != 0 && Names(err, "gate_form"));
     CHECK(chunk_state::ComputeTiling(Problem(64, 128, 128, gate::kGateSoftplus, false, soc::kA2), &t, &err) != 0 &&
           Names(err, "gate_form"));
-}
-
-static ShapeArg Numbered(std::initializer_list<int64_t> dims, int32_t dtype) {
-    ShapeArg a = Arg(dims, dtype);
-    a.numel = 1;
-    for (int64_t d : dims) a.numel *= d;
-    return a;
 }
 
 // The operator package's hook: chunk_forward's checks, then the gate's tensors and attributes.

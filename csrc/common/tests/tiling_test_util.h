@@ -78,6 +78,14 @@ inline fla_npu::ShapeArg Arg(std::initializer_list<int64_t> dims, int32_t dtype 
     return a;
 }
 
+// Arg with its element count set too (the hooks that check a tensor's size read it).
+inline fla_npu::ShapeArg Numbered(std::initializer_list<int64_t> dims, int32_t dtype) {
+    fla_npu::ShapeArg a = Arg(dims, dtype);
+    a.numel = 1;
+    for (int64_t d : dims) a.numel *= d;
+    return a;
+}
+
 // A device of `cores` AI cores with `ub_bytes` of UB and `l0c_bytes` of L0C, whose Cube takes float32.
 inline fla_npu::DeviceFacts Device(uint32_t cores, uint32_t ub_bytes, uint32_t l0c_bytes) {
     fla_npu::DeviceFacts dev;
